@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds every plugin into bin/<name>: static, trimmed, stripped, with the
+# suite's version in the about text a plugin prints without CNI_COMMAND.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+version=$(git describe --tags --always --dirty 2>/dev/null || echo "0.0.0-unknown")
+out=${CNIFORGE_BIN:-bin}
+mkdir -p "$out"
+
+plugins=()
+for d in cmd/*/; do
+	name=$(basename "$d")
+	[ "$name" = cniforge ] && continue # the multicall binary, when it exists, is built on its own
+	plugins+=("./cmd/$name")
+done
+
+echo "building ${#plugins[@]} plugins ($version) into $out/"
+CGO_ENABLED=0 GOOS=linux go build -trimpath \
+	-ldflags "-s -w -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
+	-o "$out/" "${plugins[@]}"

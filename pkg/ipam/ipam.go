@@ -1,0 +1,74 @@
+// Package ipam delegates address management to the IPAM plugin named in a
+// network config (ADD, DEL, CHECK, GC, STATUS) and applies an IPAM result to
+// an interface. The delegate is found on CNI_PATH, as the spec requires.
+package ipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// ValidateType refuses an IPAM type that is empty or could name a binary
+// outside CNI_PATH.
+func ValidateType(t string) error {
+	if t == "" {
+		return errors.New("ipam.type: missing")
+	}
+	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." {
+		return fmt.Errorf("ipam.type: %q must be a plugin name, not a path", t)
+	}
+	return nil
+}
+
+// Add runs the IPAM plugin's ADD with the plugin's own stdin config and
+// returns its result as a current result.
+func Add(ctx context.Context, ipamType string, netconf []byte) (*current.Result, error) {
+	if err := ValidateType(ipamType); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	r, err := invoke.DelegateAdd(ctx, ipamType, netconf, nil)
+	if err != nil {
+		return nil, fmt.Errorf("ipam %s ADD: %w", ipamType, err)
+	}
+	return result.Current(r)
+}
+
+// Del runs the IPAM plugin's DEL.
+func Del(ctx context.Context, ipamType string, netconf []byte) error {
+	return delegate(ctx, "DEL", ipamType, netconf, invoke.DelegateDel)
+}
+
+// Check runs the IPAM plugin's CHECK.
+func Check(ctx context.Context, ipamType string, netconf []byte) error {
+	return delegate(ctx, "CHECK", ipamType, netconf, invoke.DelegateCheck)
+}
+
+// GC runs the IPAM plugin's GC.
+func GC(ctx context.Context, ipamType string, netconf []byte) error {
+	return delegate(ctx, "GC", ipamType, netconf, invoke.DelegateGC)
+}
+
+// Status runs the IPAM plugin's STATUS.
+func Status(ctx context.Context, ipamType string, netconf []byte) error {
+	return delegate(ctx, "STATUS", ipamType, netconf, invoke.DelegateStatus)
+}
+
+type delegateFunc func(context.Context, string, []byte, invoke.Exec) error
+
+func delegate(ctx context.Context, verb, ipamType string, netconf []byte, fn delegateFunc) error {
+	if err := ValidateType(ipamType); err != nil {
+		return result.InvalidConfig(err)
+	}
+	if err := fn(ctx, ipamType, netconf, nil); err != nil {
+		// The delegate's own CNI error (with its code) passes through intact.
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+// Package ns opens network namespaces by path and runs code inside them.
+//
+// A network namespace belongs to an OS thread, not to a goroutine, so every
+// function that enters a namespace does so on a fresh goroutine locked to its
+// thread. When the thread cannot be put back into the namespace it came from,
+// it is left locked, and the Go runtime ends it with the goroutine: a thread in
+// the wrong namespace is never handed back to the scheduler.
+//
+// The main thread is locked once, in this package's init, because the runtime
+// clones new threads from whichever thread needs one; a plugin's main goroutine
+// must stay on the thread whose namespace is the plugin's host namespace.
+package ns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	runtime.LockOSThread()
+}
+
+// ErrNotNetNS is returned by Open for a path that exists but is not a network
+// namespace (not an nsfs file, or a namespace of another kind).
+var ErrNotNetNS = errors.New("not a network namespace")
+
+// NetNS is an open network namespace. The zero value is not usable.
+type NetNS struct {
+	file *os.File
+	path string
+}
+
+// Open opens the network namespace at nsPath (a bind mount such as
+// /run/netns/x, or /proc/<pid>/ns/net) and checks that it is one.
+// A missing path yields an error for which errors.Is(err, os.ErrNotExist).
+func Open(nsPath string) (*NetNS, error) {
+	f, err := os.Open(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %s: %w", nsPath, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("statfs netns %s: %w", nsPath, err)
+	}
+	// /proc/<pid>/ns/net lives on procfs on old kernels, on nsfs on new ones.
+	if st.Type != unix.NSFS_MAGIC && st.Type != unix.PROC_SUPER_MAGIC {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", nsPath, ErrNotNetNS)
+	}
+	kind, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
+	if err == nil && kind != unix.CLONE_NEWNET {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (type %#x)", nsPath, ErrNotNetNS, kind)
+	}
+	return &NetNS{file: f, path: nsPath}, nil
+}
+
+// Current opens the network namespace of the calling thread. Call it from a
+// goroutine locked to its thread (a plugin's main goroutine is).
+func Current() (*NetNS, error) {
+	return Open(threadNSPath())
+}
+
+func threadNSPath() string {
+	return fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+}
+
+// Path returns the path the namespace was opened from.
+func (n *NetNS) Path() string { return n.path }
+
+// Fd returns the namespace's file descriptor, valid until Close.
+func (n *NetNS) Fd() uintptr { return n.file.Fd() }
+
+// Close releases the namespace handle.
+func (n *NetNS) Close() error { return n.file.Close() }
+
+// Do runs fn with the network namespace n entered, on a thread of its own,
+// and returns fn's error. The caller's thread is never switched.
+func (n *NetNS) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		origin, err := os.Open(threadNSPath())
+		if err != nil {
+			errc <- fmt.Errorf("open current netns: %w", err)
+			return // the thread is still clean: let it go
+		}
+		defer origin.Close()
+		if err := unix.Setns(int(n.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter netns %s: %w", n.path, err)
+			return
+		}
+		ferr := fn()
+		if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
+			// The thread stays locked and dies with this goroutine.
+			errc <- errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.path, err))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// Handle returns a netlink handle whose sockets live in n, usable from any
+// thread. The caller closes it with Delete.
+func (n *NetNS) Handle() (*netlink.Handle, error) {
+	h, err := netlink.NewHandleAt(netns.NsHandle(n.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in %s: %w", n.path, err)
+	}
+	return h, nil
+}
+
+// Same reports whether n and other are the same namespace.
+func (n *NetNS) Same(other *NetNS) (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(n.Fd()), &a); err != nil {
+		return false, err
+	}
+	if err := unix.Fstat(int(other.Fd()), &b); err != nil {
+		return false, err
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}

@@ -1,0 +1,75 @@
+// Package plugin describes a cniforge plugin (its name, callbacks, supported
+// spec versions and about text) and runs it through skel. cmd/<name>/main.go
+// only hands a plugin's descriptor to Main, so the same plugin packages can be
+// linked into one multicall binary later.
+package plugin
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/version"
+
+	_ "github.com/cniforge/plugins/pkg/ns" // locks the main OS thread
+)
+
+// Version is the suite's version, set at build time by build_linux.sh with
+// -ldflags "-X github.com/cniforge/plugins/pkg/plugin.Version=...".
+var Version = ""
+
+// Plugin is what a plugin package exports.
+type Plugin struct {
+	Name     string             // binary name = folder name = config "type"
+	Summary  string             // one line: what it does
+	Versions version.PluginInfo // spec versions it accepts
+	Funcs    skel.CNIFuncs      // ADD, DEL, CHECK, GC, STATUS
+}
+
+// AllVersions is every spec version a cniforge plugin accepts.
+var AllVersions = version.PluginSupports("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+
+// About is the text printed on stderr when the plugin runs without CNI_COMMAND.
+func (p Plugin) About() string {
+	return fmt.Sprintf("CNI %s plugin %s (cniforge): %s", p.Name, suiteVersion(), p.Summary)
+}
+
+func suiteVersion() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "unknown"
+}
+
+// Main runs p through skel and exits: the result or CNI error JSON on stdout.
+func Main(p Plugin) {
+	skel.PluginMainFuncs(p.Funcs, p.Versions, p.About())
+}
+
+// Logger returns the logger a command uses: stderr, quiet (warnings and
+// errors) unless CNIFORGE_LOG_LEVEL=debug|info, tagged with the command's
+// identity. stdout is reserved for the CNI result.
+func Logger(cmd string, args *skel.CmdArgs) *slog.Logger {
+	return newLogger(os.Stderr, os.Getenv("CNIFORGE_LOG_LEVEL")).With(
+		"cmd", cmd, "containerID", args.ContainerID, "ifName", args.IfName, "netns", args.Netns)
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	lvl := slog.LevelWarn
+	switch strings.ToLower(level) {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "info":
+		lvl = slog.LevelInfo
+	case "error":
+		lvl = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}

@@ -1,0 +1,62 @@
+// Package result holds what every plugin does with CNI results and errors:
+// parsing and converting prevResult, printing a result in the requested
+// version, comparing expected state for CHECK, and building CNI errors with
+// the right code. It never touches the kernel.
+package result
+
+import (
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// CNI error codes this suite returns beyond those types defines.
+const (
+	// CodeUnavailable is STATUS's "cannot service ADD requests".
+	CodeUnavailable uint = 50
+	// CodeUnavailableLimited is STATUS's "cannot service ADD, and existing
+	// attachments may have limited connectivity".
+	CodeUnavailableLimited uint = 51
+)
+
+func coded(code uint, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *types.Error
+	if errors.As(err, &e) {
+		return err // already carries a code; keep the more specific one
+	}
+	return types.NewError(code, err.Error(), "")
+}
+
+// InvalidConfig marks err as CNI code 7 (invalid network config).
+func InvalidConfig(err error) error { return coded(types.ErrInvalidNetworkConfig, err) }
+
+// Decoding marks err as CNI code 6 (failed to decode content).
+func Decoding(err error) error { return coded(types.ErrDecodingFailure, err) }
+
+// InvalidNetNS marks err as CNI code 8 (invalid network namespace).
+func InvalidNetNS(err error) error { return coded(types.ErrInvalidNetNS, err) }
+
+// InvalidEnv marks err as CNI code 4 (invalid environment variables).
+func InvalidEnv(err error) error { return coded(types.ErrInvalidEnvironmentVariables, err) }
+
+// IOFailure marks err as CNI code 5 (I/O failure).
+func IOFailure(err error) error { return coded(types.ErrIOFailure, err) }
+
+// TryAgainLater marks err as CNI code 11 (transient; retry later).
+func TryAgainLater(err error) error { return coded(types.ErrTryAgainLater, err) }
+
+// Unavailable marks err as STATUS code 50 (plugin cannot service ADD).
+func Unavailable(err error) error { return coded(CodeUnavailable, err) }
+
+// Code returns the CNI code carried by err, or types.ErrInternal (999) when
+// err carries none.
+func Code(err error) uint {
+	var e *types.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return types.ErrInternal
+}

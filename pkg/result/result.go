@@ -1,0 +1,126 @@
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// Print writes res to stdout converted to cniVersion, the version the
+// runtime asked for in the config.
+func Print(res types.Result, cniVersion string) error {
+	return types.PrintResult(res, cniVersion)
+}
+
+// Current converts any result to the current (1.x) result type.
+func Current(res types.Result) (*current.Result, error) {
+	if res == nil {
+		return nil, nil
+	}
+	r, err := current.NewResultFromResult(res)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s result: %w", res.Version(), err)
+	}
+	return r, nil
+}
+
+// PrevResult parses the prevResult carried in a plugin's stdin config and
+// returns it as a current result, or nil when there is none.
+func PrevResult(stdin []byte) (*current.Result, error) {
+	var conf types.NetConf
+	if err := json.Unmarshal(stdin, &conf); err != nil {
+		return nil, Decoding(fmt.Errorf("parse config: %w", err))
+	}
+	if conf.RawPrevResult == nil {
+		return nil, nil
+	}
+	if err := version.ParsePrevResult(&conf); err != nil {
+		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
+	}
+	return Current(conf.PrevResult)
+}
+
+// InterfaceIndex returns the index in res.Interfaces of the interface named
+// ifName in the sandbox sandbox ("" matches a host interface), or -1.
+func InterfaceIndex(res *current.Result, ifName, sandbox string) int {
+	for i, iface := range res.Interfaces {
+		if iface.Name == ifName && iface.Sandbox == sandbox {
+			return i
+		}
+	}
+	return -1
+}
+
+// IPsOf returns the addresses in res that point at interface index idx.
+func IPsOf(res *current.Result, idx int) []*current.IPConfig {
+	var out []*current.IPConfig
+	for _, ipc := range res.IPs {
+		if ipc.Interface != nil && *ipc.Interface == idx {
+			out = append(out, ipc)
+		}
+	}
+	return out
+}
+
+// CheckAddrs reports the first expected address missing from have: each
+// expected address must be present with the same prefix length.
+func CheckAddrs(ifName string, want []*current.IPConfig, have []net.IPNet) error {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h.IP.Equal(w.Address.IP) && maskEqual(h.Mask, w.Address.Mask) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("%q lacks address %s", ifName, w.Address.String())
+		}
+	}
+	return nil
+}
+
+// Route is a kernel route reduced to what a CNI result can express.
+type Route struct {
+	Dst net.IPNet
+	GW  net.IP
+}
+
+// CheckRoutes reports the first expected route missing from have. A route
+// whose gateway is unset in want matches any gateway.
+func CheckRoutes(ifName string, want []*types.Route, have []Route) error {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if !h.Dst.IP.Equal(w.Dst.IP) || !maskEqual(h.Dst.Mask, w.Dst.Mask) {
+				continue
+			}
+			if w.GW != nil && !w.GW.Equal(h.GW) {
+				continue
+			}
+			found = true
+			break
+		}
+		if !found {
+			return fmt.Errorf("%q lacks route %s", ifName, routeString(w))
+		}
+	}
+	return nil
+}
+
+func routeString(r *types.Route) string {
+	if r.GW == nil {
+		return r.Dst.String()
+	}
+	return fmt.Sprintf("%s via %s", r.Dst.String(), r.GW)
+}
+
+func maskEqual(a, b net.IPMask) bool {
+	ao, ab := a.Size()
+	bo, bb := b.Size()
+	return ao == bo && ab == bb
+}

@@ -1,0 +1,122 @@
+// Package testutil is what tests share: a fresh network namespace per test
+// (a stand-in host and a container, removed afterwards), the list of spec
+// versions, and running a plugin in-process or as its built binary. Nothing
+// here runs in the test process's own network namespace.
+package testutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/onsi/ginkgo/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// NSDir is where test namespaces are bind-mounted, the folder `ip netns`
+// uses, so a failing test's namespaces can be inspected with `ip netns`.
+const NSDir = "/run/netns"
+
+// NSPrefix starts the name of every namespace a test makes.
+const NSPrefix = "cniforge-test-"
+
+// NewNS makes a fresh network namespace with lo up, and registers its removal
+// with Ginkgo's DeferCleanup. Call it from a setup node or an It.
+func NewNS() *ns.NetNS {
+	ginkgo.GinkgoHelper()
+	n, cleanup, err := CreateNS()
+	if err != nil {
+		ginkgo.Fail(err.Error())
+	}
+	ginkgo.DeferCleanup(cleanup)
+	return n
+}
+
+// CreateNS makes a fresh network namespace with lo up and returns it with the
+// function that removes it. For callers outside Ginkgo (benchmarks).
+func CreateNS() (*ns.NetNS, func() error, error) {
+	if err := os.MkdirAll(NSDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	p := filepath.Join(NSDir, NSPrefix+hex.EncodeToString(b))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create netns file: %w", err)
+	}
+	f.Close()
+
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, inside the
+		// new namespace, instead of returning to the scheduler.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("unshare netns: %w", err)
+			return
+		}
+		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+		if err := unix.Mount(self, p, "none", unix.MS_BIND, ""); err != nil {
+			errc <- fmt.Errorf("bind netns to %s: %w", p, err)
+			return
+		}
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		os.Remove(p)
+		return nil, nil, err
+	}
+	n, err := ns.Open(p)
+	if err != nil {
+		removeNSFile(p)
+		return nil, nil, err
+	}
+	cleanup := func() error {
+		n.Close()
+		return removeNSFile(p)
+	}
+	h, err := n.Handle()
+	if err == nil {
+		defer h.Close()
+		if lo, lerr := h.LinkByName("lo"); lerr == nil {
+			err = h.LinkSetUp(lo)
+		} else {
+			err = lerr
+		}
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("set lo up in %s: %w", p, err)
+	}
+	return n, cleanup, nil
+}
+
+func removeNSFile(p string) error {
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+		return fmt.Errorf("unmount %s: %w", p, err)
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+// Ping sends one ICMP echo from inside n to dst with the system ping binary
+// and returns its output on failure.
+func Ping(n *ns.NetNS, dst string) error {
+	return n.Do(func() error {
+		// The child inherits this thread's namespace: os/exec forks from it.
+		out, err := exec.Command("ping", "-c", "1", "-W", "2", dst).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ping %s from %s: %w\n%s", dst, n.Path(), err, out)
+		}
+		return nil
+	})
+}
