@@ -1,0 +1,127 @@
+// Package netfilter installs, checks and removes the masquerade rules of one
+// CNI attachment, through iptables or through nftables, behind one interface.
+//
+// # Namespace
+//
+// Every function works on the netfilter state of the network namespace of
+// the calling OS thread. A plugin calls them from its main goroutine (locked
+// to the main thread by pkg/ns, in the host namespace); tests call them inside
+// (*ns.NetNS).Do of a namespace they made. The iptables backend execs
+// iptables-restore/iptables-save, which inherit the thread's namespace; the
+// nftables backend opens its netlink socket on the calling thread, so the
+// socket lives in that thread's namespace too.
+//
+// # Ownership
+//
+// Rules belong to one attachment, identified by an Owner. The layout follows
+// the upstream plugin suite so that a node can switch suites with pods
+// running, and a DEL from either suite removes what the other's ADD made:
+//
+//   - iptables: nat table; a chain "CNI-" + the first 24 hex digits of
+//     SHA-512(network + containerID); in POSTROUTING a jump to it per container
+//     address; in the chain an ACCEPT for the container's subnet and a
+//     MASQUERADE for everything but multicast. Every rule carries the comment
+//     `name: "<network>" id: "<containerID>"`. The iptables layout cannot
+//     record the interface name, so two attachments of one container to one
+//     network share a chain (as upstream).
+//   - nftables: table "inet cni_plugins_masquerade", chain "postrouting" (nat
+//     hook, priority srcnat), one rule per container address, tagged with the
+//     owner in the rule's userdata comment (see nftComment).
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Backend names, as accepted by NewMasq and in the ipMasqBackend config key.
+const (
+	BackendIPTables = "iptables"
+	BackendNFTables = "nftables"
+)
+
+// ErrUnknownBackend is returned by NewMasq for a backend name it does not know.
+var ErrUnknownBackend = errors.New("unknown masquerade backend")
+
+// ErrUnavailable is returned (wrapped) when the requested backend cannot be
+// used in this namespace: binary missing, nat table not loadable, no
+// nf_tables support.
+var ErrUnavailable = errors.New("netfilter backend unavailable")
+
+// ErrMissing is returned (wrapped) by Check when a rule or chain is absent or
+// differs from what Setup installs; the message names what is missing.
+var ErrMissing = errors.New("masquerade rule missing")
+
+// Owner identifies one attachment's rules.
+type Owner struct {
+	Network     string // network name from the config ("name")
+	ContainerID string // CNI_CONTAINERID
+	IfName      string // CNI_IFNAME
+}
+
+func (o Owner) String() string {
+	return fmt.Sprintf("network %q container %q ifname %q", o.Network, o.ContainerID, o.IfName)
+}
+
+// Masq installs masquerade (source NAT to the outgoing interface's address)
+// for traffic leaving a container's addresses for destinations outside the
+// container's subnet, excluding multicast.
+//
+// All methods act on the calling thread's network namespace.
+type Masq interface {
+	// Backend returns BackendIPTables or BackendNFTables.
+	Backend() string
+
+	// Setup installs the rules of o for addrs (the container's addresses,
+	// IP and prefix length, as IPAM returned them). It is idempotent: rules
+	// already present are not duplicated. Rules are applied as one
+	// transaction per address family: on error nothing of that family is
+	// left half-made.
+	Setup(o Owner, addrs []*net.IPNet) error
+
+	// Teardown removes every rule of o. Rules already absent are success. It
+	// needs neither the addresses nor the container namespace.
+	Teardown(o Owner) error
+
+	// Check verifies, read-only, that the rules Setup would install for
+	// (o, addrs) are present. The error wraps ErrMissing and names what is
+	// missing.
+	Check(o Owner, addrs []*net.IPNet) error
+
+	// GC removes the rules of network whose owner is not in keep. Owners in
+	// keep whose Network differs are ignored. It keeps going on errors and
+	// returns them joined.
+	GC(network string, keep []Owner) error
+}
+
+// NewMasq returns the masquerade backend named by backend: BackendIPTables,
+// BackendNFTables, or "" for the default, which is iptables unless iptables
+// is unusable here and nftables works (as upstream). Any other name yields an
+// error wrapping ErrUnknownBackend that names the ipMasqBackend key.
+//
+// It probes the calling thread's namespace only for "".
+func NewMasq(backend string) (Masq, error) {
+	switch backend {
+	case BackendIPTables:
+		return newIPTablesMasq(), nil
+	case BackendNFTables:
+		return newNFTablesMasq(), nil
+	case "":
+		return defaultMasq()
+	default:
+		return nil, fmt.Errorf("ipMasqBackend: %q: %w (want %q or %q)",
+			backend, ErrUnknownBackend, BackendIPTables, BackendNFTables)
+	}
+}
+
+// TeardownMasqAll removes the rules of o from both backends, whichever hold
+// any, for DEL: the backend used at ADD may not be known (config changed,
+// other suite), and the container namespace is not needed. Absent rules and
+// an unusable backend are success; other errors of both backends are joined.
+func TeardownMasqAll(o Owner) error {
+	return errors.Join(
+		newIPTablesMasq().teardownIfUsable(o),
+		newNFTablesMasq().teardownIfUsable(o),
+	)
+}
