@@ -14,6 +14,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cniforge/plugins/pkg/plugin"
 )
@@ -184,4 +185,14 @@ func BinDir() string {
 		return "bin"
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..", "bin")
+}
+
+// VersionEntries is CNIVersions as Ginkgo table entries, each passing the
+// version string: DescribeTableSubtree("...", func(ver string) {...}, VersionEntries()).
+func VersionEntries() []ginkgo.TableEntry {
+	entries := make([]ginkgo.TableEntry, 0, len(CNIVersions))
+	for _, v := range CNIVersions {
+		entries = append(entries, ginkgo.Entry(v, v))
+	}
+	return entries
 }

@@ -1,0 +1,86 @@
+package ip
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// VethOptions describes a veth pair to create.
+type VethOptions struct {
+	ContIfName string           // name of the end in the container namespace
+	HostIfName string           // name of the host end; "" picks a free vethXXXXXXXX
+	MTU        int              // 0 keeps the kernel default
+	ContMAC    net.HardwareAddr // nil lets the kernel pick
+	// ContNS is the container namespace's file descriptor.
+	ContNS int
+}
+
+// SetupVeth creates a veth pair from the namespace hostH is bound to: the
+// host end stays there, the other end is created directly inside the
+// container namespace (so it never appears, even briefly, under a name that
+// could clash in the host). It fails if the container already has an
+// interface named opts.ContIfName. Both ends are left down.
+func SetupVeth(hostH *netlink.Handle, opts VethOptions) (netlink.Link, error) {
+	if opts.ContIfName == "" {
+		return nil, errors.New("veth: container interface name is empty")
+	}
+	random := opts.HostIfName == ""
+	for attempt := 0; ; attempt++ {
+		name := opts.HostIfName
+		if random {
+			name = randomVethName()
+		}
+		la := netlink.NewLinkAttrs()
+		la.Name = name
+		la.MTU = opts.MTU
+		veth := &netlink.Veth{
+			LinkAttrs:        la,
+			PeerName:         opts.ContIfName,
+			PeerNamespace:    netlink.NsFd(opts.ContNS),
+			PeerMTU:          uint32(opts.MTU),
+			PeerHardwareAddr: opts.ContMAC,
+		}
+		err := hostH.LinkAdd(veth)
+		if err == nil {
+			l, err := LinkByName(hostH, name)
+			if err != nil {
+				return nil, fmt.Errorf("look up new veth %q: %w", name, err)
+			}
+			return l, nil
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("create veth %q <-> %q: %w", name, opts.ContIfName, err)
+		}
+		// EEXIST: either our random host name was taken (try another) or the
+		// container already has ContIfName, which no retry fixes.
+		if _, lerr := hostH.LinkByName(name); lerr != nil || !random || attempt >= 8 {
+			return nil, fmt.Errorf("create veth %q <-> %q: container or host already has an interface of that name: %w",
+				name, opts.ContIfName, err)
+		}
+	}
+}
+
+func randomVethName() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return "veth" + hex.EncodeToString(b)
+}
+
+// PeerIndex returns the ifindex of a veth's peer, in whatever namespace the
+// peer lives (IFLA_LINK).
+func PeerIndex(h *netlink.Handle, link netlink.Link) (int, error) {
+	if _, ok := link.(*netlink.Veth); !ok {
+		return 0, fmt.Errorf("%q is a %s, not a veth", link.Attrs().Name, link.Type())
+	}
+	// ParentIndex carries IFLA_LINK, which for a veth is the peer's index.
+	if idx := link.Attrs().ParentIndex; idx != 0 {
+		return idx, nil
+	}
+	return 0, fmt.Errorf("%q: kernel reported no peer index", link.Attrs().Name)
+}

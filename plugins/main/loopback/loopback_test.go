@@ -1,0 +1,228 @@
+package loopback_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/main/loopback"
+)
+
+func conf(ver string) []byte {
+	return []byte(fmt.Sprintf(`{"cniVersion": %q, "name": "lo-net", "type": "loopback"}`, ver))
+}
+
+// run invokes the plugin in-process from inside hostNS.
+func run(hostNS *ns.NetNS, c testutil.Call) testutil.Output {
+	GinkgoHelper()
+	var out testutil.Output
+	Expect(hostNS.Do(func() (err error) {
+		out, err = testutil.Run(loopback.Plugin, c)
+		return err
+	})).To(Succeed())
+	return out
+}
+
+func loUp(n *ns.NetNS) bool {
+	GinkgoHelper()
+	h, err := n.Handle()
+	Expect(err).NotTo(HaveOccurred())
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	Expect(err).NotTo(HaveOccurred())
+	return lo.Attrs().Flags&net.FlagUp != 0
+}
+
+func setLo(n *ns.NetNS, up bool) {
+	GinkgoHelper()
+	h, err := n.Handle()
+	Expect(err).NotTo(HaveOccurred())
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	Expect(err).NotTo(HaveOccurred())
+	if up {
+		Expect(h.LinkSetUp(lo)).To(Succeed())
+	} else {
+		Expect(h.LinkSetDown(lo)).To(Succeed())
+	}
+}
+
+var _ = Describe("loopback", func() {
+	var hostNS, contNS *ns.NetNS
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		setLo(contNS, false) // a fresh container starts with lo down
+	})
+
+	call := func(cmd, ver string) testutil.Call {
+		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "lo", Stdin: conf(ver)}
+	}
+
+	DescribeTableSubtree("every spec version", func(ver string) {
+		It("brings lo up and reports it in the requested version", func() {
+			out := run(hostNS, call("ADD", ver))
+			Expect(out.Err).To(BeNil())
+			Expect(loUp(contNS)).To(BeTrue())
+
+			res, err := version.NewResult(ver, out.Stdout)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Version()).To(Equal(ver))
+			cur, err := current.NewResultFromResult(res)
+			Expect(err).NotTo(HaveOccurred())
+			var addrs []string
+			for _, ipc := range cur.IPs {
+				addrs = append(addrs, ipc.Address.String())
+			}
+			Expect(addrs).To(ContainElement("127.0.0.1/8"))
+			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.3.0"); ok {
+				Expect(cur.Interfaces).To(HaveLen(1))
+				Expect(cur.Interfaces[0].Name).To(Equal("lo"))
+				Expect(cur.Interfaces[0].Sandbox).To(Equal(contNS.Path()))
+			}
+		})
+
+		It("survives ADD, CHECK, DEL, DEL", func() {
+			Expect(run(hostNS, call("ADD", ver)).Err).To(BeNil())
+			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.4.0"); ok {
+				Expect(run(hostNS, call("CHECK", ver)).Err).To(BeNil())
+			}
+			Expect(run(hostNS, call("DEL", ver)).Err).To(BeNil())
+			Expect(loUp(contNS)).To(BeFalse())
+			Expect(run(hostNS, call("DEL", ver)).Err).To(BeNil())
+		})
+
+		It("succeeds on DEL without a netns", func() {
+			c := call("DEL", ver)
+			c.Netns = ""
+			Expect(run(hostNS, c).Err).To(BeNil())
+		})
+	}, testutil.VersionEntries())
+
+	It("reports the results in 0.3.x/0.4.0 with a per-IP version", func() {
+		for _, ver := range []string{"0.3.0", "0.3.1", "0.4.0"} {
+			out := run(hostNS, call("ADD", ver))
+			Expect(out.Err).To(BeNil())
+			var raw struct {
+				IPs []map[string]any `json:"ips"`
+			}
+			Expect(json.Unmarshal(out.Stdout, &raw)).To(Succeed())
+			Expect(raw.IPs).NotTo(BeEmpty())
+			for _, ipc := range raw.IPs {
+				Expect(ipc).To(HaveKey("version"), "version %s", ver)
+			}
+		}
+	})
+
+	It("passes prevResult through when chained", func() {
+		stdin := []byte(`{"cniVersion": "1.0.0", "name": "lo-net", "type": "loopback",
+			"prevResult": {"cniVersion": "1.0.0",
+				"interfaces": [{"name": "eth0", "sandbox": "/x"}],
+				"ips": [{"address": "10.9.0.2/24", "interface": 0}]}}`)
+		out := run(hostNS, testutil.Call{Command: "ADD", ContainerID: "c1", Netns: contNS.Path(), IfName: "lo", Stdin: stdin})
+		Expect(out.Err).To(BeNil())
+		Expect(loUp(contNS)).To(BeTrue())
+		res, err := current.NewResult(out.Stdout)
+		Expect(err).NotTo(HaveOccurred())
+		cur := res.(*current.Result)
+		Expect(cur.IPs).To(HaveLen(1))
+		Expect(cur.IPs[0].Address.String()).To(Equal("10.9.0.2/24"))
+		Expect(cur.Interfaces[0].Name).To(Equal("eth0"))
+	})
+
+	It("fails CHECK when lo is down", func() {
+		Expect(run(hostNS, call("ADD", "1.1.0")).Err).To(BeNil())
+		setLo(contNS, false)
+		out := run(hostNS, call("CHECK", "1.1.0"))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring(`"lo" is down`))
+	})
+
+	It("succeeds on DEL when the netns is gone", func() {
+		gone, cleanup, err := testutil.CreateNS()
+		Expect(err).NotTo(HaveOccurred())
+		c := call("ADD", "1.1.0")
+		c.Netns = gone.Path()
+		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(cleanup()).To(Succeed())
+
+		c.Command = "DEL"
+		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(run(hostNS, c).Err).To(BeNil())
+	})
+
+	It("succeeds on GC and STATUS", func() {
+		Expect(run(hostNS, call("STATUS", "1.1.0")).Err).To(BeNil())
+		gc := call("GC", "1.1.0")
+		gc.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "cni.dev/valid-attachments": []}`)
+		Expect(run(hostNS, gc).Err).To(BeNil())
+	})
+
+	Describe("bad input", func() {
+		It("rejects malformed JSON with code 6", func() {
+			c := call("ADD", "1.1.0")
+			c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": `)
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+			Expect(loUp(contNS)).To(BeFalse())
+		})
+		It("rejects a missing CNI_CONTAINERID with code 4", func() {
+			c := call("ADD", "1.1.0")
+			c.ContainerID = ""
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
+			Expect(loUp(contNS)).To(BeFalse())
+		})
+		It("rejects an unsupported cniVersion with code 1", func() {
+			out := run(hostNS, call("ADD", "9.9.9"))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+			Expect(loUp(contNS)).To(BeFalse())
+		})
+		It("rejects a config without a name with code 7", func() {
+			c := call("ADD", "1.1.0")
+			c.Stdin = []byte(`{"cniVersion": "1.1.0", "type": "loopback"}`)
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(loUp(contNS)).To(BeFalse())
+		})
+		It("rejects a path that is not a netns with code 8", func() {
+			c := call("ADD", "1.1.0")
+			c.Netns = "/proc/self/status"
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
+		})
+	})
+
+	It("works as the built binary", func() {
+		var out testutil.Output
+		Expect(hostNS.Do(func() (err error) {
+			out, err = testutil.Exec("loopback", call("ADD", "1.1.0"))
+			return err
+		})).To(Succeed())
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
+		Expect(loUp(contNS)).To(BeTrue())
+		h, err := contNS.Handle()
+		Expect(err).NotTo(HaveOccurred())
+		defer h.Close()
+		addrs, err := h.AddrList(nil, netlink.FAMILY_V4)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addrs).NotTo(BeEmpty())
+	})
+})
