@@ -109,7 +109,7 @@ func RouteAdd(h *netlink.Handle, r *netlink.Route) error {
 // RouteString renders a route the way `ip route` would, for messages.
 func RouteString(r *netlink.Route) string {
 	var b strings.Builder
-	if r.Dst == nil {
+	if r.Dst == nil || isDefault(r.Dst) {
 		b.WriteString("default")
 	} else {
 		b.WriteString(r.Dst.String())
@@ -151,4 +151,11 @@ func GetSysctl(name string) (string, error) {
 		return "", fmt.Errorf("sysctl %s: %w", name, err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// isDefault reports whether dst is 0.0.0.0/0 or ::/0; netlink reports a
+// default route's destination that way rather than as nil.
+func isDefault(dst *net.IPNet) bool {
+	ones, _ := dst.Mask.Size()
+	return ones == 0 && dst.IP.IsUnspecified()
 }

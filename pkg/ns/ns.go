@@ -54,10 +54,17 @@ func Open(nsPath string) (*NetNS, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", nsPath, ErrNotNetNS)
 	}
+	// NS_GET_NSTYPE (Linux 4.11) tells a network namespace from the other
+	// kinds. A kernel too old for it still puts namespaces on nsfs, which
+	// then is the best evidence there is; an ordinary procfs file fails it.
 	kind, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
-	if err == nil && kind != unix.CLONE_NEWNET {
+	switch {
+	case err != nil && st.Type != unix.NSFS_MAGIC:
 		f.Close()
-		return nil, fmt.Errorf("%s: %w (type %#x)", nsPath, ErrNotNetNS, kind)
+		return nil, fmt.Errorf("%s: %w", nsPath, ErrNotNetNS)
+	case err == nil && kind != unix.CLONE_NEWNET:
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (namespace type %#x)", nsPath, ErrNotNetNS, kind)
 	}
 	return &NetNS{file: f, path: nsPath}, nil
 }

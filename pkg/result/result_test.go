@@ -1,0 +1,104 @@
+package result
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+func TestCodes(t *testing.T) {
+	base := errors.New("boom")
+	cases := []struct {
+		name string
+		err  error
+		want uint
+	}{
+		{"invalid config", InvalidConfig(base), types.ErrInvalidNetworkConfig},
+		{"decoding", Decoding(base), types.ErrDecodingFailure},
+		{"netns", InvalidNetNS(base), types.ErrInvalidNetNS},
+		{"env", InvalidEnv(base), types.ErrInvalidEnvironmentVariables},
+		{"io", IOFailure(base), types.ErrIOFailure},
+		{"try again", TryAgainLater(base), types.ErrTryAgainLater},
+		{"unavailable", Unavailable(base), CodeUnavailable},
+		{"plain", base, types.ErrInternal},
+		{"keeps the inner code", InvalidConfig(fmt.Errorf("wrapped: %w", TryAgainLater(base))), types.ErrTryAgainLater},
+	}
+	for _, c := range cases {
+		if got := Code(c.err); got != c.want {
+			t.Errorf("%s: code %d, want %d", c.name, got, c.want)
+		}
+	}
+	if InvalidConfig(nil) != nil {
+		t.Error("InvalidConfig(nil) must stay nil")
+	}
+}
+
+func TestPrevResult(t *testing.T) {
+	stdin := []byte(`{"cniVersion": "0.4.0", "name": "n", "type": "t",
+		"prevResult": {"cniVersion": "0.4.0",
+			"interfaces": [{"name": "eth0", "sandbox": "/ns"}],
+			"ips": [{"version": "4", "address": "10.0.0.2/24", "gateway": "10.0.0.1", "interface": 0}]}}`)
+	prev, err := PrevResult(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev.CNIVersion != current.ImplementedSpecVersion {
+		t.Errorf("version %q, want converted to %q", prev.CNIVersion, current.ImplementedSpecVersion)
+	}
+	if idx := InterfaceIndex(prev, "eth0", "/ns"); idx != 0 {
+		t.Errorf("InterfaceIndex = %d", idx)
+	}
+	if idx := InterfaceIndex(prev, "eth0", ""); idx != -1 {
+		t.Errorf("host lookup of a sandbox iface = %d, want -1", idx)
+	}
+	if ips := IPsOf(prev, 0); len(ips) != 1 || ips[0].Address.String() != "10.0.0.2/24" {
+		t.Errorf("IPsOf = %v", ips)
+	}
+
+	none, err := PrevResult([]byte(`{"cniVersion": "1.0.0", "name": "n"}`))
+	if err != nil || none != nil {
+		t.Errorf("no prevResult: %v, %v", none, err)
+	}
+	if _, err := PrevResult([]byte(`{`)); Code(err) != types.ErrDecodingFailure {
+		t.Errorf("malformed: %v", err)
+	}
+}
+
+func mustCIDR(s string) net.IPNet {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		panic(err)
+	}
+	n.IP = ip
+	return *n
+}
+
+func TestCheckAddrs(t *testing.T) {
+	want := []*current.IPConfig{{Address: mustCIDR("10.0.0.2/24")}, {Address: mustCIDR("fd00::2/64")}}
+	have := []net.IPNet{mustCIDR("fd00::2/64"), mustCIDR("10.0.0.2/24"), mustCIDR("127.0.0.1/8")}
+	if err := CheckAddrs("eth0", want, have); err != nil {
+		t.Errorf("all present: %v", err)
+	}
+	err := CheckAddrs("eth0", want, []net.IPNet{mustCIDR("10.0.0.2/16"), mustCIDR("fd00::2/64")})
+	if err == nil || err.Error() != `"eth0" lacks address 10.0.0.2/24` {
+		t.Errorf("wrong prefix: %v", err)
+	}
+}
+
+func TestCheckRoutes(t *testing.T) {
+	def := mustCIDR("0.0.0.0/0")
+	want := []*types.Route{{Dst: def, GW: net.ParseIP("10.0.0.1")}, {Dst: mustCIDR("192.168.0.0/16")}}
+	have := []Route{{Dst: mustCIDR("192.168.0.0/16"), GW: net.ParseIP("10.0.0.9")}, {Dst: def, GW: net.ParseIP("10.0.0.1")}}
+	if err := CheckRoutes("eth0", want, have); err != nil {
+		t.Errorf("all present: %v", err)
+	}
+	have[1].GW = net.ParseIP("10.0.0.254")
+	err := CheckRoutes("eth0", want, have)
+	if err == nil || err.Error() != `"eth0" lacks route 0.0.0.0/0 via 10.0.0.1` {
+		t.Errorf("wrong gateway: %v", err)
+	}
+}
