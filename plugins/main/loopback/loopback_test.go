@@ -210,6 +210,15 @@ var _ = Describe("loopback", func() {
 		})
 	})
 
+	It("prints its about text with the suite version when run without CNI_COMMAND", func() {
+		out, err := testutil.Exec("loopback", testutil.Call{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Err).To(BeNil())
+		Expect(string(out.Stderr)).To(MatchRegexp(`CNI loopback plugin \S+ \(cniforge\)`))
+		Expect(string(out.Stderr)).NotTo(ContainSubstring("plugin unknown"))
+		Expect(string(out.Stderr)).To(ContainSubstring("CNI protocol versions supported: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"))
+	})
+
 	It("works as the built binary", func() {
 		var out testutil.Output
 		Expect(hostNS.Do(func() (err error) {
