@@ -1,0 +1,74 @@
+package netfilter
+
+import (
+	"fmt"
+	"net"
+)
+
+// defaultMasq picks the backend for an empty ipMasqBackend: iptables, unless
+// it is unusable here and nftables works (upstream's rule).
+//
+// Upstream probes iptables with two processes on every ADD. Here a missing
+// binary is found without a process, and whether the kernel provides the nat
+// table is asked only after an iptables call failed (see autoMasq), so the
+// common path costs nothing extra.
+func defaultMasq() (Masq, error) {
+	ipt, nft := newIPTablesMasq(), newNFTablesMasq()
+	if iptErr := ipt.usable(ipv4); iptErr != nil {
+		if nftErr := nft.usable(); nftErr != nil {
+			return nil, fmt.Errorf("no masquerade backend works: %w; %w", iptErr, nftErr)
+		}
+		return nft, nil
+	}
+	return &autoMasq{ipt: ipt, nft: nft}, nil
+}
+
+// autoMasq is iptables that falls back to nftables the first time an
+// iptables call fails and the probe finds the nat table unusable while
+// nf_tables works. Once decided, the choice sticks for the value's life.
+type autoMasq struct {
+	ipt    *iptablesMasq
+	nft    *nftablesMasq
+	chosen Masq
+}
+
+// Backend names the backend in use; before any call it probes (two
+// iptables processes) to say which one calls would use.
+func (a *autoMasq) Backend() string {
+	if a.chosen == nil {
+		a.chosen = a.ipt
+		if a.ipt.natUsable(ipv4) != nil && a.nft.usable() == nil {
+			a.chosen = a.nft
+		}
+	}
+	return a.chosen.Backend()
+}
+
+func (a *autoMasq) do(fn func(Masq) error) error {
+	if a.chosen != nil {
+		return fn(a.chosen)
+	}
+	err := fn(a.ipt)
+	if err != nil && a.ipt.natUsable(ipv4) != nil && a.nft.usable() == nil {
+		a.chosen = a.nft
+		return fn(a.nft)
+	}
+	a.chosen = a.ipt
+	return err
+}
+
+func (a *autoMasq) Setup(o Owner, addrs []*net.IPNet) error {
+	return a.do(func(m Masq) error { return m.Setup(o, addrs) })
+}
+
+func (a *autoMasq) Teardown(o Owner) error {
+	return a.do(func(m Masq) error { return m.Teardown(o) })
+}
+
+func (a *autoMasq) Check(o Owner, addrs []*net.IPNet) error {
+	return a.do(func(m Masq) error { return m.Check(o, addrs) })
+}
+
+func (a *autoMasq) GC(network string, keep []Owner) error {
+	return a.do(func(m Masq) error { return m.GC(network, keep) })
+}

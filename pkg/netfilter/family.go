@@ -1,0 +1,69 @@
+package netfilter
+
+import "net"
+
+// family is an IP address family, for backends that keep one rule set per
+// family (iptables has a nat table per family).
+type family int
+
+const (
+	ipv4 family = iota
+	ipv6
+)
+
+var families = []family{ipv4, ipv6}
+
+func (f family) String() string {
+	if f == ipv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+func familyOf(ip net.IP) family {
+	if ip.To4() != nil {
+		return ipv4
+	}
+	return ipv6
+}
+
+// byFamily splits addrs by family, keeping their order, and drops nil
+// entries.
+func byFamily(addrs []*net.IPNet) map[family][]*net.IPNet {
+	m := map[family][]*net.IPNet{}
+	for _, a := range addrs {
+		if a == nil || a.IP == nil {
+			continue
+		}
+		f := familyOf(a.IP)
+		m[f] = append(m[f], a)
+	}
+	return m
+}
+
+// hostAddr returns a's address alone: a /32 or /128, 4-byte form for IPv4.
+func hostAddr(a *net.IPNet) *net.IPNet {
+	if ip4 := a.IP.To4(); ip4 != nil {
+		return &net.IPNet{IP: ip4, Mask: net.CIDRMask(32, 32)}
+	}
+	return &net.IPNet{IP: a.IP.To16(), Mask: net.CIDRMask(128, 128)}
+}
+
+// subnetOf returns the network a belongs to (10.1.0.5/24 -> 10.1.0.0/24),
+// 4-byte form for IPv4.
+func subnetOf(a *net.IPNet) *net.IPNet {
+	ip := a.IP.To4()
+	if ip == nil {
+		ip = a.IP.To16()
+	}
+	ones, bits := a.Mask.Size()
+	if bits == 0 { // non-canonical mask: treat as a host address
+		return hostAddr(a)
+	}
+	if len(ip) == net.IPv4len && bits == 128 {
+		ones -= 96
+		bits = 32
+	}
+	mask := net.CIDRMask(ones, bits)
+	return &net.IPNet{IP: ip.Mask(mask), Mask: mask}
+}

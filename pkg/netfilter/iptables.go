@@ -1,0 +1,280 @@
+package netfilter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+
+	"github.com/coreos/go-iptables/iptables"
+)
+
+// iptablesMasq is the iptables backend. It runs iptables-restore (one
+// process per family and change: the whole attachment is one transaction of
+// the nat table) and iptables-save to read the current state, never a string
+// of single-rule iptables calls. go-iptables serves the usability probe; it
+// has no batch interface.
+//
+// Setup costs one process per family on a clean table; two more when the
+// chain already exists (read, then reconcile). Teardown, Check and GC read
+// with iptables-save first (one process per family) and write only when
+// there is something to change.
+type iptablesMasq struct {
+	// variant picks the binaries: "" for whatever iptables-restore is on
+	// PATH (Debian's alternatives), "legacy" or "nft" for
+	// iptables-legacy-restore / iptables-nft-restore. Tests set it to run
+	// both.
+	variant string
+	// run executes one command with stdin and returns its stdout; nil means
+	// runCommand. Tests count processes through it.
+	run func(name string, args []string, stdin []byte) ([]byte, error)
+}
+
+func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
+
+func (m *iptablesMasq) Backend() string { return BackendIPTables }
+
+// tool returns the binary name of tool ("restore" or "save") for f.
+func (m *iptablesMasq) tool(f family, tool string) string {
+	base := "iptables"
+	if f == ipv6 {
+		base = "ip6tables"
+	}
+	if m.variant != "" {
+		return base + "-" + m.variant + "-" + tool
+	}
+	return base + "-" + tool
+}
+
+// usable reports whether both binaries for f exist; their absence means no
+// rules of that family can exist either.
+func (m *iptablesMasq) usable(f family) error {
+	for _, t := range []string{"restore", "save"} {
+		if _, err := exec.LookPath(m.tool(f, t)); err != nil {
+			return fmt.Errorf("%s: %w: %w", m.tool(f, t), ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+func runCommand(name string, args []string, stdin []byte) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("%s: %w: %s", name, err, msg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return stdout.Bytes(), nil
+}
+
+func (m *iptablesMasq) exec(name string, args []string, stdin []byte) ([]byte, error) {
+	if m.run != nil {
+		return m.run(name, args, stdin)
+	}
+	return runCommand(name, args, stdin)
+}
+
+// restore applies lines to the nat table of f as one transaction: either
+// every line takes effect or none does. -w waits for the xtables lock that
+// legacy iptables takes, instead of failing when another plugin holds it.
+func (m *iptablesMasq) restore(f family, lines []string) error {
+	_, err := m.exec(m.tool(f, "restore"), []string{"-w", "--noflush"}, restorePayload(lines))
+	return err
+}
+
+// save reads the nat table of f.
+func (m *iptablesMasq) save(f family) (natTable, error) {
+	out, err := m.exec(m.tool(f, "save"), []string{"-t", "nat"}, nil)
+	if err != nil {
+		return natTable{}, err
+	}
+	return parseNATSave(out)
+}
+
+func (m *iptablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
+	var created []family
+	for _, f := range families {
+		as := byFamily(addrs)[f]
+		if len(as) == 0 {
+			continue
+		}
+		fresh, err := m.setupFamily(o, f, as)
+		if err != nil {
+			// Leave no family half set up: undo what this call created.
+			for _, cf := range created {
+				if uerr := m.teardownFamily(o, cf); uerr != nil {
+					err = errors.Join(err, fmt.Errorf("undo %s: %w", cf, uerr))
+				}
+			}
+			return err
+		}
+		if fresh {
+			created = append(created, f)
+		}
+	}
+	return nil
+}
+
+// setupFamily installs the rules of o for addrs (all of family f). It first
+// tries the one-process path that only works on a clean table; fresh
+// reports whether it did.
+func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) (fresh bool, err error) {
+	if err := m.usable(f); err != nil {
+		return false, err
+	}
+	want := desiredIPTables(o, f, addrs)
+	firstErr := m.restore(f, want.freshLines())
+	if firstErr == nil {
+		return true, nil
+	}
+	// Most likely the chain exists (a repeated ADD); read and reconcile.
+	t, err := m.save(f)
+	if err != nil {
+		return false, fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
+	}
+	lines := t.reconcileLines(want)
+	if lines == nil {
+		return false, nil
+	}
+	if err := m.restore(f, lines); err != nil {
+		return false, fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
+	}
+	return false, nil
+}
+
+func (m *iptablesMasq) Teardown(o Owner) error {
+	var errs []error
+	for _, f := range families {
+		if m.usable(f) != nil {
+			continue // no binary, no rules
+		}
+		errs = append(errs, m.teardownFamily(o, f))
+	}
+	return errors.Join(errs...)
+}
+
+func (m *iptablesMasq) teardownFamily(o Owner, f family) error {
+	chain := iptablesChain(o)
+	t, err := m.save(f)
+	if err != nil {
+		return fmt.Errorf("tear down %s masquerade for %s: %w", f, o, err)
+	}
+	lines := t.deleteLines(chain)
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := m.restore(f, lines); err != nil {
+		return fmt.Errorf("delete %s nat chain %s of %s: %w", f, chain, o, err)
+	}
+	return nil
+}
+
+func (m *iptablesMasq) Check(o Owner, addrs []*net.IPNet) error {
+	var errs []error
+	for f, as := range byFamily(addrs) {
+		t, err := m.save(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("check %s masquerade for %s: %w", f, o, err))
+			continue
+		}
+		for _, miss := range t.missing(desiredIPTables(o, f, as)) {
+			errs = append(errs, fmt.Errorf("%s %s %w", f, miss, ErrMissing))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("iptables masquerade of %s: %w", o, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (m *iptablesMasq) GC(network string, keep []Owner) error {
+	keepChains := map[string]bool{}
+	for _, o := range keep {
+		if o.Network == network {
+			keepChains[iptablesChain(o)] = true
+		}
+	}
+	var errs []error
+	for _, f := range families {
+		if m.usable(f) != nil {
+			continue
+		}
+		t, err := m.save(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err))
+			continue
+		}
+		var stale []string
+		for chain, nw := range t.ownedChains() {
+			if nw == network && !keepChains[chain] {
+				stale = append(stale, chain)
+			}
+		}
+		var all []string
+		for _, chain := range stale {
+			all = append(all, t.deleteLines(chain)...)
+		}
+		if len(all) == 0 || m.restore(f, all) == nil {
+			continue
+		}
+		// One bad chain must not keep the others: retry them one by one.
+		for _, chain := range stale {
+			if err := m.restore(f, t.deleteLines(chain)); err != nil {
+				errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// teardownIfUsable is Teardown for TeardownMasqAll: a family whose iptables
+// cannot be used (binary missing, nat table not loadable) holds no rules.
+func (m *iptablesMasq) teardownIfUsable(o Owner) error {
+	var errs []error
+	for _, f := range families {
+		if m.usable(f) != nil {
+			continue
+		}
+		err := m.teardownFamily(o, f)
+		if err != nil && m.natUsable(f) != nil {
+			continue // nothing can be installed there, so nothing is left
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// natUsable probes, through go-iptables, whether the nat table of f can be
+// used here (the binary runs and the kernel provides the table). It costs
+// two processes, so it runs only to explain a failure or to pick the
+// default backend after one.
+func (m *iptablesMasq) natUsable(f family) error {
+	proto := iptables.ProtocolIPv4
+	if f == ipv6 {
+		proto = iptables.ProtocolIPv6
+	}
+	var ipt *iptables.IPTables
+	var err error
+	if m.variant == "" {
+		ipt, err = iptables.New(iptables.IPFamily(proto))
+	} else {
+		base := "iptables"
+		if f == ipv6 {
+			base = "ip6tables"
+		}
+		ipt, err = iptables.New(iptables.IPFamily(proto), iptables.Path(base+"-"+m.variant))
+	}
+	if err != nil {
+		return fmt.Errorf("%s %w: %w", f, ErrUnavailable, err)
+	}
+	if _, err := ipt.ChainExists("nat", "POSTROUTING"); err != nil {
+		return fmt.Errorf("%s nat table: %w: %w", f, ErrUnavailable, err)
+	}
+	return nil
+}

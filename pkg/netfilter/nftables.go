@@ -1,0 +1,281 @@
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/google/nftables"
+)
+
+// nftablesMasq is the nftables backend. It speaks netlink directly: no nft
+// process. Every change of one call goes to the kernel as one batch, which
+// nf_tables applies entirely or not at all.
+type nftablesMasq struct{}
+
+func newNFTablesMasq() *nftablesMasq { return &nftablesMasq{} }
+
+func (m *nftablesMasq) Backend() string { return BackendNFTables }
+
+// conn opens a netlink socket for the whole call. The socket is created on
+// the calling thread (nftables.Conn without NetNS dials in place), so it
+// belongs to that thread's network namespace for its whole life, whichever
+// thread later reads or writes it.
+func (m *nftablesMasq) conn() (*nftables.Conn, error) {
+	c, err := nftables.New(nftables.AsLasting())
+	if err != nil {
+		return nil, fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// nftState is what the kernel holds of our table.
+type nftState struct {
+	base, masq bool            // the chains exist
+	baseHook   *nftables.Chain // the base chain as the kernel reports it
+	baseRules  []*nftables.Rule
+	masqRules  []*nftables.Rule
+}
+
+// read lists our table's chains and their rules. A missing table or chain
+// is an empty state, not an error. It lists all inet chains rather than
+// asking for ours by name because google/nftables flattens the kernel's
+// ENOENT into text for named lookups.
+func (m *nftablesMasq) read(c *nftables.Conn) (nftState, error) {
+	var s nftState
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return s, fmt.Errorf("list inet chains: %w", err)
+	}
+	for _, ch := range chains {
+		if ch.Table == nil || ch.Table.Name != nftTableName {
+			continue
+		}
+		switch ch.Name {
+		case nftBaseChain:
+			s.base, s.baseHook = true, ch
+		case nftMasqChain:
+			s.masq = true
+		}
+	}
+	if s.base {
+		if s.baseRules, err = c.GetRules(nftTable, nftBase()); err != nil {
+			return s, fmt.Errorf("list rules of inet %s %s: %w", nftTableName, nftBaseChain, err)
+		}
+	}
+	if s.masq {
+		if s.masqRules, err = c.GetRules(nftTable, nftMasq()); err != nil {
+			return s, fmt.Errorf("list rules of inet %s %s: %w", nftTableName, nftMasqChain, err)
+		}
+	}
+	return s, nil
+}
+
+func renderAll(rs []*nftables.Rule) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = nftRuleFrom(r).String()
+	}
+	return out
+}
+
+func renderRules(rs []nftRule) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// ownedBy returns the rules of the masquerade chain that carry o's hash.
+func ownedBy(rs []*nftables.Rule, hash string) []*nftables.Rule {
+	var out []*nftables.Rule
+	for _, r := range rs {
+		if h, _, ok := parseNFTComment(nftRuleFrom(r).comment); ok && h == hash {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
+	c, err := m.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	s, err := m.read(c)
+	if err != nil {
+		return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
+	}
+
+	// Adding an existing table or chain with the same definition is a no-op
+	// for the kernel, so these are always part of the batch.
+	c.AddTable(nftTable)
+	base := c.AddChain(nftBase())
+	masq := c.AddChain(nftMasq())
+
+	if want := renderRules(nftBaseRules()); !slices.Equal(renderAll(s.baseRules), want) {
+		c.FlushChain(base)
+		for _, r := range nftBaseRules() {
+			c.AddRule(&nftables.Rule{Table: nftTable, Chain: base, Exprs: r.exprs, UserData: r.userData()})
+		}
+	}
+	want := nftMasqRules(o, addrs)
+	have := ownedBy(s.masqRules, nftOwnerHash(o))
+	if !slices.Equal(renderAll(have), renderRules(want)) {
+		for _, r := range have {
+			if err := c.DelRule(r); err != nil {
+				return fmt.Errorf("set up nftables masquerade for %s: delete stale rule: %w", o, err)
+			}
+		}
+		for _, r := range want {
+			c.AddRule(&nftables.Rule{Table: nftTable, Chain: masq, Exprs: r.exprs, UserData: r.userData()})
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
+	}
+	return nil
+}
+
+func (m *nftablesMasq) Teardown(o Owner) error {
+	c, err := m.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	return m.teardown(c, o)
+}
+
+func (m *nftablesMasq) teardown(c *nftables.Conn, o Owner) error {
+	s, err := m.read(c)
+	if err != nil {
+		return fmt.Errorf("tear down nftables masquerade for %s: %w", o, err)
+	}
+	// The table and the base chain stay: other attachments (and upstream's
+	// plugins) share them, and an empty masquerade chain costs nothing.
+	have := ownedBy(s.masqRules, nftOwnerHash(o))
+	if len(have) == 0 {
+		return nil
+	}
+	for _, r := range have {
+		if err := c.DelRule(r); err != nil {
+			return fmt.Errorf("tear down nftables masquerade for %s: %w", o, err)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("tear down nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
+	}
+	return nil
+}
+
+func (m *nftablesMasq) Check(o Owner, addrs []*net.IPNet) error {
+	c, err := m.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	s, err := m.read(c)
+	if err != nil {
+		return fmt.Errorf("check nftables masquerade for %s: %w", o, err)
+	}
+	var miss []error
+	where := "table inet " + nftTableName
+	switch {
+	case !s.base:
+		miss = append(miss, fmt.Errorf("%s chain %s %w", where, nftBaseChain, ErrMissing))
+	case s.baseHook.Hooknum == nil || *s.baseHook.Hooknum != *nftables.ChainHookPostrouting ||
+		s.baseHook.Type != nftables.ChainTypeNAT:
+		miss = append(miss, fmt.Errorf("%s chain %s is not a nat postrouting chain: %w", where, nftBaseChain, ErrMissing))
+	default:
+		have := renderAll(s.baseRules)
+		for _, r := range renderRules(nftBaseRules()) {
+			if !slices.Contains(have, r) {
+				miss = append(miss, fmt.Errorf("%s chain %s rule %q %w", where, nftBaseChain, r, ErrMissing))
+			}
+		}
+	}
+	have := renderAll(ownedBy(s.masqRules, nftOwnerHash(o)))
+	for _, r := range renderRules(nftMasqRules(o, addrs)) {
+		if !slices.Contains(have, r) {
+			miss = append(miss, fmt.Errorf("%s chain %s rule %q %w", where, nftMasqChain, r, ErrMissing))
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("nftables masquerade of %s: %w", o, errors.Join(miss...))
+	}
+	return nil
+}
+
+func (m *nftablesMasq) GC(network string, keep []Owner) error {
+	c, err := m.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	s, err := m.read(c)
+	if err != nil {
+		return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
+	}
+	keepHash := map[string]bool{}
+	for _, o := range keep {
+		if o.Network == network {
+			keepHash[nftOwnerHash(o)] = true
+		}
+	}
+	var stale []*nftables.Rule
+	for _, r := range s.masqRules {
+		h, nw, ok := parseNFTComment(nftRuleFrom(r).comment)
+		if ok && nw == network && !keepHash[h] {
+			stale = append(stale, r)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	for _, r := range stale {
+		if err := c.DelRule(r); err != nil {
+			return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
+		}
+	}
+	if c.Flush() == nil {
+		return nil
+	}
+	// The batch failed as a whole; retry rule by rule so one bad rule
+	// (say, deleted meanwhile) does not keep the others.
+	var errs []error
+	for _, r := range stale {
+		if err := c.DelRule(r); err == nil {
+			err = c.Flush()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gc nftables rule %q of network %q: %w", nftRuleFrom(r), network, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// usable reports whether nf_tables answers here.
+func (m *nftablesMasq) usable() error {
+	c, err := m.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	if _, err := c.ListTablesOfFamily(nftables.TableFamilyINet); err != nil {
+		return fmt.Errorf("nftables: %w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// teardownIfUsable is Teardown for TeardownMasqAll: without nf_tables there
+// are no rules to remove.
+func (m *nftablesMasq) teardownIfUsable(o Owner) error {
+	err := m.Teardown(o)
+	if err != nil && m.usable() != nil {
+		return nil
+	}
+	return err
+}
