@@ -120,8 +120,9 @@ func NewMasq(backend string) (Masq, error) {
 // other suite), and the container namespace is not needed. Absent rules and
 // an unusable backend are success; other errors of both backends are joined.
 func TeardownMasqAll(o Owner) error {
-	return errors.Join(
-		newIPTablesMasq().teardownIfUsable(o),
-		newNFTablesMasq().teardownIfUsable(o),
-	)
+	return teardownMasqAll(o, newIPTablesMasq(), newNFTablesMasq())
+}
+
+func teardownMasqAll(o Owner, ipt *iptablesMasq, nft *nftablesMasq) error {
+	return errors.Join(ipt.teardownIfUsable(o), nft.teardownIfUsable(o))
 }

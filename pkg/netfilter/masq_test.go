@@ -1,0 +1,316 @@
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// backendCase is one backend under test with a way to read, from inside the
+// test namespace, what the kernel holds of our rules, as text.
+type backendCase struct {
+	name string
+	new  func() Masq
+	// kernel returns our rules as the kernel's own tool prints them.
+	kernel func() (string, error)
+	// want renders what kernel should print after Setup(o, addrs) alone.
+	want func(o Owner, addrs []*net.IPNet) string
+	// breakRule deletes one rule of o behind the backend's back.
+	breakRule func(o Owner) error
+}
+
+func iptablesCase(variant string) backendCase {
+	save := func(f family) string { return (&iptablesMasq{variant: variant}).tool(f, "save") }
+	restore := func(f family) string { return (&iptablesMasq{variant: variant}).tool(f, "restore") }
+	return backendCase{
+		name: "iptables-" + variant,
+		new:  func() Masq { return &iptablesMasq{variant: variant} },
+		kernel: func() (string, error) {
+			var b strings.Builder
+			for _, f := range families {
+				out, err := exec.Command(save(f), "-t", "nat").Output()
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", save(f), err)
+				}
+				for _, l := range strings.Split(string(out), "\n") {
+					if strings.HasPrefix(l, "-A ") || strings.HasPrefix(l, ":CNI-") {
+						fmt.Fprintf(&b, "%s %s\n", f, l)
+					}
+				}
+			}
+			return b.String(), nil
+		},
+		want: func(o Owner, addrs []*net.IPNet) string {
+			// What iptables-save prints for the rules Setup restored: the
+			// chain declaration, POSTROUTING (built-in, listed first), then
+			// the attachment chain.
+			var b strings.Builder
+			for _, f := range families {
+				as := byFamily(addrs)[f]
+				if len(as) == 0 {
+					continue
+				}
+				r := desiredIPTables(o, f, as)
+				fmt.Fprintf(&b, "%s :%s - [0:0]\n", f, r.chain)
+				for _, j := range r.jumps {
+					fmt.Fprintf(&b, "%s -A POSTROUTING %s\n", f, j)
+				}
+				for _, s := range r.rules {
+					fmt.Fprintf(&b, "%s -A %s %s\n", f, r.chain, s)
+				}
+			}
+			return b.String()
+		},
+		breakRule: func(o Owner) error {
+			// Drop the MASQUERADE rule (the chain's last) of IPv4.
+			cmd := exec.Command(restore(ipv4), "--noflush")
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("*nat\n-D %s 2\nCOMMIT\n", iptablesChain(o)))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		},
+	}
+}
+
+var nftablesCase = backendCase{
+	name: "nftables",
+	new:  func() Masq { return newNFTablesMasq() },
+	kernel: func() (string, error) {
+		out, err := exec.Command("nft", "list", "table", "inet", nftTableName).CombinedOutput()
+		if err != nil {
+			if strings.Contains(string(out), "No such file or directory") {
+				return "", nil
+			}
+			return "", fmt.Errorf("nft list: %w: %s", err, out)
+		}
+		return string(out), nil
+	},
+	want: renderNFTables,
+	breakRule: func(o Owner) error {
+		out, err := exec.Command("nft", "-a", "list", "chain", "inet", nftTableName, nftMasqChain).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, nftOwnerHash(o)) {
+				_, h, _ := strings.Cut(l, "# handle ")
+				out, err := exec.Command("nft", "delete", "rule", "inet", nftTableName, nftMasqChain, "handle", strings.TrimSpace(h)).CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("%w: %s", err, out)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no rule of %s found", o)
+	},
+}
+
+func mustCIDRs(ss ...string) []*net.IPNet {
+	var out []*net.IPNet
+	for _, s := range ss {
+		ip, n, err := net.ParseCIDR(s)
+		Expect(err).NotTo(HaveOccurred())
+		n.IP = ip
+		out = append(out, n)
+	}
+	return out
+}
+
+// in runs fn inside n and returns its error, for Expect outside.
+func in(n *ns.NetNS, fn func() error) error { return n.Do(fn) }
+
+var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
+	var (
+		hostNS *ns.NetNS
+		m      Masq
+		kernel = func() string {
+			GinkgoHelper()
+			var s string
+			Expect(in(hostNS, func() (err error) { s, err = bc.kernel(); return err })).To(Succeed())
+			return s
+		}
+		a = Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		b = Owner{Network: "net1", ContainerID: "ctr-b", IfName: "eth0"}
+		c = Owner{Network: "net2", ContainerID: "ctr-c", IfName: "eth0"}
+	)
+	addrsA := mustCIDRs("10.1.0.5/24", "fd00:1::5/64")
+	addrsB := mustCIDRs("10.1.0.6/24")
+	addrsC := mustCIDRs("10.2.0.5/24", "fd00:2::5/64")
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		m = bc.new()
+		Expect(kernel()).To(BeEmpty(), "a new namespace holds no rules")
+	})
+
+	It("sets up exactly the rendered rules, checks, tears down twice", func() {
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(kernel()).To(Equal(bc.want(a, addrsA)))
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(Succeed())
+
+		// Idempotent: a second Setup changes nothing.
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(kernel()).To(Equal(bc.want(a, addrsA)))
+
+		// Check is about these addresses: another address is missing.
+		err := in(hostNS, func() error { return m.Check(a, mustCIDRs("10.1.0.5/24", "10.3.0.5/24")) })
+		Expect(err).To(MatchError(ErrMissing))
+		Expect(err.Error()).To(ContainSubstring("10.3.0.5"))
+
+		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
+		if bc.name == "nftables" {
+			// The shared table and base chain stay; no rule of a is left.
+			Expect(kernel()).To(Equal(bc.want(a, nil)))
+		} else {
+			Expect(kernel()).To(BeEmpty())
+		}
+	})
+
+	It("fails Check when one rule is deleted and Setup repairs it", func() {
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(in(hostNS, func() error { return bc.breakRule(a) })).To(Succeed())
+		Expect(kernel()).NotTo(Equal(bc.want(a, addrsA)))
+		err := in(hostNS, func() error { return m.Check(a, addrsA) })
+		Expect(err).To(MatchError(ErrMissing))
+		Expect(err.Error()).To(Or(ContainSubstring("MASQUERADE"), ContainSubstring("masquerade")))
+
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(kernel()).To(Equal(bc.want(a, addrsA)))
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(Succeed())
+	})
+
+	It("keeps attachments apart: Teardown and GC remove only their own", func() {
+		for o, as := range map[Owner][]*net.IPNet{a: addrsA, b: addrsB, c: addrsC} {
+			Expect(in(hostNS, func() error { return m.Setup(o, as) })).To(Succeed())
+		}
+		Expect(in(hostNS, func() error { return m.Teardown(b) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(b, addrsB) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(c, addrsC) })).To(Succeed())
+
+		Expect(in(hostNS, func() error { return m.Setup(b, addrsB) })).To(Succeed())
+		// GC of net1 keeping only b: a goes, b stays, c (net2) is not net1's.
+		Expect(in(hostNS, func() error { return m.GC("net1", []Owner{b, c}) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(b, addrsB) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(c, addrsC) })).To(Succeed())
+		Expect(kernel()).NotTo(ContainSubstring("10.1.0.5"))
+
+		// GC with nothing to keep empties net2; a repeated GC is a no-op.
+		Expect(in(hostNS, func() error { return m.GC("net2", nil) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.GC("net2", nil) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(c, addrsC) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(b, addrsB) })).To(Succeed())
+
+		Expect(in(hostNS, func() error { return m.Teardown(b) })).To(Succeed())
+		Expect(kernel()).NotTo(ContainSubstring("10.1.0.6"))
+	})
+
+	It("is removed by TeardownMasqAll, whichever backend made it", func() {
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(c, addrsC) })).To(Succeed())
+		teardownAll := TeardownMasqAll
+		if ipt, ok := m.(*iptablesMasq); ok && ipt.variant == "legacy" {
+			// TeardownMasqAll uses the iptables on PATH, which is the
+			// nf_tables variant here; point it at legacy explicitly.
+			teardownAll = func(o Owner) error { return teardownMasqAll(o, ipt, newNFTablesMasq()) }
+		}
+		Expect(in(hostNS, func() error { return teardownAll(a) })).To(Succeed())
+		Expect(in(hostNS, func() error { return teardownAll(a) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(c, addrsC) })).To(Succeed())
+	})
+
+	It("masquerades forwarded traffic to the host's address, and stops after Teardown", func() {
+		contNS, outNS := testutil.NewNS(), testutil.NewNS()
+		Expect(wireRouter(hostNS, contNS, outNS)).To(Succeed())
+		cont := mustCIDRs("10.1.0.5/24", "fd00:1::5/64")
+		Expect(in(hostNS, func() error { return m.Setup(a, cont) })).To(Succeed())
+		Expect(udpSource(contNS, outNS, "10.99.0.2")).To(Equal("10.99.0.1"))
+		Expect(udpSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:99::1"))
+		// Traffic to the container's own subnet keeps its address.
+		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
+		Expect(udpSource(contNS, outNS, "10.99.0.2")).To(Equal("10.1.0.5"))
+		Expect(udpSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:1::5"))
+	})
+},
+	Entry(nil, iptablesCase("nft")),
+	Entry(nil, iptablesCase("legacy")),
+	Entry(nil, nftablesCase),
+)
+
+func (bc backendCase) String() string { return bc.name }
+
+var _ = Describe("iptables backend", func() {
+	It("costs one process per family for a fresh Setup", func() {
+		hostNS := testutil.NewNS()
+		var calls []string
+		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+			calls = append(calls, name)
+			return runCommand(name, args, stdin)
+		}}
+		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		Expect(in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })).To(Succeed())
+		Expect(calls).To(Equal([]string{"iptables-nft-restore", "ip6tables-nft-restore"}))
+		calls = nil
+		Expect(in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		// Chain exists: the fresh restore fails, a read finds nothing to change.
+		Expect(calls).To(Equal([]string{"iptables-nft-restore", "iptables-nft-save"}))
+	})
+
+	It("undoes the IPv4 rules when the IPv6 ones fail", func() {
+		hostNS := testutil.NewNS()
+		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+			if strings.HasPrefix(name, "ip6tables") {
+				return nil, errors.New("injected failure")
+			}
+			return runCommand(name, args, stdin)
+		}}
+		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		err := in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })
+		Expect(err).To(MatchError(ContainSubstring("injected failure")))
+		var out []byte
+		Expect(in(hostNS, func() (err error) {
+			out, err = exec.Command("iptables-nft-save", "-t", "nat").Output()
+			return err
+		})).To(Succeed())
+		Expect(string(out)).NotTo(ContainSubstring("CNI-"))
+	})
+})
+
+var _ = Describe("nftables backend", func() {
+	It("applies all or nothing: a failing batch leaves no rule behind", func() {
+		hostNS := testutil.NewNS()
+		// A chain named like our base chain but of another kind makes the
+		// batch's add-chain fail after the table and masq chain were queued.
+		Expect(in(hostNS, func() error {
+			cmd := exec.Command("nft", "-f", "-")
+			cmd.Stdin = strings.NewReader("table inet " + nftTableName + " {\n chain " + nftBaseChain +
+				" { type filter hook input priority 0; }\n}\n")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		})).To(Succeed())
+		m := newNFTablesMasq()
+		a := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		Expect(in(hostNS, func() error { return m.Setup(a, mustCIDRs("10.1.0.5/24")) })).NotTo(Succeed())
+		var listing string
+		Expect(in(hostNS, func() (err error) { listing, err = nftablesCase.kernel(); return err })).To(Succeed())
+		Expect(listing).To(ContainSubstring("hook input"))
+		Expect(listing).NotTo(ContainSubstring(nftMasqChain))
+		Expect(listing).NotTo(ContainSubstring("10.1.0.5"))
+	})
+})
