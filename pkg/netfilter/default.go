@@ -3,6 +3,7 @@ package netfilter
 import (
 	"fmt"
 	"net"
+	"sync"
 )
 
 // defaultMasq picks the backend for an empty ipMasqBackend: iptables, unless
@@ -27,14 +28,18 @@ func defaultMasq() (Masq, error) {
 // iptables call fails and the probe finds the nat table unusable while
 // nf_tables works. Once decided, the choice sticks for the value's life.
 type autoMasq struct {
-	ipt    *iptablesMasq
-	nft    *nftablesMasq
+	ipt *iptablesMasq
+	nft *nftablesMasq
+
+	mu     sync.Mutex // guards chosen; calls are serialised until it is set
 	chosen Masq
 }
 
 // Backend names the backend in use; before any call it probes (two
 // iptables processes) to say which one calls would use.
 func (a *autoMasq) Backend() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.chosen == nil {
 		a.chosen = a.ipt
 		if a.ipt.natUsable(ipv4) != nil && a.nft.usable() == nil {
@@ -45,9 +50,12 @@ func (a *autoMasq) Backend() string {
 }
 
 func (a *autoMasq) do(fn func(Masq) error) error {
-	if a.chosen != nil {
-		return fn(a.chosen)
+	a.mu.Lock()
+	if chosen := a.chosen; chosen != nil {
+		a.mu.Unlock()
+		return fn(chosen)
 	}
+	defer a.mu.Unlock()
 	err := fn(a.ipt)
 	if err != nil && a.ipt.natUsable(ipv4) != nil && a.nft.usable() == nil {
 		a.chosen = a.nft

@@ -314,3 +314,41 @@ var _ = Describe("nftables backend", func() {
 		Expect(listing).NotTo(ContainSubstring("10.1.0.5"))
 	})
 })
+
+var _ = Describe("default backend", func() {
+	a := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+
+	It("is iptables where iptables works", func() {
+		hostNS := testutil.NewNS()
+		var m Masq
+		Expect(in(hostNS, func() (err error) { m, err = NewMasq(""); return err })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(m.Backend()).To(Equal(BackendIPTables))
+		ipt := newIPTablesMasq()
+		Expect(in(hostNS, func() error { return ipt.Check(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
+		Expect(in(hostNS, func() error { return ipt.Check(a, mustCIDRs("10.1.0.5/24")) })).To(MatchError(ErrMissing))
+	})
+
+	It("falls back to nftables when iptables cannot be used", func() {
+		hostNS := testutil.NewNS()
+		// A variant whose binaries do not exist stands in for a node
+		// without usable iptables.
+		m := &autoMasq{ipt: &iptablesMasq{variant: "absent"}, nft: newNFTablesMasq()}
+		Expect(in(hostNS, func() error { return m.Setup(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(m.Backend()).To(Equal(BackendNFTables))
+		Expect(in(hostNS, func() error { return newNFTablesMasq().Check(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, mustCIDRs("10.1.0.5/24")) })).To(MatchError(ErrMissing))
+	})
+
+	It("reports an iptables failure as such when iptables works", func() {
+		hostNS := testutil.NewNS()
+		m := &autoMasq{ipt: newIPTablesMasq(), nft: newNFTablesMasq()}
+		err := in(hostNS, func() error { return m.Check(a, mustCIDRs("10.1.0.5/24")) })
+		Expect(err).To(MatchError(ErrMissing))
+		Expect(err.Error()).To(ContainSubstring("iptables masquerade"))
+		Expect(m.Backend()).To(Equal(BackendIPTables))
+	})
+})
