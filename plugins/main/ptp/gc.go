@@ -1,0 +1,58 @@
+package ptp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/netfilter"
+)
+
+// cmdGC forwards to IPAM, which releases reservations of attachments not
+// in cni.dev/valid-attachments, and removes the masquerade rules of this
+// network whose owner is not listed, on both backends (the rules may come
+// from an ADD with another ipMasqBackend). Veths need no collection: they
+// die with their namespace.
+func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
+	defer func() { err = coded(err) }()
+	conf, err := parseConfig(args.StdinData)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if err := ipam.GC(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
+		errs = append(errs, fmt.Errorf("ipam %s GC: %w", conf.IPAM.Type, err))
+	}
+	keep := make([]netfilter.Owner, 0, len(conf.ValidAttachments))
+	for _, a := range conf.ValidAttachments {
+		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: a.ContainerID, IfName: a.IfName})
+	}
+	for _, backend := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
+		masq, err := netfilter.NewMasq(backend)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := masq.GC(conf.Name, keep); err != nil && !errors.Is(err, netfilter.ErrUnavailable) {
+			errs = append(errs, fmt.Errorf("masquerade (%s) GC: %w", backend, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cmdStatus forwards to IPAM: ptp itself needs nothing that could be
+// unavailable.
+func (p *ptp) cmdStatus(args *skel.CmdArgs) (err error) {
+	defer func() { err = coded(err) }()
+	conf, err := parseConfig(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if err := ipam.Status(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
+		return fmt.Errorf("ipam %s STATUS: %w", conf.IPAM.Type, err)
+	}
+	return nil
+}
