@@ -1,0 +1,94 @@
+package static
+
+import (
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func cmdAdd(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	if len(conf.addresses) == 0 {
+		// A 0.1.0/0.2.0 result cannot be written without an address.
+		if multi, _ := version.GreaterThanOrEqualTo(conf.cniVersion, "0.3.0"); !multi {
+			return result.InvalidConfig(fmt.Errorf(
+				"ipam.addresses: none given (nor runtimeConfig.ips, args.cni.ips or CNI_ARGS IP), and a cniVersion %s result needs one",
+				conf.cniVersion))
+		}
+		// Upstream static accepts this too (an interface with routes or DNS
+		// only), but it is more often a misspelt key: say so on stderr.
+		plugin.Logger("ADD", args).Warn("no addresses to hand out: set ipam.addresses, runtimeConfig.ips, args.cni.ips or CNI_ARGS IP")
+	}
+	return result.Print(conf.result(), conf.cniVersion)
+}
+
+// result is what ADD reports: every address with its gateway, the routes
+// and DNS. IPAM results name no interface; the calling plugin assigns them.
+func (conf *netConf) result() *current.Result {
+	res := &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		Routes:     conf.routes,
+		DNS:        conf.dns,
+	}
+	for _, a := range conf.addresses {
+		res.IPs = append(res.IPs, &current.IPConfig{Address: a.net, Gateway: a.gateway})
+	}
+	return res
+}
+
+// cmdDel has nothing to release: static keeps no state. It still parses the
+// config so that a broken one is reported, as on every command.
+func cmdDel(args *skel.CmdArgs) error {
+	_, err := parseConfig(args.StdinData, args.Args)
+	return err
+}
+
+// cmdCheck verifies the config and, when the runtime passes the
+// attachment's prevResult, that it still holds every address static would
+// hand out now (a changed config or per-call address shows up here).
+func cmdCheck(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	if conf.prevResult == nil {
+		return nil
+	}
+	for _, a := range conf.addresses {
+		if !hasAddress(conf.prevResult, a) {
+			return fmt.Errorf("prevResult lacks %s given by %s", a.net.String(), a.key)
+		}
+	}
+	return nil
+}
+
+func hasAddress(res *current.Result, a address) bool {
+	for _, ipc := range res.IPs {
+		have, _ := ipc.Address.Mask.Size()
+		want, _ := a.net.Mask.Size()
+		if ipc.Address.IP.Equal(a.net.IP) && have == want {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdGC has nothing to collect: static reserves nothing.
+func cmdGC(args *skel.CmdArgs) error {
+	_, err := parseConfig(args.StdinData, args.Args)
+	return err
+}
+
+// cmdStatus: static depends on nothing that could run out or go away.
+func cmdStatus(args *skel.CmdArgs) error {
+	_, err := parseConfig(args.StdinData, args.Args)
+	return err
+}
