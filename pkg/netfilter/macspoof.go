@@ -1,0 +1,186 @@
+package netfilter
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
+)
+
+// MacSpoofCheck drops frames entering a bridge through a container's port
+// whose source MAC is not the container's. It works on nftables over
+// netlink (no nft process) in the network namespace of the calling thread:
+//
+//	table bridge cni_plugins_macspoof
+//	  chain prerouting  (filter hook prerouting priority -300)
+//	    iifname "<port>" jump <attachment chain>   comment <owner hash>
+//	  chain cni-br-iface-<owner hash>
+//	    ether saddr <mac> return
+//	    drop
+//
+// Setup and Teardown are one batch each, applied entirely or not at all.
+type MacSpoofCheck struct {
+	Owner Owner
+	Port  string           // the host end of the container's veth
+	MAC   net.HardwareAddr // the container interface's MAC
+}
+
+const (
+	macspoofTableName = "cni_plugins_macspoof"
+	macspoofBaseChain = "prerouting"
+)
+
+var macspoofTable = &nftables.Table{Family: nftables.TableFamilyBridge, Name: macspoofTableName}
+
+func macspoofBase() *nftables.Chain {
+	prio := nftables.ChainPriority(-300)
+	accept := nftables.ChainPolicyAccept
+	return &nftables.Chain{
+		Name: macspoofBaseChain, Table: macspoofTable, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: &prio, Policy: &accept,
+	}
+}
+
+func macspoofChainName(o Owner) string { return "cni-br-iface-" + nftOwnerHash(o) }
+
+// Setup installs the check, replacing an earlier one of the same owner.
+func (m MacSpoofCheck) Setup() error {
+	if len(m.MAC) != 6 {
+		return fmt.Errorf("mac spoof check for %s: MAC %q is not 6 bytes", m.Owner, m.MAC)
+	}
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
+	}
+	hash := nftOwnerHash(m.Owner)
+	c.AddTable(macspoofTable)
+	base := c.AddChain(macspoofBase())
+	if err := deleteMacspoofJumps(c, base, hash); err != nil {
+		return err
+	}
+	own := &nftables.Chain{Name: macspoofChainName(m.Owner), Table: macspoofTable}
+	c.AddChain(own)
+	c.FlushChain(own)
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: own, Exprs: []expr.Any{
+		// ether saddr: 6 bytes at offset 6 of the link-layer header.
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte(m.MAC)},
+		&expr.Verdict{Kind: expr.VerdictReturn},
+	}})
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: own, Exprs: []expr.Any{
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}})
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: base, UserData: userdata.AppendString(nil, userdata.TypeComment, hash),
+		Exprs: []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifnameBytes(m.Port)},
+			&expr.Verdict{Kind: expr.VerdictJump, Chain: own.Name},
+		}})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("set up mac spoof check for %s on %q: %w", m.Owner, m.Port, err)
+	}
+	return nil
+}
+
+// ifnameBytes is an interface name as nftables compares it: IFNAMSIZ bytes,
+// NUL padded.
+func ifnameBytes(name string) []byte {
+	b := make([]byte, unix.IFNAMSIZ)
+	copy(b, name)
+	return b
+}
+
+// deleteMacspoofJumps queues the deletion of the base chain's rules that
+// carry hash. A base chain that does not exist yet has none.
+func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) error {
+	exists, err := macspoofChainExists(c, macspoofBaseChain)
+	if err != nil || !exists {
+		return err
+	}
+	rules, err := c.GetRules(macspoofTable, base)
+	if err != nil {
+		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
+	}
+	for _, r := range rules {
+		if got, ok := userdata.GetString(r.UserData, userdata.TypeComment); ok && got == hash {
+			if err := c.DelRule(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func macspoofChainExists(c *nftables.Conn, name string) (bool, error) {
+	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
+	if err != nil {
+		return false, fmt.Errorf("list bridge chains: %w", err)
+	}
+	for _, ch := range chains {
+		if ch.Table != nil && ch.Table.Name == macspoofTableName && ch.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// TeardownMacSpoofCheck removes the check of o. Absent rules, an absent
+// table and a kernel without nf_tables are success.
+func TeardownMacSpoofCheck(o Owner) error {
+	c, err := nftables.New()
+	if err != nil {
+		return nil // no nftables here, so no rules either
+	}
+	own, err := macspoofChainExists(c, macspoofChainName(o))
+	if err != nil {
+		return nil // nf_tables unusable: nothing was installed
+	}
+	base := macspoofBase()
+	if err := deleteMacspoofJumps(c, base, nftOwnerHash(o)); err != nil {
+		return fmt.Errorf("tear down mac spoof check for %s: %w", o, err)
+	}
+	if own {
+		ch := &nftables.Chain{Name: macspoofChainName(o), Table: macspoofTable}
+		c.FlushChain(ch)
+		c.DelChain(ch)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("tear down mac spoof check for %s in bridge %s: %w", o, macspoofTableName, err)
+	}
+	return nil
+}
+
+// CheckMacSpoofCheck verifies that the check of m is installed: the jump
+// from the base chain and the attachment chain accepting m.MAC.
+func (m MacSpoofCheck) Check() error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
+	}
+	name := macspoofChainName(m.Owner)
+	for _, ch := range []string{macspoofBaseChain, name} {
+		ok, err := macspoofChainExists(c, ch)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: table bridge %s chain %s", ErrMissing, macspoofTableName, ch)
+		}
+	}
+	rules, err := c.GetRules(macspoofTable, &nftables.Chain{Name: name, Table: macspoofTable})
+	if err != nil {
+		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, name, err)
+	}
+	for _, r := range rules {
+		for _, e := range r.Exprs {
+			if cmp, ok := e.(*expr.Cmp); ok && bytes.Equal(cmp.Data, m.MAC) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: table bridge %s chain %s: ether saddr %s return", ErrMissing, macspoofTableName, name, m.MAC)
+}

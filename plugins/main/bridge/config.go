@@ -1,0 +1,240 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+const defaultBridge = "cni0"
+
+// netConf is the bridge plugin's config as the runtime sends it. Key names
+// and defaults follow the upstream bridge plugin.
+type netConf struct {
+	types.NetConf
+	Bridge                    string       `json:"bridge"`
+	IsGateway                 bool         `json:"isGateway"`
+	IsDefaultGateway          bool         `json:"isDefaultGateway"`
+	ForceAddress              bool         `json:"forceAddress"`
+	IPMasq                    bool         `json:"ipMasq"`
+	IPMasqBackend             string       `json:"ipMasqBackend"`
+	MTU                       int          `json:"mtu"`
+	HairpinMode               bool         `json:"hairpinMode"`
+	PromiscMode               bool         `json:"promiscMode"`
+	Vlan                      int          `json:"vlan"`
+	VlanTrunk                 []*vlanTrunk `json:"vlanTrunk"`
+	PreserveDefaultVlan       bool         `json:"preserveDefaultVlan"`
+	MacSpoofChk               bool         `json:"macspoofchk"`
+	EnableDad                 bool         `json:"enabledad"`
+	DisableContainerInterface bool         `json:"disableContainerInterface"`
+	PortIsolation             bool         `json:"portIsolation"`
+
+	Args struct {
+		Cni struct {
+			MAC string `json:"mac"`
+		} `json:"cni"`
+	} `json:"args"`
+	RuntimeConfig struct {
+		MAC string `json:"mac"`
+	} `json:"runtimeConfig"`
+}
+
+type vlanTrunk struct {
+	ID    *int `json:"id"`
+	MinID *int `json:"minID"`
+	MaxID *int `json:"maxID"`
+}
+
+// envArgs are the CNI_ARGS keys bridge reads.
+type envArgs struct {
+	types.CommonArgs
+	MAC types.UnmarshallableString `json:"mac,omitempty"`
+}
+
+// config is a validated netConf with everything derived from it.
+type config struct {
+	netConf
+	raw []byte // stdin, handed to the IPAM plugin as is
+	// layer3: IPAM is configured. "ipam": {} (or none) means layer 2 only.
+	layer3 bool
+	// mac is the container interface's MAC, nil to let the kernel pick.
+	mac net.HardwareAddr
+	// trunks are the vlanTrunk entries as [min, max] ranges.
+	trunks [][2]int
+	// prevResult is the parsed prevResult (CHECK), or nil.
+	prevResult *current.Result
+}
+
+// vlanFiltering reports whether the bridge needs 802.1Q filtering on.
+func (c *config) vlanFiltering() bool { return c.Vlan != 0 || len(c.trunks) > 0 }
+
+// parseConfig decodes stdin and CNI_ARGS, applies defaults and validates
+// every key. It touches no kernel state. Errors carry CNI codes: 6 for
+// undecodable input, 4 for bad CNI_ARGS, 7 for invalid values (naming the
+// key and value).
+func parseConfig(stdin []byte, cniArgs string) (*config, error) {
+	c := &config{raw: stdin}
+	if err := json.Unmarshal(stdin, &c.netConf); err != nil {
+		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	}
+	if err := c.validate(); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	mac, err := c.pickMAC(cniArgs)
+	if err != nil {
+		return nil, err
+	}
+	c.mac = mac
+	if c.RawPrevResult != nil {
+		if err := version.ParsePrevResult(&c.NetConf); err != nil {
+			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
+		}
+		prev, err := result.Current(c.PrevResult)
+		if err != nil {
+			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
+		}
+		c.prevResult = prev
+	}
+	return c, nil
+}
+
+func (c *config) validate() error {
+	if c.Name == "" {
+		return errors.New("name: missing")
+	}
+	if c.Bridge == "" {
+		c.Bridge = defaultBridge
+	}
+	if err := validIfName(c.Bridge); err != nil {
+		return fmt.Errorf("bridge: %q %w", c.Bridge, err)
+	}
+	if c.IsDefaultGateway {
+		c.IsGateway = true
+	}
+	if c.HairpinMode && c.PromiscMode {
+		return errors.New("promiscMode: true cannot be combined with hairpinMode: true")
+	}
+	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
+		return fmt.Errorf("mtu: %d out of range 68-65535", c.MTU)
+	}
+	if c.Vlan < 0 || c.Vlan > 4094 {
+		return fmt.Errorf("vlan: %d out of range 0-4094", c.Vlan)
+	}
+	for i, t := range c.VlanTrunk {
+		r, err := t.bounds()
+		if err != nil {
+			return fmt.Errorf("vlanTrunk[%d]: %w", i, err)
+		}
+		if c.Vlan != 0 && c.Vlan >= r[0] && c.Vlan <= r[1] {
+			return fmt.Errorf("vlanTrunk[%d]: range %d-%d contains the native vlan %d", i, r[0], r[1], c.Vlan)
+		}
+		c.trunks = append(c.trunks, r)
+	}
+	switch c.IPMasqBackend {
+	case "", netfilter.BackendIPTables, netfilter.BackendNFTables:
+	default:
+		return fmt.Errorf("ipMasqBackend: %q is not %q or %q", c.IPMasqBackend, netfilter.BackendIPTables, netfilter.BackendNFTables)
+	}
+	c.layer3 = c.IPAM.Type != ""
+	if c.layer3 {
+		if err := ipam.ValidateType(c.IPAM.Type); err != nil {
+			return err
+		}
+	}
+	if c.DisableContainerInterface && c.layer3 {
+		return fmt.Errorf("disableContainerInterface: true cannot be combined with ipam (type %q): addresses need an interface that is up", c.IPAM.Type)
+	}
+	return nil
+}
+
+func (t *vlanTrunk) bounds() ([2]int, error) {
+	if t == nil {
+		return [2]int{}, errors.New("null entry")
+	}
+	inRange := func(key string, v int) error {
+		if v < 1 || v > 4094 {
+			return fmt.Errorf("%s: %d out of range 1-4094", key, v)
+		}
+		return nil
+	}
+	if t.ID != nil {
+		if t.MinID != nil || t.MaxID != nil {
+			return [2]int{}, errors.New(`"id" cannot be combined with "minID"/"maxID"`)
+		}
+		if err := inRange("id", *t.ID); err != nil {
+			return [2]int{}, err
+		}
+		return [2]int{*t.ID, *t.ID}, nil
+	}
+	if t.MinID == nil || t.MaxID == nil {
+		return [2]int{}, errors.New(`needs "id", or both "minID" and "maxID"`)
+	}
+	if err := inRange("minID", *t.MinID); err != nil {
+		return [2]int{}, err
+	}
+	if err := inRange("maxID", *t.MaxID); err != nil {
+		return [2]int{}, err
+	}
+	if *t.MinID > *t.MaxID {
+		return [2]int{}, fmt.Errorf("minID %d is greater than maxID %d", *t.MinID, *t.MaxID)
+	}
+	return [2]int{*t.MinID, *t.MaxID}, nil
+}
+
+// validIfName applies the kernel's rules for interface names.
+func validIfName(name string) error {
+	switch {
+	case len(name) > 15:
+		return errors.New("is longer than 15 bytes")
+	case name == "." || name == "..":
+		return errors.New("is not a valid interface name")
+	case strings.ContainsAny(name, "/: \t\n"):
+		return errors.New(`contains '/', ':' or whitespace`)
+	}
+	return nil
+}
+
+// pickMAC returns the container MAC: runtimeConfig.mac (capability "mac"),
+// else args.cni.mac, else CNI_ARGS MAC, as upstream orders them.
+func (c *config) pickMAC(cniArgs string) (net.HardwareAddr, error) {
+	var env envArgs
+	if err := types.LoadArgs(cniArgs, &env); err != nil {
+		return nil, result.InvalidEnv(fmt.Errorf("CNI_ARGS: %w", err))
+	}
+	src, val := "", ""
+	switch {
+	case c.RuntimeConfig.MAC != "":
+		src, val = "runtimeConfig.mac", c.RuntimeConfig.MAC
+	case c.Args.Cni.MAC != "":
+		src, val = "args.cni.mac", c.Args.Cni.MAC
+	case env.MAC != "":
+		src, val = "CNI_ARGS MAC", string(env.MAC)
+	default:
+		return nil, nil
+	}
+	mac, err := net.ParseMAC(val)
+	if err == nil && len(mac) != 6 {
+		err = errors.New("not a 6-byte ethernet address")
+	}
+	if err == nil && mac[0]&1 != 0 {
+		err = errors.New("is a multicast address")
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %q: %w", src, val, err)
+		if src == "CNI_ARGS MAC" {
+			return nil, result.InvalidEnv(err)
+		}
+		return nil, result.InvalidConfig(err)
+	}
+	return mac, nil
+}

@@ -1,0 +1,54 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/netfilter"
+)
+
+// cmdGC forwards GC to IPAM and removes the masquerade rules of this
+// network's attachments that the runtime no longer lists, on both backends
+// (the one used at ADD may not be the configured one).
+func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if conf.layer3 {
+		errs = append(errs, ipam.GC(context.TODO(), conf.IPAM.Type, conf.raw))
+	}
+	keep := make([]netfilter.Owner, 0, len(conf.ValidAttachments))
+	for _, va := range conf.ValidAttachments {
+		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: va.ContainerID, IfName: va.IfName})
+	}
+	for _, backend := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
+		m, err := netfilter.NewMasq(backend)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		// A backend this host cannot use holds no rules of ours.
+		if err := m.GC(conf.Name, keep); err != nil && !errors.Is(err, netfilter.ErrUnavailable) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cmdStatus forwards STATUS to IPAM: the bridge itself needs nothing that
+// could be unavailable.
+func (p *bridgePlugin) cmdStatus(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	if conf.layer3 {
+		return ipam.Status(context.TODO(), conf.IPAM.Type, conf.raw)
+	}
+	return nil
+}

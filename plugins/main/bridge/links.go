@@ -1,0 +1,172 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/rollback"
+)
+
+// ensureBridge creates the bridge when missing and brings it up. The undo
+// deletes a bridge this ADD created, unless another attachment joined it
+// meanwhile.
+func (a *attachment) ensureBridge(undo *rollback.Stack) (*netlink.Bridge, error) {
+	conf := a.conf
+	br, created, err := ip.EnsureBridge(a.hostH, ip.BridgeOptions{
+		Name:          conf.Bridge,
+		MTU:           conf.MTU,
+		VlanFiltering: conf.vlanFiltering(),
+		Promisc:       conf.PromiscMode,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge: %w", err)
+	}
+	if created {
+		undo.Push("delete bridge", func() error { return deleteBridgeIfUnused(a.hostH, conf.Bridge) })
+	}
+	// A bridge with a gateway address must not configure itself from
+	// router advertisements arriving from containers.
+	err = ip.SetSysctl(fmt.Sprintf("net/ipv6/conf/%s/accept_ra", conf.Bridge), "0")
+	if err != nil && !errors.Is(err, os.ErrNotExist) { // absent: IPv6 is disabled
+		return nil, fmt.Errorf("bridge %q: %w", conf.Bridge, err)
+	}
+	return br, nil
+}
+
+// deleteBridgeIfUnused deletes the bridge unless it has ports: another
+// attachment may have joined a bridge this ADD created before it failed.
+func deleteBridgeIfUnused(h *netlink.Handle, name string) error {
+	br, err := ip.BridgeByName(h, name)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ports, err := ip.BridgePorts(h, br.Attrs().Index)
+	if err != nil {
+		return err
+	}
+	if len(ports) > 0 {
+		return nil
+	}
+	return ip.DelLinkByName(h, name)
+}
+
+// vethAlias tags the host end with its attachment, so DEL finds a leaked
+// host end when the container namespace is gone.
+func vethAlias(containerID, ifName string) string {
+	return "cni:" + containerID + ":" + ifName
+}
+
+// setupVeth creates the veth pair, the container end directly in the
+// container namespace.
+func (a *attachment) setupVeth(undo *rollback.Stack) (netlink.Link, error) {
+	hostVeth, err := ip.SetupVeth(a.hostH, ip.VethOptions{
+		ContIfName: a.args.IfName,
+		MTU:        a.conf.MTU,
+		ContMAC:    a.conf.mac,
+		ContNS:     int(a.contNS.Fd()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
+	}
+	name := hostVeth.Attrs().Name
+	undo.Push("delete veth "+name, func() error { return ip.DelLinkByName(a.hostH, name) })
+	a.ownPorts[hostVeth.Attrs().Index] = true
+	if err := a.hostH.LinkSetAlias(hostVeth, vethAlias(a.args.ContainerID, a.args.IfName)); err != nil {
+		return nil, fmt.Errorf("set alias of %q: %w", name, err)
+	}
+	return hostVeth, nil
+}
+
+// attachPort puts the host end on the bridge with the port settings and
+// brings it up.
+func (a *attachment) attachPort(br *netlink.Bridge, hostVeth netlink.Link) error {
+	conf := a.conf
+	err := ip.AttachPort(a.hostH, br, hostVeth, ip.PortOptions{
+		Hairpin:         conf.HairpinMode,
+		Isolated:        conf.PortIsolation,
+		Vlan:            conf.Vlan,
+		Trunk:           conf.trunks,
+		KeepDefaultVlan: conf.PreserveDefaultVlan,
+	})
+	if err != nil {
+		return err
+	}
+	if err := a.hostH.LinkSetUp(hostVeth); err != nil {
+		return fmt.Errorf("set %q up: %w", hostVeth.Attrs().Name, err)
+	}
+	return nil
+}
+
+// configureContainer gives the container end its addresses and routes (or
+// just brings it up, layer 2 only), then announces its IPv4 addresses.
+// With disableContainerInterface it stays down.
+func (a *attachment) configureContainer(res *current.Result, contLink netlink.Link) error {
+	conf, args := a.conf, a.args
+	if conf.DisableContainerInterface {
+		return nil
+	}
+	if conf.layer3 {
+		if err := ipam.ConfigureIface(a.contH, args.IfName, res, ipam.ConfigureOptions{DAD: conf.EnableDad}); err != nil {
+			return fmt.Errorf("configure %q in %s: %w", args.IfName, args.Netns, err)
+		}
+	} else if err := a.contH.LinkSetUp(contLink); err != nil {
+		return fmt.Errorf("set %q up in %s: %w", args.IfName, args.Netns, err)
+	}
+	var v4 []net.IP
+	for _, ipc := range res.IPs {
+		if ipc.Address.IP.To4() != nil {
+			v4 = append(v4, ipc.Address.IP)
+		}
+	}
+	err := a.contNS.Do(func() error {
+		if err := ip.SetArpNotify(args.IfName); err != nil {
+			return err
+		}
+		if len(v4) == 0 {
+			return nil
+		}
+		// Best effort, as upstream: a lost announcement only delays
+		// neighbours until their cache entry expires.
+		if err := ip.AnnounceIPv4(contLink, v4); err != nil {
+			a.log.Info("gratuitous arp failed", "err", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("in %s: %w", args.Netns, err)
+	}
+	if conf.layer3 && conf.EnableDad {
+		if err := ip.WaitAddrsSettled(int(a.contNS.Fd()), contLink.Attrs().Index, dadTimeout); err != nil {
+			return fmt.Errorf("%q in %s: %w", args.IfName, args.Netns, err)
+		}
+	}
+	return nil
+}
+
+// dadTimeout bounds duplicate-address detection when enabledad asks for it.
+const dadTimeout = 10 * time.Second
+
+// waitPort waits until the host end is operationally up: only then has
+// the kernel activated its queue, and frames sent earlier are dropped. A
+// container end left down (disableContainerInterface) never gets there.
+func (a *attachment) waitPort(hostVeth netlink.Link, timeout time.Duration) (netlink.Link, error) {
+	if a.conf.DisableContainerInterface {
+		return hostVeth, nil
+	}
+	l, err := ip.WaitLink(int(a.hostNS.Fd()), hostVeth.Attrs().Index, ip.OperUp, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("bridge port: %w", err)
+	}
+	return l, nil
+}

@@ -1,0 +1,26 @@
+package bridge
+
+import (
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/rollback"
+)
+
+// setupMacSpoofCheck drops frames from the container's port whose source
+// MAC is not the container interface's. The rules live in the host
+// namespace, the plugin thread's.
+func (a *attachment) setupMacSpoofCheck(hostVeth netlink.Link, mac net.HardwareAddr, undo *rollback.Stack) error {
+	sc := netfilter.MacSpoofCheck{Owner: a.owner(), Port: hostVeth.Attrs().Name, MAC: mac}
+	if err := sc.Setup(); err != nil {
+		return err
+	}
+	undo.Push("remove mac spoof check", func() error { return teardownMacSpoofCheck(a.owner()) })
+	return nil
+}
+
+func teardownMacSpoofCheck(o netfilter.Owner) error {
+	return netfilter.TeardownMacSpoofCheck(o)
+}
