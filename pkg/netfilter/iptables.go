@@ -184,7 +184,7 @@ func (m *iptablesMasq) Check(o Owner, addrs []*net.IPNet) error {
 			continue
 		}
 		for _, miss := range t.missing(desiredIPTables(o, f, as)) {
-			errs = append(errs, fmt.Errorf("%s %s %w", f, miss, ErrMissing))
+			errs = append(errs, fmt.Errorf("%w: %s %s", ErrMissing, f, miss))
 		}
 	}
 	if len(errs) > 0 {

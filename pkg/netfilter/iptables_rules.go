@@ -181,7 +181,7 @@ func (t natTable) missing(r iptablesRules) []string {
 	if !slices.Equal(t.rules[r.chain], r.rules) {
 		for _, s := range r.rules {
 			if !slices.Contains(t.rules[r.chain], s) {
-				miss = append(miss, fmt.Sprintf("nat rule %q", "-A "+r.chain+" "+s))
+				miss = append(miss, "nat rule -A "+r.chain+" "+s)
 			}
 		}
 		if len(miss) == 0 {
@@ -190,7 +190,7 @@ func (t natTable) missing(r iptablesRules) []string {
 	}
 	for _, j := range r.jumps {
 		if !slices.Contains(t.rules["POSTROUTING"], j) {
-			miss = append(miss, fmt.Sprintf("nat rule %q", "-A POSTROUTING "+j))
+			miss = append(miss, "nat rule -A POSTROUTING "+j)
 		}
 	}
 	return miss

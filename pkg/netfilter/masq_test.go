@@ -233,6 +233,43 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		Expect(in(hostNS, func() error { return m.Check(c, addrsC) })).To(Succeed())
 	})
 
+	It("keeps every attachment when many set up and tear down at once", func() {
+		// Plugins run in parallel on a node; each batch must stand alone.
+		const n = 8
+		owner := func(i int) Owner {
+			return Owner{Network: "net1", ContainerID: fmt.Sprintf("ctr-%d", i), IfName: "eth0"}
+		}
+		addrs := func(i int) []*net.IPNet { return mustCIDRs(fmt.Sprintf("10.1.0.%d/24", 10+i)) }
+		parallel := func(fn func(i int) error) {
+			GinkgoHelper()
+			errs := make(chan error, n)
+			for i := range n {
+				go func() { errs <- in(hostNS, func() error { return fn(i) }) }()
+			}
+			for range n {
+				Expect(<-errs).To(Succeed())
+			}
+		}
+		parallel(func(i int) error { return m.Setup(owner(i), addrs(i)) })
+		for i := range n {
+			Expect(in(hostNS, func() error { return m.Check(owner(i), addrs(i)) })).To(Succeed())
+		}
+		parallel(func(i int) error {
+			if i%2 == 0 {
+				return m.Teardown(owner(i))
+			}
+			return nil
+		})
+		for i := range n {
+			err := in(hostNS, func() error { return m.Check(owner(i), addrs(i)) })
+			if i%2 == 0 {
+				Expect(err).To(MatchError(ErrMissing))
+			} else {
+				Expect(err).To(Succeed())
+			}
+		}
+	})
+
 	It("masquerades forwarded traffic to the host's address, and stops after Teardown", func() {
 		contNS, outNS := testutil.NewNS(), testutil.NewNS()
 		Expect(wireRouter(hostNS, contNS, outNS)).To(Succeed())

@@ -100,6 +100,10 @@ func ownedBy(rs []*nftables.Rule, hash string) []*nftables.Rule {
 }
 
 func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
+	want := nftMasqRules(o, addrs)
+	if len(want) == 0 {
+		return nil
+	}
 	c, err := m.conn()
 	if err != nil {
 		return err
@@ -122,7 +126,6 @@ func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 			c.AddRule(&nftables.Rule{Table: nftTable, Chain: base, Exprs: r.exprs, UserData: r.userData()})
 		}
 	}
-	want := nftMasqRules(o, addrs)
 	have := ownedBy(s.masqRules, nftOwnerHash(o))
 	if !slices.Equal(renderAll(have), renderRules(want)) {
 		for _, r := range have {
@@ -185,22 +188,22 @@ func (m *nftablesMasq) Check(o Owner, addrs []*net.IPNet) error {
 	where := "table inet " + nftTableName
 	switch {
 	case !s.base:
-		miss = append(miss, fmt.Errorf("%s chain %s %w", where, nftBaseChain, ErrMissing))
+		miss = append(miss, fmt.Errorf("%w: %s chain %s", ErrMissing, where, nftBaseChain))
 	case s.baseHook.Hooknum == nil || *s.baseHook.Hooknum != *nftables.ChainHookPostrouting ||
 		s.baseHook.Type != nftables.ChainTypeNAT:
-		miss = append(miss, fmt.Errorf("%s chain %s is not a nat postrouting chain: %w", where, nftBaseChain, ErrMissing))
+		miss = append(miss, fmt.Errorf("%w: %s chain %s as a nat postrouting chain", ErrMissing, where, nftBaseChain))
 	default:
 		have := renderAll(s.baseRules)
 		for _, r := range renderRules(nftBaseRules()) {
 			if !slices.Contains(have, r) {
-				miss = append(miss, fmt.Errorf("%s chain %s rule %q %w", where, nftBaseChain, r, ErrMissing))
+				miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftBaseChain, r))
 			}
 		}
 	}
 	have := renderAll(ownedBy(s.masqRules, nftOwnerHash(o)))
 	for _, r := range renderRules(nftMasqRules(o, addrs)) {
 		if !slices.Contains(have, r) {
-			miss = append(miss, fmt.Errorf("%s chain %s rule %q %w", where, nftMasqChain, r, ErrMissing))
+			miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftMasqChain, r))
 		}
 	}
 	if len(miss) > 0 {
