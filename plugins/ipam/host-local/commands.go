@@ -1,0 +1,289 @@
+package hostlocal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func cmdAdd(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	res, err := add(conf, args.ContainerID, args.IfName, plugin.Logger("ADD", args))
+	if err != nil {
+		return err
+	}
+	return result.Print(res, conf.CNIVersion)
+}
+
+func cmdDel(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	return del(conf, args.ContainerID, args.IfName)
+}
+
+func cmdCheck(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	prev, err := result.PrevResult(args.StdinData)
+	if err != nil {
+		return err
+	}
+	return check(conf, args.ContainerID, args.IfName, prev)
+}
+
+func cmdGC(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	return gc(conf)
+}
+
+func cmdStatus(args *skel.CmdArgs) error {
+	conf, err := parseConfig(args.StdinData, args.Args)
+	if err != nil {
+		return err
+	}
+	return status(conf)
+}
+
+// add reserves one address per range set for (id, ifName).
+func add(conf *Config, id, ifName string, log *slog.Logger) (*current.Result, error) {
+	if err := validateAttachment(id, ifName); err != nil {
+		return nil, err
+	}
+	var dns types.DNS
+	if conf.ResolvConf != "" {
+		// Read before any reservation: a bad path must leave nothing behind.
+		d, err := readResolvConf(conf.ResolvConf)
+		if err != nil {
+			return nil, result.InvalidConfig(err)
+		}
+		dns = d
+	}
+	s, err := openStore(conf.DataDir, conf.Name, true)
+	if err != nil {
+		return nil, result.IOFailure(err)
+	}
+	defer s.close()
+
+	ips, err := allocate(conf, s, id, ifName, log)
+	if err != nil {
+		return nil, err
+	}
+	return &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		IPs:        ips, // no Interface index: the interface plugin sets it
+		Routes:     conf.Routes,
+		DNS:        dns,
+	}, nil
+}
+
+// del releases every reservation of (id, ifName). Nothing reserved (or no
+// network folder at all) is success: DEL must be repeatable.
+func del(conf *Config, id, ifName string) (err error) {
+	if err := validateAttachment(id, ifName); err != nil {
+		return err
+	}
+	s, err := openStore(conf.DataDir, conf.Name, false)
+	if errors.Is(err, errNoStore) {
+		return nil
+	}
+	if err != nil {
+		return result.IOFailure(err)
+	}
+	defer s.close()
+
+	ix, err := s.loadIndex()
+	if err != nil {
+		return err
+	}
+	exact, legacy, err := ix.lookupOwned(id, ifName)
+	if err != nil {
+		return err
+	}
+	if len(exact) == 0 && len(legacy) == 0 {
+		return nil
+	}
+	if err := ix.invalidate(); err != nil {
+		return err
+	}
+	var errs []error
+	released := 0
+	for _, a := range exact {
+		ok, err := s.release(a, id, ifName)
+		errs = append(errs, err)
+		if ok {
+			released++
+		}
+	}
+	if err := ix.put(id, ifName, nil); err != nil {
+		errs = append(errs, err)
+	}
+	// Upstream releases an old (ID-only) reservation only when the
+	// container has none in the current format.
+	if released == 0 && len(legacy) > 0 {
+		for _, a := range legacy {
+			_, err := s.release(a, id, "")
+			errs = append(errs, err)
+		}
+		if err := ix.put(id, "", nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err // stamp stays removed: the next command rebuilds
+	}
+	return ix.commit()
+}
+
+// check fails unless (id, ifName) holds a reservation for every address in
+// prev; with no addresses in prev, unless it holds at least one. It reads
+// the reservation files themselves, not the index.
+func check(conf *Config, id, ifName string, prev *current.Result) error {
+	if err := validateAttachment(id, ifName); err != nil {
+		return err
+	}
+	s, err := openStore(conf.DataDir, conf.Name, false)
+	if errors.Is(err, errNoStore) {
+		return fmt.Errorf("container %s ifname %s holds no reservation in network %q (no folder %s)",
+			id, ifName, conf.Name, filepath.Join(conf.DataDir, conf.Name))
+	}
+	if err != nil {
+		return result.IOFailure(err)
+	}
+	defer s.close()
+
+	var want []netip.Addr
+	if prev != nil {
+		for _, ipc := range prev.IPs {
+			a, ok := netip.AddrFromSlice(ipc.Address.IP)
+			if !ok {
+				return fmt.Errorf("prevResult: %q is not an IP address", ipc.Address.String())
+			}
+			want = append(want, a.Unmap())
+		}
+	}
+	if len(want) == 0 {
+		ix, err := s.loadIndex()
+		if err != nil {
+			return err
+		}
+		exact, legacy, err := ix.lookupOwned(id, ifName)
+		if err != nil {
+			return err
+		}
+		for _, a := range append(exact, legacy...) {
+			if o, err := s.readOwner(a); err == nil && o.holds(id, ifName) {
+				return nil
+			}
+		}
+		return fmt.Errorf("container %s ifname %s holds no reservation in network %q", id, ifName, conf.Name)
+	}
+	for _, a := range want {
+		o, err := s.readOwner(a)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s is not reserved in network %q (no file %s)", a, conf.Name, s.path(a))
+		}
+		if err != nil {
+			return fmt.Errorf("read reservation %s: %w", s.path(a), err)
+		}
+		if !o.holds(id, ifName) {
+			return fmt.Errorf("%s is reserved for container %s ifname %s, not for container %s ifname %s",
+				a, o.ID, o.IfName, id, ifName)
+		}
+	}
+	return nil
+}
+
+// gc releases every reservation whose attachment the runtime no longer
+// lists, then rebuilds the index from what is left. It reads every
+// reservation file: GC is the authoritative sweep that puts right whatever
+// a crash or a foreign writer left.
+func gc(conf *Config) error {
+	s, err := openStore(conf.DataDir, conf.Name, false)
+	if errors.Is(err, errNoStore) {
+		return nil
+	}
+	if err != nil {
+		return result.IOFailure(err)
+	}
+	defer s.close()
+
+	type key struct{ id, ifName string }
+	valid := map[key]bool{}
+	validID := map[string]bool{}
+	for _, at := range conf.ValidAttachments {
+		valid[key{at.ContainerID, at.IfName}] = true
+		validID[at.ContainerID] = true
+	}
+
+	// Remove the stamp first: a crash midway must leave a rebuild behind.
+	if err := os.Remove(filepath.Join(s.meta, stampName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("invalidate index: %w", err)
+	}
+	res, err := s.scan()
+	if err != nil {
+		return err
+	}
+	var (
+		kept []reservation
+		errs []error
+	)
+	for _, r := range res {
+		keep := valid[key{r.Owner.ID, r.Owner.IfName}]
+		if r.Owner.Legacy {
+			keep = validID[r.Owner.ID] // an ID-only owner matches any ifname
+		}
+		if keep {
+			kept = append(kept, r)
+			continue
+		}
+		if err := s.remove(r.Addr); err != nil {
+			errs = append(errs, err)
+			kept = append(kept, r)
+		}
+	}
+	if _, err := s.rebuildIndex(kept); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// status fails with code 50 when some range set has no free address: an
+// ADD needs one from every set, so it could not succeed.
+func status(conf *Config) error {
+	dir := filepath.Join(conf.DataDir, conf.Name)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing reserved yet; parseConfig refused ranges with no usable address
+	}
+	// No lock: STATUS is advisory and must not wait behind a long command.
+	s := &store{dir: dir, meta: filepath.Join(dir, metaName)}
+	for i, set := range conf.RangeSets {
+		free, err := hasFree(conf, s, i)
+		if err != nil {
+			return err
+		}
+		if !free {
+			return result.Unavailable(fmt.Errorf("%w in range set %s", errExhausted, set))
+		}
+	}
+	return nil
+}

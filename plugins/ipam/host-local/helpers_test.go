@@ -1,0 +1,161 @@
+package hostlocal
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+const testNet = "testnet"
+
+// unusedNetns satisfies skel (ADD and CHECK need CNI_NETNS set); host-local
+// never opens it.
+const unusedNetns = "/run/netns/host-local-never-opened"
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// conf builds a network config for host-local; ipam is merged over
+// {"type":"host-local","dataDir":dataDir}, top over the top level.
+func conf(ver, dataDir string, ipam, top map[string]any) []byte {
+	GinkgoHelper()
+	im := map[string]any{"type": "host-local", "dataDir": dataDir}
+	for k, v := range ipam {
+		im[k] = v
+	}
+	m := map[string]any{"cniVersion": ver, "name": testNet, "type": "host-local", "ipam": im}
+	for k, v := range top {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
+
+func ranges(subnets ...any) map[string]any {
+	var sets []any
+	for _, s := range subnets {
+		switch s := s.(type) {
+		case string:
+			sets = append(sets, []any{map[string]any{"subnet": s}})
+		default:
+			sets = append(sets, []any{s})
+		}
+	}
+	return map[string]any{"ranges": sets}
+}
+
+func mustParse(stdin []byte, cniArgs string) *Config {
+	GinkgoHelper()
+	c, err := parseConfig(stdin, cniArgs)
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// run runs the plugin in-process through skel.
+func run(cmd, id, ifName string, stdin []byte, cniArgs string) testutil.Output {
+	GinkgoHelper()
+	netns := unusedNetns
+	if cmd == "DEL" || cmd == "GC" || cmd == "STATUS" {
+		netns = "" // these must work without one
+	}
+	out, err := testutil.Run(Plugin, testutil.Call{
+		Command: cmd, ContainerID: id, IfName: ifName, Netns: netns, Args: cniArgs, Stdin: stdin,
+		Path: "/nonexistent",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func addrsOf(res *current.Result) []string {
+	var out []string
+	for _, ip := range res.IPs {
+		out = append(out, ip.Address.String())
+	}
+	return out
+}
+
+// reservations lists the per-address files of the network as ip -> content.
+func reservations(dataDir string) map[string]string {
+	GinkgoHelper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(filepath.Join(dataDir, testNet))
+	if os.IsNotExist(err) {
+		return out
+	}
+	Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || n == "lock" || strings.HasPrefix(n, "last_reserved_ip.") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dataDir, testNet, n))
+		Expect(err).NotTo(HaveOccurred())
+		out[n] = string(b)
+	}
+	return out
+}
+
+// topLevel lists the names in the network folder.
+func topLevel(dataDir string) []string {
+	GinkgoHelper()
+	entries, err := os.ReadDir(filepath.Join(dataDir, testNet))
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeFile(path, content string) {
+	GinkgoHelper()
+	Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+	Expect(os.WriteFile(path, []byte(content), 0o600)).To(Succeed())
+}
+
+func readFile(path string) string {
+	GinkgoHelper()
+	b, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+// upstreamMatches mimics how upstream host-local finds a container's
+// reservations: it walks the network folder recursively and compares every
+// file's trimmed content with "<id>\r\n<ifname>" or "<id>". It returns the
+// paths (relative to the folder) that upstream would take as the container's.
+func upstreamMatches(dataDir, id, ifName string) []string {
+	GinkgoHelper()
+	root := filepath.Join(dataDir, testNet)
+	var out []string
+	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		s := strings.TrimSpace(string(b))
+		if s == id+"\r\n"+ifName || s == id {
+			rel, _ := filepath.Rel(root, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	Expect(err).NotTo(HaveOccurred())
+	sort.Strings(out)
+	return out
+}

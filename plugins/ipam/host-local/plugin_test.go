@@ -1,0 +1,225 @@
+package hostlocal
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+func versionEntries() []TableEntry {
+	var out []TableEntry
+	for _, v := range testutil.CNIVersions {
+		out = append(out, Entry("cniVersion "+v, v))
+	}
+	return out
+}
+
+func atLeast(ver, min string) bool {
+	ok, err := version.GreaterThanOrEqualTo(ver, min)
+	Expect(err).NotTo(HaveOccurred())
+	return ok
+}
+
+var _ = DescribeTableSubtree("every spec version", func(ver string) {
+	var dataDir string
+	var stdin []byte
+
+	BeforeEach(func() {
+		dataDir = GinkgoT().TempDir()
+		stdin = conf(ver, dataDir, map[string]any{
+			"ranges": []any{
+				[]any{map[string]any{"subnet": "10.1.0.0/24"}},
+				[]any{map[string]any{"subnet": "fd00:1::/64"}},
+			},
+			"routes": []any{
+				map[string]any{"dst": "0.0.0.0/0"},
+				map[string]any{"dst": "fd00:9::/64", "gw": "fd00:1::9"},
+			},
+		}, nil)
+	})
+
+	It("ADD answers in the requested version; CHECK, DEL, DEL follow", func() {
+		out := run("ADD", "ctr1", "eth0", stdin, "")
+		Expect(out.Err).To(BeNil())
+		res, err := version.NewResult(ver, out.Stdout)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Version()).To(Equal(ver))
+		cur, err := result.Current(res)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addrsOf(cur)).To(Equal([]string{"10.1.0.2/24", "fd00:1::2/64"}))
+		Expect(cur.IPs[0].Gateway.String()).To(Equal("10.1.0.1"))
+		Expect(cur.IPs[1].Gateway.String()).To(Equal("fd00:1::1"))
+		for _, ip := range cur.IPs {
+			Expect(ip.Interface).To(BeNil(), "the interface plugin sets the index")
+		}
+		Expect(cur.Routes).To(HaveLen(2))
+		Expect(cur.Routes[0].Dst.String()).To(Equal("0.0.0.0/0"))
+		Expect(cur.Routes[0].GW).To(BeNil())
+		Expect(cur.Routes[1].GW.String()).To(Equal("fd00:1::9"))
+
+		Expect(reservations(dataDir)).To(Equal(map[string]string{
+			"10.1.0.2":  "ctr1\r\neth0",
+			"fd00:1::2": "ctr1\r\neth0",
+		}))
+
+		if atLeast(ver, "0.4.0") {
+			var withPrev map[string]any
+			Expect(json.Unmarshal(stdin, &withPrev)).To(Succeed())
+			var prev map[string]any
+			Expect(json.Unmarshal(out.Stdout, &prev)).To(Succeed())
+			withPrev["prevResult"] = prev
+			checkIn, err := json.Marshal(withPrev)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(run("CHECK", "ctr1", "eth0", checkIn, "").Err).To(BeNil())
+			// Another container does not hold these addresses.
+			Expect(run("CHECK", "ctr2", "eth0", checkIn, "").Err).NotTo(BeNil())
+		} else {
+			Expect(run("CHECK", "ctr1", "eth0", stdin, "").Err).NotTo(BeNil(), "skel refuses CHECK before 0.4.0")
+		}
+
+		Expect(run("DEL", "ctr1", "eth0", stdin, "").Err).To(BeNil())
+		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(run("DEL", "ctr1", "eth0", stdin, "").Err).To(BeNil())
+	})
+
+	It("ADD, DEL, ADD ends in the same state, round-robin moving on", func() {
+		Expect(run("ADD", "ctr1", "eth0", stdin, "").Err).To(BeNil())
+		Expect(run("DEL", "ctr1", "eth0", stdin, "").Err).To(BeNil())
+		out := run("ADD", "ctr1", "eth0", stdin, "")
+		Expect(out.Err).To(BeNil())
+		Expect(reservations(dataDir)).To(Equal(map[string]string{
+			"10.1.0.3":  "ctr1\r\neth0",
+			"fd00:1::3": "ctr1\r\neth0",
+		}))
+	})
+
+	It("DEL of something never added succeeds and creates nothing", func() {
+		Expect(run("DEL", "nobody", "eth0", stdin, "").Err).To(BeNil())
+		Expect(filepath.Join(dataDir, testNet)).NotTo(BeADirectory())
+	})
+
+	It("GC and STATUS exist from 1.1.0 on", func() {
+		gcOut := run("GC", "", "", stdin, "")
+		statusOut := run("STATUS", "", "", stdin, "")
+		if atLeast(ver, "1.1.0") {
+			Expect(gcOut.Err).To(BeNil())
+			Expect(statusOut.Err).To(BeNil())
+		} else {
+			Expect(gcOut.Err).NotTo(BeNil())
+			Expect(statusOut.Err).NotTo(BeNil())
+		}
+	})
+}, versionEntries())
+
+var _ = Describe("bad input", func() {
+	var dataDir string
+	BeforeEach(func() { dataDir = GinkgoT().TempDir() })
+
+	expectNothingLeft := func() {
+		GinkgoHelper()
+		entries, err := os.ReadDir(dataDir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(entries).To(BeEmpty())
+	}
+
+	It("refuses malformed JSON with code 6", func() {
+		out := run("ADD", "ctr1", "eth0", []byte(`{"cniVersion":"1.1.0","name":`), "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		expectNothingLeft()
+	})
+
+	It("refuses a missing CNI_CONTAINERID with code 4", func() {
+		out := run("ADD", "", "eth0", conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+		expectNothingLeft()
+	})
+
+	It("refuses an unsupported cniVersion with code 1", func() {
+		out := run("ADD", "ctr1", "eth0", conf("9.9.9", dataDir, ranges("10.1.0.0/24"), nil), "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+		expectNothingLeft()
+	})
+
+	DescribeTable("refuses invalid values with code 7 naming the key",
+		func(ipam map[string]any, top map[string]any, msg string) {
+			for _, cmd := range []string{"ADD", "DEL", "CHECK", "GC", "STATUS"} {
+				out := run(cmd, "ctr1", "eth0", conf("1.1.0", dataDir, ipam, top), "")
+				Expect(out.Err).NotTo(BeNil(), cmd)
+				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), cmd)
+				Expect(out.Err.Msg).To(ContainSubstring(msg), cmd)
+			}
+			expectNothingLeft()
+		},
+		Entry("subnet", map[string]any{"subnet": "10.1.0.0/33"}, nil, `ipam.subnet: "10.1.0.0/33" is not a CIDR`),
+		Entry("rangeStart", ranges(map[string]any{"subnet": "10.1.0.0/24", "rangeStart": "10.2.0.5"}), nil,
+			"ipam.ranges[0][0].rangeStart: 10.2.0.5 not in subnet 10.1.0.0/24"),
+		Entry("overlap", ranges("10.1.0.0/24", "10.1.0.0/25"), nil, "ipam.ranges[1]: range 10.1.0.1-10.1.0.126 overlaps"),
+		Entry("too small", ranges("10.1.0.0/31"), nil, "too small"),
+		Entry("requested outside", ranges("10.1.0.0/24"), map[string]any{"runtimeConfig": map[string]any{"ips": []string{"10.2.0.1"}}},
+			"runtimeConfig.ips[0]: 10.2.0.1 not in any range set"),
+	)
+
+	It("refuses a resolvConf that cannot be read with code 7, reserving nothing", func() {
+		ipam := ranges("10.1.0.0/24")
+		ipam["resolvConf"] = filepath.Join(dataDir, "missing.conf")
+		out := run("ADD", "ctr1", "eth0", conf("1.1.0", dataDir, ipam, nil), "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("ipam.resolvConf"))
+		expectNothingLeft()
+	})
+
+	It("refuses a network name that would leave dataDir", func() {
+		for _, name := range []string{"../escape", "a/b", ".."} {
+			m := map[string]any{}
+			Expect(json.Unmarshal(conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), &m)).To(Succeed())
+			m["name"] = name
+			b, _ := json.Marshal(m)
+			out := run("ADD", "ctr1", "eth0", b, "")
+			Expect(out.Err).NotTo(BeNil(), name)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), name)
+			_, err := parseConfig(b, "")
+			Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), name)
+		}
+		expectNothingLeft()
+		Expect(filepath.Join(filepath.Dir(dataDir), "escape")).NotTo(BeADirectory())
+	})
+
+	It("refuses a container ID or ifname that could leave the folder or break the file format, with code 4", func() {
+		c := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), "")
+		for _, id := range []string{"../x", "a/b", "a\r\nb", ".."} {
+			_, err := add(c, id, "eth0", quiet)
+			Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables), id)
+			Expect(result.Code(del(c, id, "eth0"))).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables), id)
+			out := run("ADD", id, "eth0", conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), "")
+			Expect(out.Err).NotTo(BeNil(), id)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables), id)
+		}
+		_, err := add(c, "ctr1", "../eth0", quiet)
+		Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+		expectNothingLeft()
+	})
+})
+
+// resultOf parses a plugin's stdout as a current result.
+func resultOf(ver string, stdout []byte) *current.Result {
+	GinkgoHelper()
+	res, err := version.NewResult(ver, stdout)
+	Expect(err).NotTo(HaveOccurred())
+	cur, err := result.Current(res)
+	Expect(err).NotTo(HaveOccurred())
+	return cur
+}

@@ -1,0 +1,222 @@
+package hostlocal
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// prevWith is a prevResult holding the given addresses.
+func prevWith(cidrs ...string) *current.Result {
+	GinkgoHelper()
+	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
+	for _, c := range cidrs {
+		ip, n, err := net.ParseCIDR(c)
+		Expect(err).NotTo(HaveOccurred())
+		n.IP = ip
+		res.IPs = append(res.IPs, &current.IPConfig{Address: *n})
+	}
+	return res
+}
+
+var _ = Describe("on-disk state", func() {
+	var (
+		dataDir, netDir string
+		c               *Config
+	)
+	BeforeEach(func() {
+		dataDir = GinkgoT().TempDir()
+		netDir = filepath.Join(dataDir, testNet)
+		c = mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+	})
+
+	It("is written exactly as upstream writes it", func() {
+		_, err := add(c, "ctr1", "eth0", quiet)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(topLevel(dataDir)).To(Equal([]string{".cniforge", "10.1.0.2", "fd00::2", "last_reserved_ip.0", "last_reserved_ip.1", "lock"}))
+		for _, name := range []string{"10.1.0.2", "fd00::2"} {
+			Expect(readFile(filepath.Join(netDir, name))).To(Equal("ctr1\r\neth0"))
+			fi, err := os.Stat(filepath.Join(netDir, name))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		}
+		Expect(readFile(filepath.Join(netDir, "last_reserved_ip.0"))).To(Equal("10.1.0.2"))
+		Expect(readFile(filepath.Join(netDir, "last_reserved_ip.1"))).To(Equal("fd00::2"))
+		fi, err := os.Stat(filepath.Join(netDir, "lock"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fi.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		Expect(fi.Size()).To(BeZero())
+	})
+
+	It("keeps an index upstream's recursive walk never takes for a reservation", func() {
+		// Upstream compares every file under the network folder, recursively,
+		// with "<id>\r\n<ifname>" and, for old files, "<id>".
+		_, err := add(c, "ctr1", "eth0", quiet)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = add(c, "10.1.0.2", "eth0", quiet) // an ID that is also an address
+		Expect(err).NotTo(HaveOccurred())
+		Expect(upstreamMatches(dataDir, "ctr1", "eth0")).To(Equal([]string{"10.1.0.2", "fd00::2"}))
+		Expect(upstreamMatches(dataDir, "10.1.0.2", "eth0")).To(Equal([]string{"10.1.0.3", "fd00::3"}))
+		// Nothing under .cniforge looks like a reservation or an ID-only owner.
+		err = filepath.Walk(filepath.Join(netDir, metaName), func(path string, info os.FileInfo, err error) error {
+			Expect(err).NotTo(HaveOccurred())
+			if !info.IsDir() {
+				Expect(strings.HasPrefix(readFile(path), indexHeader+"\n")).To(BeTrue(), path)
+			}
+			return nil
+		})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	Describe("written by upstream", func() {
+		BeforeEach(func() {
+			// What upstream leaves: reservations, an old ID-only one, the
+			// round-robin cursor and its lock.
+			writeFile(filepath.Join(netDir, "10.1.0.5"), "up1\r\neth0")
+			writeFile(filepath.Join(netDir, "10.1.0.6"), "up1\r\neth1")
+			writeFile(filepath.Join(netDir, "fd00::5"), "up1\r\neth0")
+			writeFile(filepath.Join(netDir, "10.1.0.7"), "old\n") // pre-0.7 upstream: the ID alone
+			writeFile(filepath.Join(netDir, "last_reserved_ip.0"), "10.1.0.7")
+			writeFile(filepath.Join(netDir, "last_reserved_ip.1"), "fd00::5")
+			writeFile(filepath.Join(netDir, "lock"), "")
+		})
+
+		It("CHECKs its reservations", func() {
+			Expect(check(c, "up1", "eth0", prevWith("10.1.0.5/24", "fd00::5/64"))).To(Succeed())
+			Expect(check(c, "up1", "eth0", nil)).To(Succeed())
+			Expect(check(c, "up1", "eth1", prevWith("10.1.0.6/24"))).To(Succeed())
+			Expect(check(c, "up1", "eth0", prevWith("10.1.0.6/24"))).To(MatchError(ContainSubstring("10.1.0.6 is reserved for container up1 ifname eth1")))
+			Expect(check(c, "old", "eth0", prevWith("10.1.0.7/24"))).To(Succeed(), "an ID-only owner matches any ifname")
+			Expect(check(c, "up1", "eth0", prevWith("10.1.0.9/24"))).To(MatchError(ContainSubstring("10.1.0.9 is not reserved")))
+			Expect(check(c, "nobody", "eth0", nil)).To(MatchError(ContainSubstring("holds no reservation")))
+		})
+
+		It("continues its round-robin and refuses a duplicate of its attachments", func() {
+			res, err := add(c, "new", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(addrsOf(res)).To(Equal([]string{"10.1.0.8/24", "fd00::6/64"}))
+			_, err = add(c, "up1", "eth0", quiet)
+			Expect(err).To(MatchError(ContainSubstring("10.1.0.5 is already reserved for container up1 ifname eth0")))
+			_, err = add(c, "old", "eth3", quiet)
+			Expect(err).To(MatchError(ContainSubstring("10.1.0.7 is already reserved for container old")))
+		})
+
+		It("DELs them: current format by (ID, ifname), the old format by ID", func() {
+			Expect(del(c, "up1", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.6": "up1\r\neth1", "10.1.0.7": "old\n"}))
+			Expect(del(c, "old", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.6": "up1\r\neth1"}))
+			Expect(del(c, "up1", "eth1")).To(Succeed())
+			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(topLevel(dataDir)).To(ContainElements("lock", "last_reserved_ip.0", "last_reserved_ip.1"))
+		})
+
+		It("GCs them", func() {
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
+				"cni.dev/valid-attachments": []map[string]string{{"containerID": "up1", "ifname": "eth1"}, {"containerID": "old", "ifname": "eth0"}},
+			}), "")
+			Expect(gc(gcConf)).To(Succeed())
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.6": "up1\r\neth1", "10.1.0.7": "old\n"}))
+		})
+
+		It("notices what upstream adds or removes after our index was built", func() {
+			_, err := add(c, "ours", "eth0", quiet) // builds and stamps the index
+			Expect(err).NotTo(HaveOccurred())
+			// Upstream, during a switch of suites, reserves and releases.
+			writeFile(filepath.Join(netDir, "10.1.0.20"), "up2\r\neth0")
+			Expect(os.Remove(filepath.Join(netDir, "10.1.0.6"))).To(Succeed())
+			Expect(check(c, "up2", "eth0", nil)).To(Succeed())
+			Expect(del(c, "up2", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.20"))
+			_, err = add(c, "up1", "eth1", quiet) // its old address is gone: no duplicate
+			Expect(err).NotTo(HaveOccurred())
+		})
+	})
+
+	Describe("after a crash", func() {
+		stamp := func() string { return filepath.Join(netDir, metaName, stampName) }
+
+		It("DEL releases a reservation the index never recorded", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			// A crash after the link, before the index entry: the stamp was
+			// removed before the change, the file is there.
+			Expect(os.Remove(stamp())).To(Succeed())
+			writeFile(filepath.Join(netDir, "10.1.0.9"), "b\r\neth0")
+			Expect(del(c, "b", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0", "fd00::2": "a\r\neth0"}))
+		})
+
+		It("DEL succeeds, and ADD is not refused, when an index entry's file is gone", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			// A stale entry under a valid stamp: the file went away (as after
+			// a crash of an older build, or a hand edit) yet the index still
+			// names it.
+			s, err := openStore(dataDir, testNet, false)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.Remove(filepath.Join(netDir, "10.1.0.2"))).To(Succeed())
+			ix, err := s.loadIndex()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ix.invalidate()).To(Succeed())
+			Expect(ix.put("a", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.2"), netip.MustParseAddr("fd00::2")})).To(Succeed())
+			Expect(ix.commit()).To(Succeed())
+			Expect(s.close()).To(Succeed())
+
+			Expect(check(c, "a", "eth0", prevWith("10.1.0.2/24"))).To(MatchError(ContainSubstring("10.1.0.2 is not reserved")))
+			Expect(del(c, "a", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(BeEmpty())
+			res, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(addrsOf(res)).To(Equal([]string{"10.1.0.3/24", "fd00::3/64"}))
+		})
+
+		It("a stale index entry pointing at someone else's address releases nothing of theirs", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			s, err := openStore(dataDir, testNet, false)
+			Expect(err).NotTo(HaveOccurred())
+			ix, err := s.loadIndex()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ix.invalidate()).To(Succeed())
+			Expect(ix.put("b", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.2")})).To(Succeed())
+			Expect(ix.commit()).To(Succeed())
+			Expect(s.close()).To(Succeed())
+
+			Expect(del(c, "b", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(HaveKey("10.1.0.2"))
+		})
+
+		It("GC removes temp files and a reservation nobody lists, and rebuilds the index", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			writeFile(filepath.Join(netDir, metaName, "tmp.123"), "x\r\neth0")
+			writeFile(filepath.Join(netDir, "10.1.0.30"), "x\r\neth0") // linked, index never updated
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
+				"cni.dev/valid-attachments": []map[string]string{{"containerID": "a", "ifname": "eth0"}},
+			}), "")
+			Expect(gc(gcConf)).To(Succeed())
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0", "fd00::2": "a\r\neth0"}))
+			Expect(filepath.Join(netDir, metaName, "tmp.123")).NotTo(BeAnExistingFile())
+			Expect(stamp()).To(BeAnExistingFile())
+			Expect(check(c, "a", "eth0", nil)).To(Succeed())
+		})
+
+		It("the next command rebuilds when the stamp is missing, clearing temp files", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.Remove(stamp())).To(Succeed())
+			writeFile(filepath.Join(netDir, metaName, "tmp.456"), "a\r\neth0")
+			Expect(del(c, "a", "eth0")).To(Succeed())
+			Expect(filepath.Join(netDir, metaName, "tmp.456")).NotTo(BeAnExistingFile())
+			Expect(reservations(dataDir)).To(BeEmpty())
+		})
+	})
+})
