@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# demo.sh: shows cniforge's plugins doing their job through a real CNI runtime
+# client (cnitool, pinned in go.mod as a Go tool dependency), without
+# touching the real host's network.
+#
+# It builds the plugins, makes two throwaway network namespaces (a stand-in
+# host and a container), and runs cnitool inside the stand-in host, so every
+# bridge, veth and route a plugin makes lands there. Network configs,
+# host-local's reservations and cnitool's result cache live in a temporary
+# folder. Everything is torn down on exit, even on failure or Ctrl-C, and the
+# real host's link count is printed before and after to show it untouched.
+#
+# Run as root: sudo scripts/demo.sh
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "demo.sh makes network namespaces and needs root: sudo scripts/demo.sh" >&2
+	exit 1
+fi
+# sudo resets PATH; Go's usual home is /usr/local/go.
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	PATH=$PATH:/usr/local/go/bin
+fi
+if ! command -v go >/dev/null 2>&1; then
+	echo "demo.sh: no go on PATH; try: sudo env \"PATH=\$PATH\" scripts/demo.sh" >&2
+	exit 1
+fi
+
+bold= plain=
+if [ -t 1 ]; then
+	bold=$(tput bold 2>/dev/null || true)
+	plain=$(tput sgr0 2>/dev/null || true)
+fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
+show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
+
+hostns=cniforge-demo-host-$$
+ctrns=cniforge-demo-ctr-$$
+tmp=$(mktemp -d /tmp/cniforge-demo.XXXXXX)
+links_before=$(ip -o link show | wc -l)
+netns_dir_existed=false
+[ -d /run/netns ] && netns_dir_existed=true
+netns_dir_mounted=false
+mountpoint -q /run/netns 2>/dev/null && netns_dir_mounted=true
+added=() # "network ifname" pairs to DEL if the demo stops half-way
+
+cleanup() {
+	local rc=$?
+	set +e
+	trap - EXIT INT TERM
+	step "tear down"
+	local a
+	for a in "${added[@]}"; do
+		[ -n "$a" ] || continue
+		# shellcheck disable=SC2086 # "network ifname"
+		cni del $a >/dev/null 2>&1
+	done
+	ip netns del "$ctrns" 2>/dev/null
+	ip netns del "$hostns" 2>/dev/null
+	# `ip netns add` makes /run/netns a mount point on first use; put it
+	# back as it was if nothing else uses it now.
+	if ! $netns_dir_mounted && mountpoint -q /run/netns 2>/dev/null && [ -z "$(ls -A /run/netns)" ]; then
+		umount /run/netns 2>/dev/null
+	fi
+	if ! $netns_dir_existed && [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ]; then
+		rmdir /run/netns 2>/dev/null
+	fi
+	rm -rf "$tmp"
+	local links_after
+	links_after=$(ip -o link show | wc -l)
+	echo "removed namespaces $hostns, $ctrns and $tmp"
+	echo "real host: $links_before links before the demo, $links_after after"
+	if [ "$links_before" != "$links_after" ]; then
+		echo "WARNING: the real host's link count changed (something else may have changed it meanwhile)" >&2
+		[ "$rc" = 0 ] && rc=1
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# cni NETWORK IFNAME VERB [ENV=VALUE...]: runs cnitool VERB inside the
+# stand-in host. `ip netns exec` gives cnitool a private mount namespace in
+# which the result cache it keeps under /var/lib/cni is bind-mounted from the
+# demo's temp folder, so nothing is written to the real /var/lib/cni.
+cni() {
+	local verb=$1 net=$2 ifname=$3
+	shift 3
+	local cache_src=$tmp/cache cache_dst=/var/lib/cni
+	if [ ! -d /var/lib/cni ]; then
+		# Nothing to mount over; hide /var/lib (for cnitool and the plugins it
+		# runs only) rather than create /var/lib/cni on the real host.
+		cache_src=$tmp/varlib
+		cache_dst=/var/lib
+	fi
+	ip netns exec "$hostns" env NETCONFPATH="$tmp/net.d" CNI_PATH="$repo/bin" CNI_IFNAME="$ifname" "$@" \
+		bash -c 'mount --bind "$1" "$2" && exec "$3" "$4" "$5" "$6"' _ \
+		"$cache_src" "$cache_dst" "$tmp/cnitool" "$verb" "$net" "/run/netns/$ctrns"
+}
+
+step "build the plugins and cnitool"
+build_user=()
+if [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
+	# Build as the user who ran sudo, so bin/ and Go's caches stay theirs.
+	build_user=(sudo -u "$SUDO_USER" env "PATH=$PATH")
+fi
+"${build_user[@]}" ./build_linux.sh
+"${build_user[@]}" go build -o "$tmp/cnitool" github.com/containernetworking/cni/cnitool
+ls bin/
+mkdir -p "$tmp/net.d" "$tmp/cache" "$tmp/varlib/cni" "$tmp/host-local"
+
+step "make a stand-in host ($hostns) and a container ($ctrns)"
+show ip netns add "$hostns"
+show ip netns add "$ctrns"
+ip -n "$hostns" link set lo up
+echo "the container's lo starts down:"
+show ip -n "$ctrns" -br link show lo
+
+# --- loopback -------------------------------------------------------------
+step "loopback: ADD through cnitool"
+cat >"$tmp/net.d/10-demo-lo.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-lo",
+  "plugins": [{"type": "loopback"}]
+}
+EOF
+cat "$tmp/net.d/10-demo-lo.conflist"
+added+=("demo-lo lo")
+show cni add demo-lo lo
+echo
+show ip -n "$ctrns" addr show lo
+step "loopback: CHECK, STATUS, DEL"
+show cni check demo-lo lo
+echo "check: ok"
+show cni status demo-lo lo
+echo "status: ok"
+show cni del demo-lo lo
+echo "del: ok"
+added=("${added[@]/demo-lo lo/}")
+show ip -n "$ctrns" -br link show lo
+ip -n "$ctrns" link set lo up # the container keeps a working lo for the next part
+
+# --- static ---------------------------------------------------------------
+step "static IPAM, run by cnitool on its own (it changes nothing in the kernel)"
+cat >"$tmp/net.d/20-demo-static.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-static",
+  "plugins": [{
+    "type": "static",
+    "capabilities": {"ips": true},
+    "ipam": {
+      "type": "static",
+      "addresses": [{"address": "10.77.0.5/24", "gateway": "10.77.0.1"}, {"address": "fd00:77::5/64"}],
+      "routes": [{"dst": "0.0.0.0/0"}],
+      "dns": {"nameservers": ["10.77.0.53"], "search": ["demo.test"]}
+    }
+  }]
+}
+EOF
+cat "$tmp/net.d/20-demo-static.conflist"
+echo "the configured addresses:"
+show cni add demo-static eth8
+echo
+echo "addresses the runtime passes per call (capability ips, here CAP_ARGS) replace them:"
+show cni add demo-static eth9 CAP_ARGS='{"ips": ["10.77.0.9/24"]}'
+echo
+show cni del demo-static eth8
+show cni del demo-static eth9
+echo "del: ok"
+
+# --- bridge + host-local ---------------------------------------------------
+missing=()
+for p in bridge host-local; do
+	[ -x "bin/$p" ] || missing+=("bin/$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	step "bridge + host-local: SKIPPED, ${missing[*]} missing (not built yet)"
+else
+	step "bridge + host-local: ADD through cnitool"
+	cat >"$tmp/net.d/30-demo-bridge.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-bridge",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "cnidemo0",
+    "isGateway": true,
+    "ipMasq": false,
+    "ipam": {
+      "type": "host-local",
+      "dataDir": "$tmp/host-local",
+      "ranges": [[{"subnet": "10.99.0.0/24"}], [{"subnet": "fd00:99::/64"}]],
+      "routes": [{"dst": "0.0.0.0/0"}]
+    }
+  }]
+}
+EOF
+	cat "$tmp/net.d/30-demo-bridge.conflist"
+	added+=("demo-bridge eth0")
+	show cni add demo-bridge eth0
+	echo
+	step "what the container got"
+	show ip -n "$ctrns" addr show eth0
+	show ip -n "$ctrns" route show
+	show ip -n "$ctrns" -6 route show dev eth0
+	step "the stand-in host's side"
+	show ip -n "$hostns" -br addr show
+	gw=$(ip -n "$hostns" -4 -o addr show dev cnidemo0 | awk '{print $4}' | cut -d/ -f1)
+	step "the container reaches its gateway $gw"
+	show ip netns exec "$ctrns" ping -c1 -W2 "$gw"
+	step "host-local's reservations (upstream's format: one file per address, \"<containerID>\\r\\n<ifname>\")"
+	show ls -l "$tmp/host-local/demo-bridge"
+	for f in "$tmp"/host-local/demo-bridge/*; do
+		case $(basename "$f") in *.*.*.* | *:*) ;; *) continue ;; esac
+		printf '%s holds %q\n' "$(basename "$f")" "$(cat "$f")"
+	done
+	step "bridge + host-local: CHECK, then DEL twice"
+	show cni check demo-bridge eth0
+	echo "check: ok"
+	show cni del demo-bridge eth0
+	echo "del: ok"
+	show cni del demo-bridge eth0
+	echo "second del: ok"
+	added=("${added[@]/demo-bridge eth0/}")
+	show ip -n "$ctrns" -br link show
+	show ls "$tmp/host-local/demo-bridge"
+fi
+
+step "done"
