@@ -200,3 +200,21 @@ func countPrefix(lines []string, p string) int {
 	}
 	return n
 }
+
+func TestAddrForms(t *testing.T) {
+	for _, tc := range []struct {
+		in         *net.IPNet
+		host, subn string
+	}{
+		{cidr(t, "10.1.0.5/24"), "10.1.0.5/32", "10.1.0.0/24"},
+		// 16-byte IPv4 address with a 16-byte mask, as some results carry.
+		{&net.IPNet{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(120, 128)}, "10.1.0.5/32", "10.1.0.0/24"},
+		{&net.IPNet{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(16, 32)}, "10.1.0.5/32", "10.1.0.0/16"},
+		{cidr(t, "fd00:1::5/64"), "fd00:1::5/128", "fd00:1::/64"},
+		{cidr(t, "10.1.0.5/32"), "10.1.0.5/32", "10.1.0.5/32"},
+	} {
+		if h, s := hostAddr(tc.in).String(), subnetOf(tc.in).String(); h != tc.host || s != tc.subn {
+			t.Errorf("%v: host %s subnet %s, want %s %s", tc.in, h, s, tc.host, tc.subn)
+		}
+	}
+}
