@@ -215,6 +215,9 @@ func (m *iptablesMasq) GC(network string, keep []Owner) error {
 		}
 		t, err := m.save(f)
 		if err != nil {
+			if uerr := m.natUsable(f); uerr != nil {
+				err = uerr // say it is unusable here (ErrUnavailable), not just failing
+			}
 			errs = append(errs, fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err))
 			continue
 		}

@@ -106,7 +106,9 @@ type Masq interface {
 
 	// GC removes the rules of network whose owner is not in keep. Owners in
 	// keep whose Network differs are ignored. It keeps going on errors and
-	// returns them joined.
+	// returns them joined. When the backend cannot be used here at all, the
+	// error wraps ErrUnavailable (a caller sweeping both backends may ignore
+	// that one).
 	GC(network string, keep []Owner) error
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
 )
 
 // nftablesMasq is the nftables backend. It speaks netlink directly: no nft
@@ -46,6 +47,9 @@ func (m *nftablesMasq) read(c *nftables.Conn) (nftState, error) {
 	var s nftState
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
+		if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err) // no nf_tables in this kernel
+		}
 		return s, fmt.Errorf("list inet chains: %w", err)
 	}
 	for _, ch := range chains {
