@@ -29,7 +29,7 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-bold= plain=
+bold='' plain=''
 if [ -t 1 ]; then
 	bold=$(tput bold 2>/dev/null || true)
 	plain=$(tput sgr0 2>/dev/null || true)
@@ -96,6 +96,7 @@ cni() {
 		cache_src=$tmp/varlib
 		cache_dst=/var/lib
 	fi
+	# shellcheck disable=SC2016 # $1.. are the inner bash's arguments
 	ip netns exec "$hostns" env NETCONFPATH="$tmp/net.d" CNI_PATH="$repo/bin" CNI_IFNAME="$ifname" "$@" \
 		bash -c 'mount --bind "$1" "$2" && exec "$3" "$4" "$5" "$6"' _ \
 		"$cache_src" "$cache_dst" "$tmp/cnitool" "$verb" "$net" "/run/netns/$ctrns"
