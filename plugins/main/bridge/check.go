@@ -68,9 +68,9 @@ func (a *attachment) check(prev *current.Result) error {
 	if err != nil {
 		return fmt.Errorf("bridge: %w", err)
 	}
-	if err := sameMAC(br, prev.Interfaces[brIdx].Mac); err != nil {
-		return err
-	}
+	// The bridge's MAC is not compared: a bridge whose MAC nobody set
+	// follows its lowest port's, so it changes as other containers come and
+	// go without anything being wrong with this attachment.
 	hostName := prev.Interfaces[hostIdx].Name
 	hostVeth, err := ip.LinkByName(a.hostH, hostName)
 	if err != nil {

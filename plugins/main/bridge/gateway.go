@@ -126,8 +126,14 @@ func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *ro
 	if a.conf.Vlan == 0 {
 		// Pin the bridge's MAC: without an explicit one it takes the lowest
 		// of its ports', and changes as containers come and go.
-		if err := a.hostH.LinkSetHardwareAddr(br, br.Attrs().HardwareAddr); err != nil {
-			return fmt.Errorf("pin MAC of bridge %q: %w", name, err)
+		cur, err := ip.LinkByName(a.hostH, name)
+		if err != nil {
+			return err
+		}
+		if mac := cur.Attrs().HardwareAddr; len(mac) == 6 {
+			if err := a.hostH.LinkSetHardwareAddr(cur, mac); err != nil {
+				return fmt.Errorf("pin MAC %s of bridge %q: %w", mac, name, err)
+			}
 		}
 	}
 	return nil

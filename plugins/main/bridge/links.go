@@ -31,6 +31,14 @@ func (a *attachment) ensureBridge(undo *rollback.Stack) (*netlink.Bridge, error)
 	}
 	if created {
 		undo.Push("delete bridge", func() error { return deleteBridgeIfUnused(a.hostH, conf.Bridge) })
+		// Pin the random MAC the kernel gave it: otherwise the bridge takes
+		// its lowest port's, and its MAC (in every result) changes as
+		// containers come and go.
+		if mac := br.Attrs().HardwareAddr; len(mac) == 6 {
+			if err := a.hostH.LinkSetHardwareAddr(br, mac); err != nil {
+				return nil, fmt.Errorf("pin MAC %s of bridge %q: %w", mac, conf.Bridge, err)
+			}
+		}
 	}
 	// A bridge with a gateway address must not configure itself from
 	// router advertisements arriving from containers.

@@ -1,0 +1,557 @@
+package bridge_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/main/bridge"
+)
+
+var _ = Describe("bridge", func() {
+	var (
+		hostNS, contNS *ns.NetNS
+		dataDir        string
+	)
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		dataDir = GinkgoT().TempDir()
+	})
+
+	call := func(cmd string, stdin []byte) testutil.Call {
+		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin}
+	}
+
+	DescribeTableSubtree("every spec version", func(ver string) {
+		var stdin []byte
+		BeforeEach(func() {
+			stdin = netConf(ver, `"isGateway": true, "ipMasq": true`, hostLocal(dataDir, "10.11.0.0/24"))
+		})
+
+		It("wires the container to the bridge and reports it in the requested version", func() {
+			out := run(hostNS, call("ADD", stdin))
+			Expect(out.Err).To(BeNil())
+			res, err := version.NewResult(ver, out.Stdout)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Version()).To(Equal(ver))
+			cur, err := current.NewResultFromResult(res)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cur.IPs).To(HaveLen(1))
+			Expect(cur.IPs[0].Address.String()).To(Equal("10.11.0.2/24"))
+			Expect(addrsOf(contNS, "eth0")).To(ConsistOf("10.11.0.2/24"))
+			Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.11.0.1/24"))
+			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.3.0"); ok {
+				Expect(cur.Interfaces).To(HaveLen(3))
+				Expect(cur.Interfaces[0].Name).To(Equal("cnibr0"))
+				Expect(cur.Interfaces[0].Mac).NotTo(BeEmpty())
+				Expect(cur.Interfaces[1].Sandbox).To(BeEmpty())
+				Expect(cur.Interfaces[2].Name).To(Equal("eth0"))
+				Expect(cur.Interfaces[2].Sandbox).To(Equal(contNS.Path()))
+				Expect(*cur.IPs[0].Interface).To(Equal(2))
+				hostVeth, err := handle(hostNS).LinkByName(cur.Interfaces[1].Name)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(hostVeth.Attrs().HardwareAddr.String()).To(Equal(cur.Interfaces[1].Mac))
+			}
+			Expect(testutil.Ping(contNS, "10.11.0.1")).To(Succeed())
+		})
+
+		It("survives ADD, CHECK, DEL, DEL", func() {
+			out := run(hostNS, call("ADD", stdin))
+			Expect(out.Err).To(BeNil())
+			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.4.0"); ok {
+				Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+			}
+			Expect(rulesText(hostNS)).To(ContainSubstring("c1"))
+			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+			Expect(linkNames(contNS)).To(BeEmpty())
+			Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"))
+			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		})
+
+		It("succeeds on DEL without a netns and releases the address", func() {
+			Expect(run(hostNS, call("ADD", stdin)).Err).To(BeNil())
+			c := call("DEL", stdin)
+			c.Netns = ""
+			Expect(run(hostNS, c).Err).To(BeNil())
+			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+		})
+	}, testutil.VersionEntries())
+
+	It("lets two containers on one bridge reach each other", func() {
+		stdin := netConf("1.1.0", "", hostLocal(dataDir, "10.12.0.0/24"))
+		cont2 := testutil.NewNS()
+		r1 := mustAdd(hostNS, call("ADD", stdin))
+		c2 := call("ADD", stdin)
+		c2.ContainerID, c2.Netns = "c2", cont2.Path()
+		r2 := mustAdd(hostNS, c2)
+		Expect(testutil.Ping(contNS, r2.IPs[0].Address.IP.String())).To(Succeed())
+		Expect(testutil.Ping(cont2, r1.IPs[0].Address.IP.String())).To(Succeed())
+	})
+
+	It("ends in the same state after ADD, DEL, ADD", func() {
+		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.13.0.0/24"))
+		r1 := mustAdd(hostNS, call("ADD", stdin))
+		routes1, bridgeAddrs1 := routesOf(contNS), addrsOf(hostNS, "cnibr0")
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		r2 := mustAdd(hostNS, call("ADD", stdin))
+		// host-local hands out addresses round-robin: the second ADD gets
+		// the next one; everything else is as before.
+		Expect(addrsOf(contNS, "eth0")).To(ConsistOf(r2.IPs[0].Address.String()))
+		Expect(r2.IPs[0].Address.Mask).To(Equal(r1.IPs[0].Address.Mask))
+		Expect(routesOf(contNS)).To(ConsistOf(routes1))
+		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf(bridgeAddrs1))
+		Expect(r2.Routes).To(Equal(r1.Routes))
+		Expect(reservations(dataDir)).To(ConsistOf(r2.IPs[0].Address.IP.String()))
+		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0", r2.Interfaces[1].Name))
+		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(r2)))).Err).To(BeNil())
+	})
+
+	It("sets the gateway and default routes for isDefaultGateway", func() {
+		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.14.0.0/24"))
+		res := mustAdd(hostNS, call("ADD", stdin))
+		Expect(res.IPs[0].Gateway.String()).To(Equal("10.14.0.1"))
+		Expect(routesOf(contNS)).To(ContainElement("0.0.0.0/0 via 10.14.0.1"))
+		Expect(addrsOf(hostNS, "cnibr0")).To(ContainElement("10.14.0.1/24"))
+		var sawDefault bool
+		for _, r := range res.Routes {
+			if r.Dst.String() == "0.0.0.0/0" && r.GW.Equal(net.ParseIP("10.14.0.1")) {
+				sawDefault = true
+			}
+		}
+		Expect(sawDefault).To(BeTrue())
+		Expect(hostNS.Do(func() error {
+			v, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+			Expect(string(v)).To(Equal("1\n"))
+			return err
+		})).To(Succeed())
+	})
+
+	It("adds no default route with isGateway alone", func() {
+		stdin := netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.15.0.0/24"))
+		mustAdd(hostNS, call("ADD", stdin))
+		Expect(addrsOf(hostNS, "cnibr0")).To(ContainElement("10.15.0.1/24"))
+		for _, r := range routesOf(contNS) {
+			Expect(r).NotTo(HavePrefix("0.0.0.0/0"))
+		}
+	})
+
+	It("refuses a bridge address of another subnet unless forceAddress", func() {
+		h := handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "cnibr0"
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+		br, err := h.LinkByName("cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.AddrAdd(br, mustAddr("10.16.0.1/24"))).To(Succeed())
+		stdin := netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.17.0.0/24"))
+		out := run(hostNS, call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("forceAddress"))
+		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(linkNames(contNS)).To(BeEmpty())
+		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"), "a bridge the ADD did not create stays")
+
+		stdin = netConf("1.1.0", `"isGateway": true, "forceAddress": true`, hostLocal(dataDir, "10.17.0.0/24"))
+		mustAdd(hostNS, call("ADD", stdin))
+		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.17.0.1/24"))
+	})
+
+	It("refuses a link of the bridge's name that is not a bridge", func() {
+		h := handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "cnibr0"
+		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer0"})).To(Succeed())
+		out := run(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.18.0.0/24"))))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring(`"cnibr0" is a veth`))
+		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0", "peer0"))
+		Expect(linkNames(contNS)).To(BeEmpty())
+		Expect(reservations(dataDir)).To(BeEmpty())
+	})
+
+	It("works dual-stack", func() {
+		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.19.0.0/24", "fd00:19::/64"))
+		cont2 := testutil.NewNS()
+		res := mustAdd(hostNS, call("ADD", stdin))
+		Expect(res.IPs).To(HaveLen(2))
+		c2 := call("ADD", stdin)
+		c2.ContainerID, c2.Netns = "c2", cont2.Path()
+		r2 := mustAdd(hostNS, c2)
+		Expect(addrsOf(contNS, "eth0")).To(ConsistOf("10.19.0.2/24", "fd00:19::2/64"))
+		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.19.0.1/24", "fd00:19::1/64"))
+		Expect(routesOf(contNS)).To(ContainElements("0.0.0.0/0 via 10.19.0.1", "::/0 via fd00:19::1"))
+		// No DAD: the addresses are usable as soon as ADD returns.
+		Expect(testutil.Ping(contNS, "fd00:19::1")).To(Succeed())
+		Expect(testutil.Ping(contNS, r2.IPs[1].Address.IP.String())).To(Succeed())
+		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(res)))).Err).To(BeNil())
+	})
+
+	It("connects at layer 2 only with ipam {}", func() {
+		stdin := netConf("1.1.0", "", "{}")
+		cont2 := testutil.NewNS()
+		res := mustAdd(hostNS, call("ADD", stdin))
+		Expect(res.IPs).To(BeEmpty())
+		Expect(res.Interfaces).To(HaveLen(3))
+		c2 := call("ADD", stdin)
+		c2.ContainerID, c2.Netns = "c2", cont2.Path()
+		mustAdd(hostNS, c2)
+		// The runtime (here: the test) addresses the interfaces itself.
+		for i, n := range []*ns.NetNS{contNS, cont2} {
+			h := handle(n)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(l.Attrs().Flags & net.FlagUp).NotTo(BeZero())
+			Expect(h.AddrAdd(l, mustAddr(fmt.Sprintf("10.20.0.%d/24", i+2)))).To(Succeed())
+		}
+		Expect(testutil.Ping(contNS, "10.20.0.3")).To(Succeed())
+		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(res)))).Err).To(BeNil())
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(linkNames(contNS)).To(BeEmpty())
+	})
+
+	It("uses the MAC from runtimeConfig and leaves the interface down with disableContainerInterface", func() {
+		stdin := netConf("1.1.0", `"runtimeConfig": {"mac": "02:11:22:33:44:55"}, "disableContainerInterface": true`, "")
+		res := mustAdd(hostNS, call("ADD", stdin))
+		Expect(res.Interfaces[2].Mac).To(Equal("02:11:22:33:44:55"))
+		l, err := handle(contNS).LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Attrs().HardwareAddr.String()).To(Equal("02:11:22:33:44:55"))
+		Expect(l.Attrs().Flags & net.FlagUp).To(BeZero())
+	})
+
+	It("sets hairpin mode and port isolation on the port", func() {
+		stdin := netConf("1.1.0", `"hairpinMode": true, "portIsolation": true`, hostLocal(dataDir, "10.21.0.0/24"))
+		res := mustAdd(hostNS, call("ADD", stdin))
+		h := handle(hostNS)
+		port, err := h.LinkByName(res.Interfaces[1].Name)
+		Expect(err).NotTo(HaveOccurred())
+		pi, err := h.LinkGetProtinfo(port)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pi.Hairpin).To(BeTrue())
+		Expect(pi.Isolated).To(BeTrue())
+	})
+
+	It("leaves hairpin off by default", func() {
+		res := mustAdd(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.22.0.0/24"))))
+		h := handle(hostNS)
+		port, err := h.LinkByName(res.Interfaces[1].Name)
+		Expect(err).NotTo(HaveOccurred())
+		pi, err := h.LinkGetProtinfo(port)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(pi.Hairpin).To(BeFalse())
+	})
+
+	for _, backend := range []string{"iptables", "nftables"} {
+		It("masquerades traffic to the outside with "+backend, func() {
+			outside := setupOutside(hostNS)
+			stdin := netConf("1.1.0", fmt.Sprintf(`"isDefaultGateway": true, "ipMasq": true, "ipMasqBackend": %q`, backend),
+				hostLocal(dataDir, "10.23.0.0/24"))
+			out := run(hostNS, call("ADD", stdin))
+			Expect(out.Err).To(BeNil())
+			// outside has no route to 10.23.0.0/24: only a masqueraded
+			// ping is answered.
+			Expect(testutil.Ping(contNS, "10.99.0.2")).To(Succeed())
+			recv := udpPeer(outside, "10.99.0.2:7777")
+			sendUDP(contNS, "10.99.0.2:7777")
+			Expect(recv()).To(Equal("10.99.0.1"), "the outside sees the host's address")
+			Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+
+			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+		})
+	}
+
+	It("drops frames with a spoofed source MAC with macspoofchk", func() {
+		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.24.0.0/24"))
+		cont2 := testutil.NewNS()
+		out := run(hostNS, call("ADD", stdin))
+		Expect(out.Err).To(BeNil())
+		c2 := call("ADD", stdin)
+		c2.ContainerID, c2.Netns = "c2", cont2.Path()
+		r2 := mustAdd(hostNS, c2)
+		peer := r2.IPs[0].Address.IP.String()
+		Expect(testutil.Ping(contNS, peer)).To(Succeed())
+		Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+
+		h := handle(contNS)
+		l, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetHardwareAddr(l, net.HardwareAddr{0x02, 0xde, 0xad, 0, 0, 1})).To(Succeed())
+		Expect(testutil.Ping(contNS, peer)).NotTo(Succeed())
+
+		chains := strings.Count(rulesText(hostNS), "cni-br-iface-")
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(strings.Count(rulesText(hostNS), "cni-br-iface-")).To(And(BeNumerically("<", chains), BeNumerically(">", 0)),
+			"c1's check is gone, c2's stays")
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+	})
+
+	DescribeTable("leaves nothing behind when ADD fails after a step",
+		func(step string) {
+			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
+				hostLocal(dataDir, "10.25.0.0/24", "fd00:25::/64"))
+			before := rulesText(hostNS)
+			out := runP(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("injected failure after step %q", step))
+			Expect(linkNames(hostNS)).To(BeEmpty())
+			Expect(linkNames(contNS)).To(BeEmpty())
+			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"), "before: %s", before)
+		},
+		stepEntries(),
+	)
+
+	It("cleans up on DEL when the netns is gone", func() {
+		gone, cleanup, err := testutil.CreateNS()
+		Expect(err).NotTo(HaveOccurred())
+		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.26.0.0/24"))
+		c := call("ADD", stdin)
+		c.Netns = gone.Path()
+		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(cleanup()).To(Succeed())
+
+		c.Command = "DEL"
+		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"))
+		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+		Expect(run(hostNS, c).Err).To(BeNil())
+	})
+
+	It("finds a leaked host veth by its alias on DEL", func() {
+		stdin := netConf("1.1.0", "", hostLocal(dataDir, "10.27.0.0/24"))
+		res := mustAdd(hostNS, call("ADD", stdin))
+		// Move the container end out of reach, as if its namespace were
+		// gone while something still held the pair.
+		other := testutil.NewNS()
+		h := handle(contNS)
+		l, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetNsFd(l, int(other.Fd()))).To(Succeed())
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(linkNames(hostNS)).NotTo(ContainElement(res.Interfaces[1].Name))
+		Expect(linkNames(other)).To(BeEmpty())
+	})
+
+	Describe("CHECK", func() {
+		var stdin []byte
+		var res *current.Result
+		BeforeEach(func() {
+			conf := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true`, hostLocal(dataDir, "10.28.0.0/24"))
+			out := run(hostNS, call("ADD", conf))
+			Expect(out.Err).To(BeNil())
+			r, err := current.NewResult(out.Stdout)
+			Expect(err).NotTo(HaveOccurred())
+			res = r.(*current.Result)
+			stdin = withPrev(conf, out.Stdout)
+			Expect(run(hostNS, call("CHECK", stdin)).Err).To(BeNil())
+		})
+
+		It("catches a deleted address", func() {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.AddrDel(l, mustAddr(res.IPs[0].Address.String()))).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("lacks address " + res.IPs[0].Address.String()))
+		})
+
+		It("catches a deleted route", func() {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP("10.28.0.1")})).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("lacks route 0.0.0.0/0 via 10.28.0.1"))
+		})
+
+		It("catches a deleted veth", func() {
+			Expect(handle(hostNS).LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: res.Interfaces[1].Name}})).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring(res.Interfaces[1].Name))
+		})
+
+		It("catches a changed MAC", func() {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetHardwareAddr(l, net.HardwareAddr{0x02, 0, 0, 0, 0, 9})).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("has MAC 02:00:00:00:00:09"))
+		})
+
+		It("catches a port taken off the bridge", func() {
+			h := handle(hostNS)
+			l, err := h.LinkByName(res.Interfaces[1].Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetNoMaster(l)).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("is not a port of bridge"))
+		})
+
+		It("catches missing masquerade rules", func() {
+			Expect(hostNS.Do(func() error {
+				return netfilter.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+			})).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("masquerade rule missing"))
+		})
+
+		It("catches a released IPAM reservation", func() {
+			Expect(os.Remove(fmt.Sprintf("%s/%s/%s", dataDir, netName, res.IPs[0].Address.IP))).To(Succeed())
+			Expect(run(hostNS, call("CHECK", stdin)).Err).NotTo(BeNil())
+		})
+	})
+
+	It("removes the masquerade rules of attachments GC is not told to keep", func() {
+		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.29.0.0/24"))
+		cont2 := testutil.NewNS()
+		mustAdd(hostNS, call("ADD", stdin))
+		c2 := call("ADD", stdin)
+		c2.ContainerID, c2.Netns = "c2", cont2.Path()
+		mustAdd(hostNS, c2)
+		Expect(reservations(dataDir)).To(HaveLen(2))
+
+		gc := call("GC", []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
+			"ipam": %s, "cni.dev/valid-attachments": [{"containerID": "c2", "ifname": "eth0"}]}`, netName, hostLocal(dataDir, "10.29.0.0/24"))))
+		gc.Netns = ""
+		Expect(run(hostNS, gc).Err).To(BeNil())
+		rules := rulesText(hostNS)
+		// iptables-save escapes the quotes of the rule comments.
+		Expect(rules).NotTo(ContainSubstring(`id: \"c1\"`))
+		Expect(rules).To(ContainSubstring(`id: \"c2\"`))
+		Expect(reservations(dataDir)).To(HaveLen(1))
+	})
+
+	It("forwards STATUS to IPAM", func() {
+		c := call("STATUS", netConf("1.1.0", "", hostLocal(dataDir, "10.30.0.0/30")))
+		c.Netns = ""
+		Expect(run(hostNS, c).Err).To(BeNil())
+		// A /30 has one usable address besides the gateway's: take it.
+		mustAdd(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.30.0.0/30"))))
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeNumerically(">=", 50))
+	})
+
+	Describe("VLANs", Label("kernel"), func() {
+		It("puts the port in the vlan, untagged, with vlan", func() {
+			requireBridgeVLANFiltering()
+			res := mustAdd(hostNS, call("ADD", netConf("1.1.0", `"vlan": 100`, hostLocal(dataDir, "10.31.0.0/24"))))
+			vlans := portVlans(hostNS, res.Interfaces[1].Name)
+			Expect(vlans).To(HaveKeyWithValue(uint16(100), "pvid untagged"))
+			Expect(vlans).NotTo(HaveKey(uint16(1)), "default vlan removed (preserveDefaultVlan false)")
+		})
+		It("adds trunk vlans tagged, with the native vlan", func() {
+			requireBridgeVLANFiltering()
+			res := mustAdd(hostNS, call("ADD", netConf("1.1.0", `"vlan": 5, "vlanTrunk": [{"id": 7}, {"minID": 10, "maxID": 12}], "preserveDefaultVlan": true`,
+				hostLocal(dataDir, "10.32.0.0/24"))))
+			vlans := portVlans(hostNS, res.Interfaces[1].Name)
+			Expect(vlans).To(HaveKeyWithValue(uint16(5), "pvid untagged"))
+			for _, v := range []uint16{7, 10, 11, 12} {
+				Expect(vlans).To(HaveKeyWithValue(v, "tagged"))
+			}
+			Expect(vlans).To(HaveKey(uint16(1)))
+		})
+		It("puts the gateway on a per-vlan interface", func() {
+			requireBridgeVLANFiltering()
+			mustAdd(hostNS, call("ADD", netConf("1.1.0", `"vlan": 200, "isGateway": true`, hostLocal(dataDir, "10.33.0.0/24"))))
+			Expect(addrsOf(hostNS, "cnibr0.200")).To(ConsistOf("10.33.0.1/24"))
+			Expect(testutil.Ping(contNS, "10.33.0.1")).To(Succeed())
+		})
+	})
+
+	Describe("bad input", func() {
+		It("rejects malformed JSON with code 6", func() {
+			out := run(hostNS, call("ADD", []byte(`{"cniVersion": "1.1.0", "name": `)))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+			Expect(linkNames(hostNS)).To(BeEmpty())
+		})
+		It("rejects a missing CNI_CONTAINERID with code 4", func() {
+			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.34.0.0/24")))
+			c.ContainerID = ""
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+			Expect(linkNames(hostNS)).To(BeEmpty())
+		})
+		It("rejects an unsupported cniVersion with code 1", func() {
+			out := run(hostNS, call("ADD", netConf("9.9.9", "", "")))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+		})
+		It("rejects invalid values with code 7 naming the key, before touching the kernel", func() {
+			out := run(hostNS, call("ADD", netConf("1.1.0", `"vlan": 5000`, hostLocal(dataDir, "10.35.0.0/24"))))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(out.Err.Msg).To(ContainSubstring("vlan: 5000"))
+			Expect(linkNames(hostNS)).To(BeEmpty())
+			Expect(reservations(dataDir)).To(BeEmpty())
+		})
+		It("rejects a path that is not a netns with code 8", func() {
+			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.36.0.0/24")))
+			c.Netns = "/proc/self/status"
+			out := run(hostNS, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			Expect(linkNames(hostNS)).To(BeEmpty())
+		})
+		It("rejects CHECK without prevResult with code 7", func() {
+			out := run(hostNS, call("CHECK", netConf("1.1.0", "", "")))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
+		})
+	})
+
+	It("works as the built binary", func() {
+		var out testutil.Output
+		Expect(hostNS.Do(func() (err error) {
+			out, err = testutil.Exec("bridge", call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.37.0.0/24"))))
+			return err
+		})).To(Succeed())
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
+		Expect(testutil.Ping(contNS, "10.37.0.1")).To(Succeed())
+	})
+})
+
+func stepEntries() []TableEntry {
+	var es []TableEntry
+	for _, s := range bridge.AddSteps {
+		es = append(es, Entry(s, s))
+	}
+	return es
+}
+
+func resultJSON(r *current.Result) []byte {
+	GinkgoHelper()
+	b, err := json.Marshal(r)
+	Expect(err).NotTo(HaveOccurred())
+	return b
+}
