@@ -64,7 +64,7 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 	}
 
 	hostName := hostVethName(conf.Name, args.ContainerID, args.IfName)
-	hostLink, err := setupVeth(hostH, contNS, hostName, args.IfName, conf.MTU)
+	hostLink, err := setupVeth(hostH, contNS, hostName, args.IfName, conf.MTU, hasV6(res))
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,13 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 		return err
 	}
 	if err := configureHost(hostH, hostNS.Path(), hostLink, res); err != nil {
+		return err
+	}
+	contLink, err := ip.LinkByName(contH, args.IfName)
+	if err != nil {
+		return fmt.Errorf("in %s: %w", contNS.Path(), err)
+	}
+	if err := waitOperUp(hostNS, contNS, hostLink.Attrs().Index, contLink.Attrs().Index); err != nil {
 		return err
 	}
 	if err := p.after(StepHost); err != nil {
@@ -113,10 +120,6 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 	}
 
 	// Both ends are up now, so the announcement reaches the host end.
-	contLink, err := ip.LinkByName(contH, args.IfName)
-	if err != nil {
-		return fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
 	if err := contNS.Do(func() error { return ip.AnnounceIPv4(contLink, ipsOf(res)) }); err != nil {
 		// arp_notify announces the address too; a lost packet is no reason
 		// to tear the attachment down.

@@ -105,14 +105,20 @@ func configureContainer(contNS *ns.NetNS, contH *netlink.Handle, ifName string, 
 	if err != nil {
 		return fmt.Errorf("in %s: %w", contNS.Path(), err)
 	}
-	if hasV4(res) {
-		// The kernel announces the address itself (gratuitous ARP) when the
-		// link comes up or its MAC changes.
-		if err := contNS.Do(func() error {
-			return ip.SetArpNotify(ifName)
-		}); err != nil {
-			return fmt.Errorf("in %s: %w", contNS.Path(), err)
+	if err := contNS.Do(func() error {
+		if hasV4(res) {
+			// The kernel announces the address itself (gratuitous ARP)
+			// when the link comes up or its MAC changes.
+			if err := ip.SetArpNotify(ifName); err != nil {
+				return err
+			}
 		}
+		if hasV6(res) {
+			return disableDAD(ifName)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("in %s: %w", contNS.Path(), err)
 	}
 	if err := contH.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)

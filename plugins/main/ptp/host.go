@@ -43,13 +43,10 @@ func hostRoutes(linkIndex int, res *current.Result) []*netlink.Route {
 	return routes
 }
 
-// configureHost brings the host end up and gives it hostAddrs and
+// configureHost gives the host end (up since setupVeth) hostAddrs and
 // hostRoutes. hostH is bound to the host namespace.
 func configureHost(hostH *netlink.Handle, hostPath string, link netlink.Link, res *current.Result) error {
 	name := link.Attrs().Name
-	if err := hostH.LinkSetUp(link); err != nil {
-		return fmt.Errorf("set %q up in %s: %w", name, hostPath, err)
-	}
 	for _, a := range hostAddrs(res) {
 		if err := ip.AddrAdd(hostH, link, a); err != nil {
 			return fmt.Errorf("in %s: %w", hostPath, err)

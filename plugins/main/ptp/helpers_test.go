@@ -1,0 +1,329 @@
+package ptp_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/main/ptp"
+)
+
+const (
+	netName = "ptp-net"
+	subnet4 = "10.1.1.0/24"
+	gw4     = "10.1.1.1"
+	subnet6 = "fd00:1::/64"
+	gw6     = "fd00:1::1"
+)
+
+// netOpts shapes the test network config.
+type netOpts struct {
+	ver       string
+	dataDir   string
+	dual      bool // add an IPv6 range
+	v6only    bool // only the IPv6 range
+	ipMasq    bool
+	backend   string // ipMasqBackend; "" leaves it out
+	mtu       int
+	oneIP     bool // a range of one address, so every ADD gets the same one
+	routes    []string
+	prevRes   []byte // prevResult, raw
+	extraKeys string // appended verbatim inside the top-level object
+}
+
+func (o netOpts) json() []byte {
+	GinkgoHelper()
+	r4 := map[string]string{"subnet": subnet4}
+	r6 := map[string]string{"subnet": subnet6}
+	if o.oneIP {
+		r4["rangeStart"], r4["rangeEnd"] = "10.1.1.2", "10.1.1.2"
+		r6["rangeStart"], r6["rangeEnd"] = "fd00:1::2", "fd00:1::2"
+	}
+	var ranges [][]map[string]string
+	if !o.v6only {
+		ranges = append(ranges, []map[string]string{r4})
+	}
+	if o.dual || o.v6only {
+		ranges = append(ranges, []map[string]string{r6})
+	}
+	ipamConf := map[string]any{"type": "host-local", "dataDir": o.dataDir, "ranges": ranges}
+	var routes []map[string]string
+	for _, r := range o.routes {
+		routes = append(routes, map[string]string{"dst": r})
+	}
+	if routes != nil {
+		ipamConf["routes"] = routes
+	}
+	conf := map[string]any{
+		"cniVersion": o.ver,
+		"name":       netName,
+		"type":       "ptp",
+		"ipMasq":     o.ipMasq,
+		"ipam":       ipamConf,
+		"dns":        map[string]any{"nameservers": []string{"10.1.1.53"}},
+	}
+	if o.backend != "" {
+		conf["ipMasqBackend"] = o.backend
+	}
+	if o.mtu != 0 {
+		conf["mtu"] = o.mtu
+	}
+	if o.prevRes != nil {
+		conf["prevResult"] = json.RawMessage(o.prevRes)
+	}
+	b, err := json.Marshal(conf)
+	Expect(err).NotTo(HaveOccurred())
+	if o.extraKeys != "" {
+		b = append(b[:len(b)-1], []byte(", "+o.extraKeys+"}")...)
+	}
+	return b
+}
+
+// run invokes p in-process from inside hostNS.
+func run(hostNS *ns.NetNS, p plugin.Plugin, c testutil.Call) testutil.Output {
+	GinkgoHelper()
+	var out testutil.Output
+	Expect(hostNS.Do(func() (err error) {
+		out, err = testutil.Run(p, c)
+		return err
+	})).To(Succeed())
+	return out
+}
+
+// mustRun is run that expects success.
+func mustRun(hostNS *ns.NetNS, p plugin.Plugin, c testutil.Call) testutil.Output {
+	GinkgoHelper()
+	out := run(hostNS, p, c)
+	Expect(out.Err).To(BeNil(), "%s: %v", c.Command, out.Err)
+	return out
+}
+
+// parseResult reads an ADD result printed in version ver and returns it as a
+// current result.
+func parseResult(ver string, stdout []byte) *current.Result {
+	GinkgoHelper()
+	res, err := version.NewResult(ver, stdout)
+	Expect(err).NotTo(HaveOccurred(), "%s", stdout)
+	Expect(res.Version()).To(Equal(ver))
+	cur, err := current.NewResultFromResult(res)
+	Expect(err).NotTo(HaveOccurred())
+	return cur
+}
+
+// atLeast reports whether ver >= min.
+func atLeast(ver, min string) bool {
+	ok, err := version.GreaterThanOrEqualTo(ver, min)
+	Expect(err).NotTo(HaveOccurred())
+	return ok
+}
+
+func handle(n *ns.NetNS) *netlink.Handle {
+	GinkgoHelper()
+	h, err := n.Handle()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(h.Close)
+	return h
+}
+
+// linkNames lists the links of n, sorted.
+func linkNames(n *ns.NetNS) []string {
+	GinkgoHelper()
+	links, err := handle(n).LinkList()
+	Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, l := range links {
+		names = append(names, l.Attrs().Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// addrsOf lists "ip/prefix" of link name in n.
+func addrsOf(n *ns.NetNS, name string) []string {
+	GinkgoHelper()
+	h := handle(n)
+	l, err := h.LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, a := range addrs {
+		if a.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		out = append(out, a.IPNet.String())
+	}
+	return out
+}
+
+// routesOf renders the main-table routes of n as `ip route` would, with
+// interface names instead of indexes, sorted; link-local IPv6 and
+// multicast routes are left out.
+func routesOf(n *ns.NetNS) []string {
+	GinkgoHelper()
+	h := handle(n)
+	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, r := range routes {
+		if r.Dst != nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
+			continue
+		}
+		dst := "default"
+		if r.Dst != nil {
+			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+				dst = r.Dst.String()
+			}
+		}
+		s := dst
+		if r.Gw != nil {
+			s += " via " + r.Gw.String()
+		}
+		if l, err := h.LinkByIndex(r.LinkIndex); err == nil {
+			s += " dev " + l.Attrs().Name
+		}
+		// IPv6 routes have no scope: the kernel reports universe for all.
+		if r.Scope == netlink.SCOPE_LINK {
+			s += " scope link"
+		}
+		if r.Src != nil {
+			s += " src " + r.Src.String()
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reservations lists host-local's per-address files under dataDir.
+func reservations(dataDir string) []string {
+	GinkgoHelper()
+	var out []string
+	err := filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		// A reservation is a file named for the address it reserves; the
+		// lock, last_reserved_ip.N and host-local's own bookkeeping are not.
+		if net.ParseIP(filepath.Base(p)) == nil {
+			return nil
+		}
+		out = append(out, strings.TrimPrefix(p, dataDir))
+		return nil
+	})
+	if os.IsNotExist(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// natRules is every rule in n tagged with an owner (comment), and every
+// per-attachment iptables chain, from iptables (both families) and nftables,
+// sorted. Untagged rules are left out: the built-in tables and chains the
+// iptables tools create on first use, and the shared scaffolding of the
+// nftables masquerade table, belong to no attachment.
+func natRules(n *ns.NetNS) []string {
+	GinkgoHelper()
+	var out []string
+	Expect(n.Do(func() error {
+		for _, tool := range []string{"iptables-save", "ip6tables-save"} {
+			b, err := exec.Command(tool, "-t", "nat").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%s: %w: %s", tool, err, b)
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if (strings.HasPrefix(line, "-A ") && strings.Contains(line, "comment")) || strings.HasPrefix(line, ":CNI-") {
+					out = append(out, tool+" "+line)
+				}
+			}
+		}
+		b, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("nft list ruleset: %w: %s", err, b)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			t := strings.TrimSpace(line)
+			if !strings.Contains(t, "comment") {
+				continue
+			}
+			out = append(out, "nft "+t)
+		}
+		return nil
+	})).To(Succeed())
+	sort.Strings(out)
+	return out
+}
+
+// ipRules lists the policy routing rules of n.
+func ipRules(n *ns.NetNS) []string {
+	GinkgoHelper()
+	var out []string
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := handle(n).RuleList(fam)
+		Expect(err).NotTo(HaveOccurred())
+		for _, r := range rules {
+			out = append(out, r.String())
+		}
+	}
+	return out
+}
+
+// snapshot is everything ptp could leave behind, as text.
+type snapshot struct {
+	HostLinks, ContLinks   []string
+	HostRoutes, ContRoutes []string
+	HostAddrs, ContAddrs   []string
+	Rules, NAT, Files      []string
+}
+
+func allAddrs(n *ns.NetNS) []string {
+	GinkgoHelper()
+	var out []string
+	for _, name := range linkNames(n) {
+		for _, a := range addrsOf(n, name) {
+			out = append(out, name+" "+a)
+		}
+	}
+	return out
+}
+
+func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) snapshot {
+	GinkgoHelper()
+	return snapshot{
+		HostLinks: linkNames(hostNS), ContLinks: linkNames(contNS),
+		HostRoutes: routesOf(hostNS), ContRoutes: routesOf(contNS),
+		HostAddrs: allAddrs(hostNS), ContAddrs: allAddrs(contNS),
+		Rules: append(ipRules(hostNS), ipRules(contNS)...),
+		NAT:   natRules(hostNS),
+		Files: reservations(dataDir),
+	}
+}
+
+// ptpPlugin is the production descriptor.
+var ptpPlugin = ptp.Plugin
+
+// mustParseCIDR returns ip/prefix as an IPNet keeping the address.
+func mustParseCIDR(s string) *net.IPNet {
+	GinkgoHelper()
+	ipa, n, err := net.ParseCIDR(s)
+	Expect(err).NotTo(HaveOccurred())
+	n.IP = ipa
+	return n
+}
+
+func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,587 @@
+package ptp_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/main/ptp"
+)
+
+var _ = Describe("ptp", func() {
+	var (
+		hostNS, contNS *ns.NetNS
+		dataDir        string
+	)
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		dataDir = GinkgoT().TempDir()
+	})
+
+	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
+		c := testutil.Call{Command: cmd, ContainerID: id, IfName: "eth0", Stdin: stdin}
+		if n != nil {
+			c.Netns = n.Path()
+		}
+		return c
+	}
+	// add runs ADD for container id in n and returns the result as current.
+	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
+		GinkgoHelper()
+		out := mustRun(hostNS, ptpPlugin, call("ADD", id, n, o.json()))
+		return parseResult(o.ver, out.Stdout)
+	}
+	// withPrev returns o carrying res (printed in o.ver) as prevResult.
+	withPrev := func(o netOpts, res *current.Result) netOpts {
+		GinkgoHelper()
+		r, err := res.GetAsVersion(o.ver)
+		Expect(err).NotTo(HaveOccurred())
+		o.prevRes, err = jsonOf(r)
+		Expect(err).NotTo(HaveOccurred())
+		return o
+	}
+
+	DescribeTableSubtree("every spec version", func(ver string) {
+		It("wires the container to the host and reports it in the requested version", func() {
+			o := netOpts{ver: ver, dataDir: dataDir, routes: []string{"10.200.0.0/16"}}
+			res := add(o, "c1", contNS)
+
+			Expect(res.IPs).To(HaveLen(1))
+			contIP := res.IPs[0].Address.IP.String()
+			Expect(res.IPs[0].Address.String()).To(MatchRegexp(`^10\.1\.1\.\d+/24$`))
+			Expect(res.IPs[0].Gateway.String()).To(Equal(gw4))
+			Expect(res.Routes).To(HaveLen(1))
+			Expect(res.Routes[0].Dst.String()).To(Equal("10.200.0.0/16"))
+			Expect(res.DNS.Nameservers).To(Equal([]string{"10.1.1.53"}))
+			hostVeth := ""
+			if atLeast(ver, "0.3.0") {
+				Expect(res.Interfaces).To(HaveLen(2))
+				hostVeth = res.Interfaces[0].Name
+				Expect(res.Interfaces[0].Sandbox).To(BeEmpty())
+				Expect(res.Interfaces[0].Mac).NotTo(BeEmpty())
+				Expect(res.Interfaces[1].Name).To(Equal("eth0"))
+				Expect(res.Interfaces[1].Sandbox).To(Equal(contNS.Path()))
+				Expect(res.Interfaces[1].Mac).NotTo(BeEmpty())
+				Expect(*res.IPs[0].Interface).To(Equal(1))
+			} else {
+				links := linkNames(hostNS)
+				Expect(links).To(HaveLen(2))
+				hostVeth = links[1]
+			}
+			Expect(linkNames(hostNS)).To(ConsistOf("lo", hostVeth))
+
+			// Upstream's shape: the gateway as a /32 on the host end, a host
+			// route to the container; in the container no route straight
+			// onto the link except to the gateway.
+			Expect(addrsOf(hostNS, hostVeth)).To(ConsistOf(gw4 + "/32"))
+			Expect(routesOf(hostNS)).To(ContainElement(contIP + "/32 dev " + hostVeth + " scope link"))
+			Expect(addrsOf(contNS, "eth0")).To(ConsistOf(res.IPs[0].Address.String()))
+			Expect(routesOf(contNS)).To(ConsistOf(
+				gw4+"/32 dev eth0 scope link src "+contIP,
+				subnet4+" via "+gw4+" dev eth0 src "+contIP,
+				"10.200.0.0/16 via "+gw4+" dev eth0",
+			))
+			Expect(reservations(dataDir)).To(ConsistOf("/" + netName + "/" + contIP))
+
+			Expect(testutil.Ping(contNS, gw4)).To(Succeed())
+		})
+
+		It("survives ADD, CHECK, DEL, DEL and leaves nothing behind", func() {
+			o := netOpts{ver: ver, dataDir: dataDir, ipMasq: true}
+			before := takeSnapshot(hostNS, contNS, dataDir)
+			res := add(o, "c1", contNS)
+			if atLeast(ver, "0.4.0") {
+				mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+			}
+			mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+			mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+		})
+
+		It("releases everything on DEL without a netns", func() {
+			o := netOpts{ver: ver, dataDir: dataDir, ipMasq: true}
+			before := takeSnapshot(hostNS, contNS, dataDir)
+			add(o, "c1", contNS)
+			Expect(reservations(dataDir)).To(HaveLen(1))
+			Expect(natRules(hostNS)).NotTo(BeEmpty())
+
+			mustRun(hostNS, ptpPlugin, call("DEL", "c1", nil, o.json()))
+			// The host end goes by name, and the container end with it.
+			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+		})
+	}, testutil.VersionEntries())
+
+	It("routes two containers to each other through the host", func() {
+		other := testutil.NewNS()
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}
+		a := add(o, "a", contNS)
+		b := add(o, "b", other)
+		Expect(a.IPs).To(HaveLen(2))
+		Expect(b.IPs).To(HaveLen(2))
+		for i := range a.IPs {
+			Expect(testutil.Ping(contNS, b.IPs[i].Address.IP.String())).To(Succeed())
+			Expect(testutil.Ping(other, a.IPs[i].Address.IP.String())).To(Succeed())
+		}
+		Expect(hostNS.Do(func() error {
+			for _, s := range []string{"net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"} {
+				b, err := os.ReadFile("/proc/sys/" + s)
+				if err != nil {
+					return err
+				}
+				if string(b) != "1\n" {
+					return fmt.Errorf("%s = %q", s, b)
+				}
+			}
+			return nil
+		})).To(Succeed())
+		// Both host ends hold the same gateway addresses.
+		Expect(addrsOf(hostNS, a.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
+		Expect(addrsOf(hostNS, b.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
+
+		// Removing one container leaves the other reachable.
+		mustRun(hostNS, ptpPlugin, call("DEL", "a", contNS, o.json()))
+		Expect(testutil.Ping(other, gw4)).To(Succeed())
+		Expect(testutil.Ping(other, gw6)).To(Succeed())
+	})
+
+	It("configures dual-stack without duplicate address detection", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}
+		res := add(o, "c1", contNS)
+		Expect(res.IPs).To(HaveLen(2))
+		v6 := res.IPs[1].Address
+		Expect(v6.String()).To(MatchRegexp(`^fd00:1::[0-9a-f]+/64$`))
+		Expect(res.IPs[1].Gateway.String()).To(Equal(gw6))
+
+		// Usable as soon as ADD returns: not tentative, on either end.
+		for _, end := range []struct {
+			n    *ns.NetNS
+			link string
+			addr string
+		}{{contNS, "eth0", v6.IP.String()}, {hostNS, res.Interfaces[0].Name, gw6}} {
+			h := handle(end.n)
+			l, err := h.LinkByName(end.link)
+			Expect(err).NotTo(HaveOccurred())
+			addrs, err := h.AddrList(l, netlink.FAMILY_V6)
+			Expect(err).NotTo(HaveOccurred())
+			found := false
+			for _, a := range addrs {
+				if a.IP.String() == end.addr {
+					found = true
+					Expect(a.Flags&unix.IFA_F_TENTATIVE).To(BeZero(), "%s on %s is tentative", end.addr, end.link)
+					Expect(a.Flags & unix.IFA_F_NODAD).NotTo(BeZero())
+				}
+			}
+			Expect(found).To(BeTrue(), "%s not on %s", end.addr, end.link)
+		}
+		Expect(routesOf(contNS)).To(ContainElements(
+			gw6+"/128 dev eth0 src "+v6.IP.String(),
+			subnet6+" via "+gw6+" dev eth0 src "+v6.IP.String(),
+		))
+		Expect(routesOf(hostNS)).To(ContainElement(v6.IP.String() + "/128 dev " + res.Interfaces[0].Name))
+		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
+		Expect(testutil.Ping(contNS, gw4)).To(Succeed())
+		mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+	})
+
+	It("works with IPv6 only", func() {
+		o := netOpts{ver: "1.0.0", dataDir: dataDir, v6only: true, ipMasq: true}
+		res := add(o, "c1", contNS)
+		Expect(res.IPs).To(HaveLen(1))
+		Expect(res.IPs[0].Address.IP.To4()).To(BeNil())
+		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
+		mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+		mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+		Expect(linkNames(hostNS)).To(ConsistOf("lo"))
+	})
+
+	It("sets the MTU on both ends", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, mtu: 1400}
+		res := add(o, "c1", contNS)
+		for _, end := range []struct {
+			n    *ns.NetNS
+			name string
+		}{{hostNS, res.Interfaces[0].Name}, {contNS, "eth0"}} {
+			l, err := handle(end.n).LinkByName(end.name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(l.Attrs().MTU).To(Equal(1400))
+		}
+	})
+
+	It("ends ADD, DEL, ADD in the same state as one ADD", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, oneIP: true, ipMasq: true}
+		add(o, "c1", contNS)
+		first := takeSnapshot(hostNS, contNS, dataDir)
+		mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+		add(o, "c1", contNS)
+		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(first))
+	})
+
+	DescribeTableSubtree("masquerade", func(backend string) {
+		var outNS *ns.NetNS
+		const outHost, outAddr = "10.99.0.1", "10.99.0.2"
+
+		BeforeEach(func() {
+			// An outside network the host reaches directly and that has no
+			// route back to the containers: only masquerade gets replies home.
+			outNS = testutil.NewNS()
+			h := handle(hostNS)
+			la := netlink.NewLinkAttrs()
+			la.Name = "out0"
+			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "eth0", PeerNamespace: netlink.NsFd(outNS.Fd())})).To(Succeed())
+			out0, err := h.LinkByName("out0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.AddrAdd(out0, &netlink.Addr{IPNet: mustParseCIDR(outHost + "/24")})).To(Succeed())
+			Expect(h.LinkSetUp(out0)).To(Succeed())
+			oh := handle(outNS)
+			eth0, err := oh.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(oh.AddrAdd(eth0, &netlink.Addr{IPNet: mustParseCIDR(outAddr + "/24")})).To(Succeed())
+			Expect(oh.LinkSetUp(eth0)).To(Succeed())
+		})
+
+		It("lets the container reach the outside as the host's address", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
+			res := add(o, "c1", contNS)
+			Expect(routesOf(contNS)).To(ContainElement("default via " + gw4 + " dev eth0"))
+			Expect(udpSource(contNS, outNS, outAddr)).To(Equal(outHost))
+			Expect(testutil.Ping(contNS, outAddr)).To(Succeed())
+
+			owner := netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"}
+			addrs := []*net.IPNet{&res.IPs[0].Address}
+			Expect(masqCheck(hostNS, backend, owner, addrs)).To(Succeed())
+			mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+
+			// DEL without a netns still removes the rules, whatever the
+			// config now says about the backend.
+			o2 := o
+			o2.ipMasq, o2.backend = false, ""
+			mustRun(hostNS, ptpPlugin, call("DEL", "c1", nil, o2.json()))
+			Expect(errors.Is(masqCheck(hostNS, backend, owner, addrs), netfilter.ErrMissing)).To(BeTrue())
+			Expect(natRules(hostNS)).To(BeEmpty())
+		})
+
+		It("does not masquerade without ipMasq", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, backend: backend, routes: []string{"0.0.0.0/0"}}
+			add(o, "c1", contNS)
+			Expect(natRules(hostNS)).To(BeEmpty())
+		})
+	}, Entry("iptables", netfilter.BackendIPTables), Entry("nftables", netfilter.BackendNFTables))
+
+	DescribeTableSubtree("a failure midway through ADD", func(backend string) {
+		for _, step := range ptp.AddSteps {
+			It("leaves nothing behind after "+step, func() {
+				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
+				before := takeSnapshot(hostNS, contNS, dataDir)
+				injected := errors.New("injected failure")
+				failing := ptp.New(ptp.Options{AfterStep: func(s string) error {
+					if s == step {
+						return injected
+					}
+					return nil
+				}})
+				out := run(hostNS, failing, call("ADD", "c1", contNS, o.json()))
+				Expect(out.Err).NotTo(BeNil())
+				Expect(out.Err.Msg).To(ContainSubstring("injected failure"))
+				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+
+				// And the same ADD then succeeds.
+				add(o, "c1", contNS)
+			})
+		}
+	}, Entry("iptables", netfilter.BackendIPTables), Entry("nftables", netfilter.BackendNFTables))
+
+	It("undoes everything when the container already has the interface", func() {
+		h := handle(contNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "eth0"
+		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer0"})).To(Succeed())
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+		before := takeSnapshot(hostNS, contNS, dataDir)
+		out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("eth0"))
+		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+	})
+
+	Describe("DEL with the netns gone", func() {
+		It("succeeds when the namespace was destroyed", func() {
+			gone, cleanup, err := testutil.CreateNS()
+			Expect(err).NotTo(HaveOccurred())
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+			before := takeSnapshot(hostNS, contNS, dataDir)
+			add(o, "c1", gone)
+			Expect(cleanup()).To(Succeed())
+
+			c := call("DEL", "c1", gone, o.json())
+			mustRun(hostNS, ptpPlugin, c)
+			mustRun(hostNS, ptpPlugin, c)
+			// The namespace's teardown runs in a kernel worker; the host
+			// end disappears with it or with our DEL, whichever is first.
+			Eventually(func() []string { return linkNames(hostNS) }).Should(Equal(before.HostLinks))
+			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+		})
+
+		It("removes a pair the unmounted namespace kept alive", func() {
+			gone, cleanup, err := testutil.CreateNS()
+			Expect(err).NotTo(HaveOccurred())
+			held, err := ns.Open(gone.Path()) // a stray reference
+			Expect(err).NotTo(HaveOccurred())
+			defer held.Close()
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			res := add(o, "c1", gone)
+			Expect(cleanup()).To(Succeed())
+			Expect(linkNames(hostNS)).To(ContainElement(res.Interfaces[0].Name))
+
+			mustRun(hostNS, ptpPlugin, call("DEL", "c1", gone, o.json()))
+			Expect(linkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(linkNames(held)).To(ConsistOf("lo"))
+			Expect(reservations(dataDir)).To(BeEmpty())
+		})
+	})
+
+	DescribeTable("CHECK catches",
+		func(breakIt func(res *current.Result), errHas string) {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, routes: []string{"10.200.0.0/16"}}
+			res := add(o, "c1", contNS)
+			checkCall := call("CHECK", "c1", contNS, withPrev(o, res).json())
+			mustRun(hostNS, ptpPlugin, checkCall)
+			breakIt(res)
+			out := run(hostNS, ptpPlugin, checkCall)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring(errHas))
+		},
+		Entry("a deleted container address", func(res *current.Result) {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.AddrDel(l, &netlink.Addr{IPNet: &res.IPs[1].Address})).To(Succeed())
+		}, "lacks address fd00:1::"),
+		Entry("a deleted container route", func(res *current.Result) {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			_, dst, _ := net.ParseCIDR("10.200.0.0/16")
+			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst})).To(Succeed())
+		}, "lacks route 10.200.0.0/16"),
+		Entry("a deleted subnet route", func(res *current.Result) {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			_, dst, _ := net.ParseCIDR(subnet4)
+			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst})).To(Succeed())
+		}, "lacks route "+subnet4),
+		Entry("a deleted veth", func(res *current.Result) {
+			h := handle(hostNS)
+			l, err := h.LinkByName(res.Interfaces[0].Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkDel(l)).To(Succeed())
+		}, `"eth0"`),
+		Entry("a deleted host route", func(res *current.Result) {
+			h := handle(hostNS)
+			l, err := h.LinkByName(res.Interfaces[0].Name)
+			Expect(err).NotTo(HaveOccurred())
+			dst := &net.IPNet{IP: res.IPs[0].Address.IP, Mask: net.CIDRMask(32, 32)}
+			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK})).To(Succeed())
+		}, "lacks route "+"10.1.1."),
+		Entry("a deleted gateway address on the host end", func(res *current.Result) {
+			h := handle(hostNS)
+			l, err := h.LinkByName(res.Interfaces[0].Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.AddrDel(l, &netlink.Addr{IPNet: mustParseCIDR(gw6 + "/128")})).To(Succeed())
+		}, "lacks address "+gw6+"/128"),
+		Entry("a container end that is down", func(res *current.Result) {
+			h := handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetDown(l)).To(Succeed())
+		}, `"eth0" is down`),
+		Entry("removed masquerade rules", func(res *current.Result) {
+			Expect(hostNS.Do(func() error {
+				return netfilter.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+			})).To(Succeed())
+		}, "masquerade"),
+	)
+
+	It("refuses CHECK without prevResult", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir}
+		add(o, "c1", contNS)
+		out := run(hostNS, ptpPlugin, call("CHECK", "c1", contNS, o.json()))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
+	})
+
+	It("collects what GC's valid attachments no longer list, and forwards STATUS", func() {
+		other := testutil.NewNS()
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+		a := add(o, "a", contNS)
+		b := add(o, "b", other)
+		Expect(reservations(dataDir)).To(HaveLen(2))
+
+		mustRun(hostNS, ptpPlugin, testutil.Call{Command: "STATUS", Stdin: o.json()})
+
+		gc := o
+		gc.extraKeys = `"cni.dev/valid-attachments": [{"containerID": "b", "ifname": "eth0"}]`
+		mustRun(hostNS, ptpPlugin, testutil.Call{Command: "GC", Stdin: gc.json()})
+		Expect(reservations(dataDir)).To(ConsistOf("/" + netName + "/" + b.IPs[0].Address.IP.String()))
+		ownerA := netfilter.Owner{Network: netName, ContainerID: "a", IfName: "eth0"}
+		ownerB := netfilter.Owner{Network: netName, ContainerID: "b", IfName: "eth0"}
+		Expect(errors.Is(masqCheck(hostNS, "", ownerA, []*net.IPNet{&a.IPs[0].Address}), netfilter.ErrMissing)).To(BeTrue())
+		Expect(masqCheck(hostNS, "", ownerB, []*net.IPNet{&b.IPs[0].Address})).To(Succeed())
+	})
+
+	Describe("bad input", func() {
+		expectNothingMade := func() {
+			GinkgoHelper()
+			Expect(linkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(linkNames(contNS)).To(ConsistOf("lo"))
+			Expect(reservations(dataDir)).To(BeEmpty())
+		}
+		It("rejects malformed JSON with code 6", func() {
+			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(`{"cniVersion": "1.1.0", "name": `)))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+			expectNothingMade()
+		})
+		It("rejects a missing CNI_CONTAINERID with code 4", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			out := run(hostNS, ptpPlugin, call("ADD", "", contNS, o.json()))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
+			expectNothingMade()
+		})
+		It("rejects an unsupported cniVersion with code 1", func() {
+			o := netOpts{ver: "9.9.9", dataDir: dataDir}
+			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+			expectNothingMade()
+		})
+		DescribeTable("rejects invalid values with code 7 naming the key",
+			func(stdin, key string) {
+				out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(stdin)))
+				Expect(out.Err).NotTo(BeNil())
+				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				Expect(out.Err.Msg).To(ContainSubstring(key))
+				expectNothingMade()
+			},
+			Entry("ipam missing", `{"cniVersion": "1.1.0", "name": "n", "type": "ptp"}`, "ipam: missing"),
+			Entry("ipam.type missing", `{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "ipam": {}}`, "ipam.type"),
+			Entry("mtu", `{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "mtu": 12, "ipam": {"type": "host-local"}}`, "mtu: 12"),
+			Entry("ipMasqBackend", `{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "ipMasqBackend": "ipfw", "ipam": {"type": "host-local"}}`, `ipMasqBackend: "ipfw"`),
+		)
+		It("rejects a path that is not a netns with code 8", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			c := call("ADD", "c1", contNS, o.json())
+			c.Netns = "/proc/self/status"
+			out := run(hostNS, ptpPlugin, c)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
+			expectNothingMade()
+		})
+		It("passes an IPAM failure through and makes nothing", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			stdin := []byte(`{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "ipam": {"type": "host-local", "dataDir": "` +
+				dataDir + `", "ranges": [[{"subnet": "10.1.1.0/33"}]]}}`)
+			_ = o
+			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("10.1.1.0/33"))
+			expectNothingMade()
+		})
+	})
+
+	It("works as the built binary", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}
+		var out testutil.Output
+		Expect(hostNS.Do(func() (err error) {
+			out, err = testutil.Exec("ptp", call("ADD", "c1", contNS, o.json()))
+			return err
+		})).To(Succeed())
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
+		res := parseResult("1.1.0", out.Stdout)
+		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
+		Expect(hostNS.Do(func() (err error) {
+			out, err = testutil.Exec("ptp", call("DEL", "c1", contNS, o.json()))
+			return err
+		})).To(Succeed())
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
+		Expect(linkNames(hostNS)).NotTo(ContainElement(res.Interfaces[0].Name))
+	})
+})
+
+// masqCheck runs the backend's Check inside n.
+func masqCheck(n *ns.NetNS, backend string, o netfilter.Owner, addrs []*net.IPNet) error {
+	GinkgoHelper()
+	return n.Do(func() error {
+		if backend == "" {
+			var errs []error
+			for _, b := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
+				m, err := netfilter.NewMasq(b)
+				if err != nil {
+					return err
+				}
+				err = m.Check(o, addrs)
+				if err == nil {
+					return nil
+				}
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		}
+		m, err := netfilter.NewMasq(backend)
+		if err != nil {
+			return err
+		}
+		return m.Check(o, addrs)
+	})
+}
+
+// udpSource sends UDP from inside contNS to dst:5353 and returns the source
+// address the listener inside outNS saw.
+func udpSource(contNS, outNS *ns.NetNS, dst string) string {
+	GinkgoHelper()
+	var conn *net.UDPConn
+	Expect(outNS.Do(func() (err error) {
+		// The socket belongs to outNS for its life, wherever it is read.
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(dst), Port: 5353})
+		return err
+	})).To(Succeed())
+	defer conn.Close()
+	Expect(contNS.Do(func() error {
+		c, err := net.Dial("udp4", net.JoinHostPort(dst, "5353"))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// A few datagrams: the first may wait in a neighbour queue.
+		for range 3 {
+			if _, err := c.Write([]byte("hello")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})).To(Succeed())
+	Expect(conn.SetReadDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
+	buf := make([]byte, 64)
+	_, from, err := conn.ReadFromUDP(buf)
+	Expect(err).NotTo(HaveOccurred())
+	return from.IP.String()
+}
