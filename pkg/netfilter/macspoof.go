@@ -17,7 +17,7 @@ import (
 //
 //	table bridge cni_plugins_macspoof
 //	  chain prerouting  (filter hook prerouting priority -300)
-//	    iifname "<port>" jump <attachment chain>   comment <owner hash>
+//	    iifname "<port>" jump <attachment chain>   comment nftComment(owner)
 //	  chain cni-br-iface-<owner hash>
 //	    ether saddr <mac> return
 //	    drop
@@ -74,7 +74,7 @@ func (m MacSpoofCheck) Setup() error {
 	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: own, Exprs: []expr.Any{
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}})
-	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: base, UserData: userdata.AppendString(nil, userdata.TypeComment, hash),
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: base, UserData: userdata.AppendString(nil, userdata.TypeComment, nftComment(m.Owner)),
 		Exprs: []expr.Any{
 			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifnameBytes(m.Port)},
@@ -106,7 +106,7 @@ func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) er
 		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
 	}
 	for _, r := range rules {
-		if got, ok := userdata.GetString(r.UserData, userdata.TypeComment); ok && got == hash {
+		if got, _, ok := macspoofOwner(r); ok && got == hash {
 			if err := c.DelRule(r); err != nil {
 				return err
 			}
@@ -183,4 +183,58 @@ func (m MacSpoofCheck) Check() error {
 		}
 	}
 	return fmt.Errorf("%w: table bridge %s chain %s: ether saddr %s return", ErrMissing, macspoofTableName, name, m.MAC)
+}
+
+// macspoofOwner reads the owner hash and network from a jump rule's comment.
+func macspoofOwner(r *nftables.Rule) (hash, network string, ok bool) {
+	c, ok := userdata.GetString(r.UserData, userdata.TypeComment)
+	if !ok {
+		return "", "", false
+	}
+	return parseNFTComment(c)
+}
+
+// GCMacSpoofChecks removes the checks of network whose owner is not in keep
+// (owners of other networks in keep are ignored). A kernel without
+// nf_tables, or without the table, holds none.
+func GCMacSpoofChecks(network string, keep []Owner) error {
+	c, err := nftables.New()
+	if err != nil {
+		return nil // no nftables here, so no rules either
+	}
+	exists, err := macspoofChainExists(c, macspoofBaseChain)
+	if err != nil || !exists {
+		return nil // nf_tables unusable or never set up: nothing to collect
+	}
+	kept := map[string]bool{}
+	for _, o := range keep {
+		if o.Network == network {
+			kept[nftOwnerHash(o)] = true
+		}
+	}
+	rules, err := c.GetRules(macspoofTable, macspoofBase())
+	if err != nil {
+		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
+	}
+	dead := 0
+	for _, r := range rules {
+		hash, nw, ok := macspoofOwner(r)
+		if !ok || nw != network || kept[hash] {
+			continue
+		}
+		if err := c.DelRule(r); err != nil {
+			return err
+		}
+		ch := &nftables.Chain{Name: "cni-br-iface-" + hash, Table: macspoofTable}
+		c.FlushChain(ch)
+		c.DelChain(ch)
+		dead++
+	}
+	if dead == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, macspoofTableName, err)
+	}
+	return nil
 }

@@ -428,14 +428,15 @@ var _ = Describe("bridge", func() {
 		})
 	})
 
-	It("removes the masquerade rules of attachments GC is not told to keep", func() {
-		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.29.0.0/24"))
+	It("removes the masquerade rules and mac spoof checks of attachments GC is not told to keep", func() {
+		stdin := netConf("1.1.0", `"ipMasq": true, "macspoofchk": true`, hostLocal(dataDir, "10.29.0.0/24"))
 		cont2 := testutil.NewNS()
 		mustAdd(hostNS, call("ADD", stdin))
 		c2 := call("ADD", stdin)
 		c2.ContainerID, c2.Netns = "c2", cont2.Path()
 		mustAdd(hostNS, c2)
 		Expect(reservations(dataDir)).To(HaveLen(2))
+		Expect(strings.Count(rulesText(hostNS), "jump cni-br-iface-")).To(Equal(2))
 
 		gc := call("GC", []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
 			"ipam": %s, "cni.dev/valid-attachments": [{"containerID": "c2", "ifname": "eth0"}]}`, netName, hostLocal(dataDir, "10.29.0.0/24"))))
@@ -446,6 +447,9 @@ var _ = Describe("bridge", func() {
 		Expect(rules).NotTo(ContainSubstring(`id: \"c1\"`))
 		Expect(rules).To(ContainSubstring(`id: \"c2\"`))
 		Expect(reservations(dataDir)).To(HaveLen(1))
+		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(1), "c2's mac spoof check stays, c1's is collected")
+		Expect(rules).To(ContainSubstring("id: c2"))
+		Expect(rules).NotTo(ContainSubstring("id: c1"))
 	})
 
 	It("forwards STATUS to IPAM", func() {

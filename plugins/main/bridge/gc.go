@@ -10,9 +10,10 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter"
 )
 
-// cmdGC forwards GC to IPAM and removes the masquerade rules of this
-// network's attachments that the runtime no longer lists, on both backends
-// (the one used at ADD may not be the configured one).
+// cmdGC forwards GC to IPAM and removes the masquerade rules (on both
+// backends: the one used at ADD may not be the configured one) and MAC
+// spoof-checks of this network's attachments that the runtime no longer
+// lists.
 func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
 	conf, err := parseConfig(args.StdinData, args.Args)
 	if err != nil {
@@ -37,6 +38,7 @@ func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, netfilter.GCMacSpoofChecks(conf.Name, keep))
 	return errors.Join(errs...)
 }
 
