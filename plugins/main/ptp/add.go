@@ -110,10 +110,12 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 		if err != nil {
 			return err
 		}
+		// Registered first: Setup is one transaction per family, so a
+		// failure in the second family leaves the first one's rules.
+		undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
 		if err := masq.Setup(owner, addrsOf(res)); err != nil {
 			return fmt.Errorf("masquerade (%s) in %s: %w", masq.Backend(), hostNS.Path(), err)
 		}
-		undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
 	}
 	if err := p.after(StepMasquerade); err != nil {
 		return err
