@@ -17,7 +17,7 @@ import (
 )
 
 func cmdAdd(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+	conf, err := parseAddConfig(args.StdinData, args.Args)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 }
 
 func cmdDel(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func cmdDel(args *skel.CmdArgs) error {
 }
 
 func cmdCheck(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 }
 
 func cmdGC(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func cmdGC(args *skel.CmdArgs) error {
 }
 
 func cmdStatus(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}

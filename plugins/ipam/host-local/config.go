@@ -87,28 +87,48 @@ type routeIn struct {
 	GW  string `json:"gw"`
 }
 
-// parseConfig decodes, defaults and validates stdin plus CNI_ARGS. It is
-// pure: no files, no kernel. Errors carry their CNI code (6 malformed JSON,
-// 7 invalid config, 4 invalid CNI_ARGS) and name the key at fault.
-func parseConfig(stdin []byte, cniArgs string) (*Config, error) {
+// parseConfig decodes, defaults and validates the network config every
+// command shares. It is pure: no files, no kernel. Errors carry their CNI
+// code (6 malformed JSON, 7 invalid config) and name the key at fault.
+func parseConfig(stdin []byte) (*Config, error) {
+	conf, _, err := decodeConfig(stdin)
+	return conf, err
+}
+
+// parseAddConfig is parseConfig plus what only ADD uses: the requested
+// addresses (from runtimeConfig.ips, args.cni.ips or CNI_ARGS) and whether
+// the requested cniVersion's result can carry every address. DEL, CHECK and
+// GC ignore these, so a DEL after a refused ADD (same args) still succeeds.
+func parseAddConfig(stdin []byte, cniArgs string) (*Config, error) {
+	conf, in, err := decodeConfig(stdin)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOldResultFits(conf.CNIVersion, conf.RangeSets); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	if err := conf.assignRequested(in, cniArgs); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	return conf, nil
+}
+
+func decodeConfig(stdin []byte) (*Config, *netConf, error) {
 	var in netConf
 	if err := json.Unmarshal(stdin, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			// The legacy keys sit in an embedded struct; name them as users write them.
 			field := strings.ReplaceAll(typeErr.Field, ".rangeIn", "")
-			return nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", field, typeErr.Type, typeErr.Value))
+			return nil, nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", field, typeErr.Type, typeErr.Value))
 		}
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+		return nil, nil, result.Decoding(fmt.Errorf("parse config: %w", err))
 	}
 	conf, err := buildConfig(&in)
 	if err != nil {
-		return nil, result.InvalidConfig(err)
+		return nil, nil, result.InvalidConfig(err)
 	}
-	if err := conf.assignRequested(&in, cniArgs); err != nil {
-		return nil, result.InvalidConfig(err)
-	}
-	return conf, nil
+	return conf, &in, nil
 }
 
 func buildConfig(in *netConf) (*Config, error) {
@@ -160,10 +180,6 @@ func buildConfig(in *netConf) (*Config, error) {
 	if err := checkSetOverlap(conf.RangeSets); err != nil {
 		return nil, err
 	}
-	if err := checkOldResultFits(conf.CNIVersion, conf.RangeSets); err != nil {
-		return nil, err
-	}
-
 	for i, rt := range in.IPAM.Routes {
 		route, err := parseRoute(fmt.Sprintf("ipam.routes[%d]", i), rt)
 		if err != nil {

@@ -75,7 +75,7 @@ func TestParseConfigDefaults(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tt.conf), "")
+			c, err := parseConfig([]byte(tt.conf))
 			if err != nil {
 				t.Fatalf("parseConfig: %v", err)
 			}
@@ -120,7 +120,7 @@ func TestParseConfigRequested(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tt.conf), tt.cniArgs)
+			c, err := parseAddConfig([]byte(tt.conf), tt.cniArgs)
 			if err != nil {
 				t.Fatalf("parseConfig: %v", err)
 			}
@@ -185,7 +185,7 @@ func TestParseConfigInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tt.conf), tt.cniArgs)
+			_, err := parseAddConfig([]byte(tt.conf), tt.cniArgs)
 			if err == nil {
 				t.Fatal("parseConfig succeeded")
 			}
@@ -202,7 +202,7 @@ func TestParseConfigInvalid(t *testing.T) {
 func TestParseConfigOldVersionsFit(t *testing.T) {
 	// One IPv4 and one IPv6 set fit a 0.2.0 result.
 	conf := `{"cniVersion":"0.2.0","name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/64"}]]}}`
-	if _, err := parseConfig([]byte(conf), ""); err != nil {
+	if _, err := parseAddConfig([]byte(conf), ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -252,7 +252,7 @@ func TestParseResolvConf(t *testing.T) {
 }
 
 func TestCandidatesRoundRobin(t *testing.T) {
-	c, err := parseConfig([]byte(`{"name":"n","ipam":{"ranges":[[
+	c, err := parseAddConfig([]byte(`{"name":"n","ipam":{"ranges":[[
 		{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.1","rangeEnd":"10.1.0.3"},
 		{"subnet":"10.2.0.0/24","rangeStart":"10.2.0.8","rangeEnd":"10.2.0.9","gateway":"10.2.0.9"}]]}}`), "")
 	if err != nil {

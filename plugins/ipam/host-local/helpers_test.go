@@ -57,7 +57,7 @@ func ranges(subnets ...any) map[string]any {
 
 func mustParse(stdin []byte, cniArgs string) *Config {
 	GinkgoHelper()
-	c, err := parseConfig(stdin, cniArgs)
+	c, err := parseAddConfig(stdin, cniArgs)
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

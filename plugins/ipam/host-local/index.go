@@ -1,16 +1,18 @@
 package hostlocal
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,30 +22,51 @@ import (
 // without reading every reservation file, which is what makes upstream's
 // ADD/DEL/CHECK cost grow with the number of pods. It is a cache of the
 // per-address files, never the authority: a reservation exists exactly when
-// its per-address file does.
+// its per-address file does, and every address the index names is checked
+// against its file before it is trusted.
 //
 //	.cniforge/stamp        identity of the network folder when the index was last right
-//	.cniforge/by-id/<hash> one file per (containerID, ifname): its addresses
-//	.cniforge/tmp.*        temp files on their way to a link or rename
+//	.cniforge/snapshot     every attachment's addresses at the last rebuild, sorted by key
+//	.cniforge/by-id/<key>  an attachment changed since then (no addresses = released)
+//	.cniforge/tmp.*        reservations on their way to a link(2)
+//
+// A rebuild (reading every reservation file) writes one snapshot file, so
+// it costs about what upstream pays on every command; later commands touch
+// one small by-id file each and find the rest in the snapshot with three
+// small reads (fanout table, the run of records sharing a first byte, the
+// entry). by-id files never outnumber the live attachments plus the
+// snapshot's entries, so nothing needs compacting.
 //
 // Staleness: the stamp records the network folder's inode, mtime, ctime and
 // size, taken after our own changes. Anything else that adds or removes a
 // reservation (an upstream plugin during a switch of suites, an admin, a
 // crash of ours midway) changes the folder's mtime, so the stamp no longer
-// matches and the index is rebuilt from the per-address files. Since Linux
-// 6.13 a directory whose timestamps were read (we stat it for the stamp)
-// gets a fine-grained timestamp on its next change, so two changes inside
-// one clock tick still differ. Before each change of ours the stamp is
-// removed, so a crash midway leaves no stamp and forces a rebuild.
+// matches and the index is rebuilt. Since Linux 6.13 a directory whose
+// timestamps were read (we stat it for the stamp) gets a fine-grained
+// timestamp on its next change, so two changes inside one clock tick still
+// differ. Before each change of ours the stamp is removed, so a crash midway
+// leaves no stamp and forces a rebuild; that is also why the index files can
+// be written in place.
 //
 // Upstream walks the network folder recursively and compares each file's
 // whole content (trimmed) with "<id>\r\n<ifname>" or "<id>"; every file we
 // keep here starts with indexHeader, which holds spaces no container ID can
 // have, so upstream never mistakes one for a reservation.
 const (
-	indexHeader = "# cniforge host-local index v1"
-	stampName   = "stamp"
-	byIDName    = "by-id"
+	indexHeader  = "# cniforge host-local index v1"
+	stampName    = "stamp"
+	snapshotName = "snapshot"
+	byIDName     = "by-id"
+
+	keyLen = 32 // hex of 16 bytes of sha256(id \x00 ifname)
+	// A snapshot record: "<key> <offset> <length>\n", fixed width so a
+	// record's place in the file is computed, not searched for.
+	recordLen = keyLen + 1 + 12 + 1 + 8 + 1
+	// The fanout table, as in git's pack index: line b ("%08d\n") is how
+	// many records have keys whose first byte is < b, so the records of one
+	// first byte are found with two small reads, whatever the count.
+	fanoutLines = 257
+	fanoutLen   = 9
 )
 
 type index struct {
@@ -51,6 +74,11 @@ type index struct {
 	legacy bool // some reservation has an old upstream (ID-only) owner
 	// dirty: the stamp is removed and must be rewritten by commit.
 	dirty bool
+
+	snap        *os.File // opened on first use, closed with the store
+	snapCount   int
+	fanoutStart int64 // offset of the fanout table
+	snapStart   int64 // offset of the first record
 }
 
 // loadIndex returns the index, rebuilding it from the per-address files
@@ -63,8 +91,12 @@ func (s *store) loadIndex() (*index, error) {
 	data, err := os.ReadFile(filepath.Join(s.meta, stampName))
 	if err == nil {
 		lines := strings.Split(string(data), "\n")
-		if len(lines) >= 3 && lines[0] == indexHeader && lines[1] == stamp {
-			return &index{s: s, legacy: lines[2] == "legacy 1"}, nil
+		// A torn stamp (a crash while writing it) lacks its last line.
+		if len(lines) == 4 && lines[0] == indexHeader && lines[1] == stamp && lines[3] == "" &&
+			(lines[2] == "legacy 0" || lines[2] == "legacy 1") {
+			ix := &index{s: s, legacy: lines[2] == "legacy 1"}
+			s.ix = ix
+			return ix, nil
 		}
 	}
 	res, err := s.scan()
@@ -85,6 +117,9 @@ func (s *store) dirStamp() (string, error) {
 
 // rebuildIndex replaces the index with one made from res.
 func (s *store) rebuildIndex(res []reservation) (*index, error) {
+	if s.ix != nil {
+		s.ix.closeSnapshot()
+	}
 	// Also clears temp files a crashed command left: we hold the lock, so
 	// no live command owns one.
 	if err := os.RemoveAll(s.meta); err != nil {
@@ -94,19 +129,48 @@ func (s *store) rebuildIndex(res []reservation) (*index, error) {
 		return nil, fmt.Errorf("create index %s: %w", s.meta, err)
 	}
 	ix := &index{s: s, dirty: true}
-	type key struct{ id, ifName string }
-	groups := map[key][]netip.Addr{}
+	s.ix = ix
+	type entry struct {
+		key, id, ifName string
+		addrs           []netip.Addr
+	}
+	byKey := map[string]*entry{}
 	for _, r := range res {
-		k := key{r.Owner.ID, r.Owner.IfName}
 		if r.Owner.Legacy {
 			ix.legacy = true
 		}
-		groups[k] = append(groups[k], r.Addr)
-	}
-	for k, addrs := range groups {
-		if err := ix.put(k.id, k.ifName, addrs); err != nil {
-			return nil, err
+		k := indexKey(r.Owner.ID, r.Owner.IfName)
+		e := byKey[k]
+		if e == nil {
+			e = &entry{key: k, id: r.Owner.ID, ifName: r.Owner.IfName}
+			byKey[k] = e
 		}
+		e.addrs = append(e.addrs, r.Addr)
+	}
+	entries := make([]*entry, 0, len(byKey))
+	for _, e := range byKey {
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+
+	head := fmt.Sprintf("%s\nsnapshot %d\n", indexHeader, len(entries))
+	var fanout, records, data bytes.Buffer
+	next := 0
+	for b := 0; b < fanoutLines; b++ {
+		for next < len(entries) && firstByte(entries[next].key) < b {
+			next++
+		}
+		fmt.Fprintf(&fanout, "%08d\n", next)
+	}
+	head += fanout.String()
+	dataStart := int64(len(head) + len(entries)*recordLen)
+	for _, e := range entries {
+		body := entryBody(e.id, e.ifName, e.addrs)
+		fmt.Fprintf(&records, "%s %012d %08d\n", e.key, dataStart+int64(data.Len()), len(body))
+		data.WriteString(body)
+	}
+	if err := writeInPlace(filepath.Join(s.meta, snapshotName), []byte(head+records.String()+data.String())); err != nil {
+		return nil, fmt.Errorf("write index: %w", err)
 	}
 	if err := ix.commit(); err != nil {
 		return nil, err
@@ -114,41 +178,60 @@ func (s *store) rebuildIndex(res []reservation) (*index, error) {
 	return ix, nil
 }
 
-// byIDPath names the entry of (id, ifName); ifName "" is the entry of an
+// indexKey names the entry of (id, ifName); ifName "" is the entry of an
 // old upstream's ID-only reservations. Hashed, so no ID or name can shape
-// the path.
-func (ix *index) byIDPath(id, ifName string) string {
+// a path.
+func indexKey(id, ifName string) string {
 	sum := sha256.Sum256([]byte(id + "\x00" + ifName))
-	return filepath.Join(ix.s.meta, byIDName, hex.EncodeToString(sum[:16]))
+	return hex.EncodeToString(sum[:keyLen/2])
 }
 
-// lookup returns the addresses the index records for (id, ifName).
-func (ix *index) lookup(id, ifName string) ([]netip.Addr, error) {
-	data, err := os.ReadFile(ix.byIDPath(id, ifName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// entryBody is an entry as stored: header, id, ifname, one address a line.
+func entryBody(id, ifName string, addrs []netip.Addr) string {
+	var b strings.Builder
+	b.WriteString(indexHeader + "\n" + id + "\n" + ifName + "\n")
+	for _, a := range addrs {
+		b.WriteString(a.String() + "\n")
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
+	return b.String()
+}
+
+// parseEntry reads an entry; ok is false when it is not (id, ifName)'s (a
+// hash collision, or a damaged file: the caller then treats it as absent and
+// every address is verified against its reservation file anyway).
+func parseEntry(data []byte, id, ifName string) (addrs []netip.Addr, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 4 || lines[0] != indexHeader || lines[1] != id || lines[2] != ifName || lines[len(lines)-1] != "" {
+		return nil, false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	// header, id, ifname, addresses...; a mismatch (hash collision or a
-	// damaged file) is treated as "no entry" here and the caller
-	// re-verifies every address against its reservation file anyway.
-	if len(lines) < 3 || lines[0] != indexHeader || lines[1] != id || lines[2] != ifName {
-		return nil, nil
-	}
-	var out []netip.Addr
-	for _, l := range lines[3:] {
+	for _, l := range lines[3 : len(lines)-1] {
 		if a, err := netip.ParseAddr(l); err == nil {
-			out = append(out, a)
+			addrs = append(addrs, a)
 		}
 	}
-	return out, nil
+	return addrs, true
+}
+
+func (ix *index) byIDPath(key string) string { return filepath.Join(ix.s.meta, byIDName, key) }
+
+// lookup returns the addresses the index records for (id, ifName): its
+// by-id file when it changed since the snapshot, else the snapshot's entry.
+func (ix *index) lookup(id, ifName string) ([]netip.Addr, error) {
+	key := indexKey(id, ifName)
+	data, err := os.ReadFile(ix.byIDPath(key))
+	if err == nil {
+		addrs, _ := parseEntry(data, id, ifName)
+		return addrs, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	body, err := ix.snapshotEntry(key)
+	if err != nil || body == nil {
+		return nil, err
+	}
+	addrs, _ := parseEntry(body, id, ifName)
+	return addrs, nil
 }
 
 // lookupOwned is what (id, ifName) holds per the index: its own entry plus,
@@ -160,6 +243,100 @@ func (ix *index) lookupOwned(id, ifName string) (exact, legacy []netip.Addr, err
 	}
 	legacy, err = ix.lookup(id, "")
 	return exact, legacy, err
+}
+
+// snapshotEntry finds key in the snapshot: the fanout table gives the run
+// of records sharing key's first byte, one read fetches that run. It returns
+// nil when the snapshot has no such entry.
+func (ix *index) snapshotEntry(key string) ([]byte, error) {
+	if ix.snap == nil {
+		if err := ix.openSnapshot(); err != nil {
+			return nil, err
+		}
+	}
+	b := firstByte(key)
+	if b < 0 {
+		return nil, nil
+	}
+	fan := make([]byte, 2*fanoutLen)
+	if _, err := ix.snap.ReadAt(fan, ix.fanoutStart+int64(b)*fanoutLen); err != nil {
+		return nil, fmt.Errorf("read index snapshot: %w", err)
+	}
+	lo, err1 := strconv.Atoi(string(fan[:fanoutLen-1]))
+	hi, err2 := strconv.Atoi(string(fan[fanoutLen : 2*fanoutLen-1]))
+	if err := errors.Join(err1, err2); err != nil || lo > hi || hi > ix.snapCount {
+		return nil, errors.New("read index snapshot: damaged fanout")
+	}
+	if lo == hi {
+		return nil, nil
+	}
+	run := make([]byte, (hi-lo)*recordLen)
+	if _, err := ix.snap.ReadAt(run, ix.snapStart+int64(lo)*recordLen); err != nil {
+		return nil, fmt.Errorf("read index snapshot: %w", err)
+	}
+	for i := 0; i < hi-lo; i++ {
+		rec := run[i*recordLen : (i+1)*recordLen]
+		if string(rec[:keyLen]) != key {
+			continue
+		}
+		off, err1 := strconv.ParseInt(string(rec[keyLen+1:keyLen+13]), 10, 64)
+		n, err2 := strconv.Atoi(string(rec[keyLen+14 : keyLen+22]))
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("read index snapshot: damaged record: %w", err)
+		}
+		body := make([]byte, n)
+		if _, err := ix.snap.ReadAt(body, off); err != nil {
+			return nil, fmt.Errorf("read index snapshot: %w", err)
+		}
+		return body, nil
+	}
+	return nil, nil
+}
+
+// firstByte is the value of a key's first two hex digits, -1 if not hex.
+func firstByte(key string) int {
+	v, err := strconv.ParseUint(key[:2], 16, 8)
+	if err != nil {
+		return -1
+	}
+	return int(v)
+}
+
+func (ix *index) openSnapshot() error {
+	f, err := os.Open(filepath.Join(ix.s.meta, snapshotName))
+	if err != nil {
+		return fmt.Errorf("open index snapshot: %w", err)
+	}
+	head := make([]byte, len(indexHeader)+64)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return fmt.Errorf("read index snapshot: %w", err)
+	}
+	lines := strings.SplitN(string(head[:n]), "\n", 3)
+	count := -1
+	if len(lines) == 3 && lines[0] == indexHeader {
+		if c, ok := strings.CutPrefix(lines[1], "snapshot "); ok {
+			if v, err := strconv.Atoi(c); err == nil {
+				count = v
+			}
+		}
+	}
+	if count < 0 {
+		f.Close()
+		return errors.New("read index snapshot: damaged header")
+	}
+	ix.snap, ix.snapCount = f, count
+	ix.fanoutStart = int64(len(lines[0]) + 1 + len(lines[1]) + 1)
+	ix.snapStart = ix.fanoutStart + fanoutLines*fanoutLen
+	return nil
+}
+
+func (ix *index) closeSnapshot() {
+	if ix.snap != nil {
+		ix.snap.Close() // read-only: nothing to lose
+		ix.snap = nil
+	}
 }
 
 // invalidate removes the stamp before a change, so a crash before commit
@@ -175,21 +352,25 @@ func (ix *index) invalidate() error {
 	return nil
 }
 
-// put records addrs as what (id, ifName) holds; none removes the entry.
+// put records addrs as what (id, ifName) holds; none releases the entry:
+// its by-id file goes, or says "nothing" when the snapshot still names it.
+// Call invalidate first.
 func (ix *index) put(id, ifName string, addrs []netip.Addr) error {
-	path := ix.byIDPath(id, ifName)
+	key := indexKey(id, ifName)
+	path := ix.byIDPath(key)
 	if len(addrs) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("update index: %w", err)
+		inSnapshot, err := ix.snapshotEntry(key)
+		if err != nil {
+			return err
 		}
-		return nil
+		if inSnapshot == nil {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("update index: %w", err)
+			}
+			return nil
+		}
 	}
-	var b strings.Builder
-	b.WriteString(indexHeader + "\n" + id + "\n" + ifName + "\n")
-	for _, a := range addrs {
-		b.WriteString(a.String() + "\n")
-	}
-	if err := ix.s.writeAtomic(path, []byte(b.String())); err != nil {
+	if err := writeInPlace(path, []byte(entryBody(id, ifName, addrs))); err != nil {
 		return fmt.Errorf("update index: %w", err)
 	}
 	return nil
@@ -208,7 +389,8 @@ func (ix *index) commit() error {
 	if ix.legacy {
 		legacy = "legacy 1"
 	}
-	if err := ix.s.writeAtomic(filepath.Join(ix.s.meta, stampName), []byte(indexHeader+"\n"+stamp+"\n"+legacy+"\n")); err != nil {
+	// invalidate removed the stamp, so this creates it.
+	if err := writeInPlace(filepath.Join(ix.s.meta, stampName), []byte(indexHeader+"\n"+stamp+"\n"+legacy+"\n")); err != nil {
 		return fmt.Errorf("stamp index: %w", err)
 	}
 	ix.dirty = false

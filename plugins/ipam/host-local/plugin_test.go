@@ -168,8 +168,25 @@ var _ = Describe("bad input", func() {
 			"ipam.ranges[0][0].rangeStart: 10.2.0.5 not in subnet 10.1.0.0/24"),
 		Entry("overlap", ranges("10.1.0.0/24", "10.1.0.0/25"), nil, "ipam.ranges[1]: range 10.1.0.1-10.1.0.126 overlaps"),
 		Entry("too small", ranges("10.1.0.0/31"), nil, "too small"),
-		Entry("requested outside", ranges("10.1.0.0/24"), map[string]any{"runtimeConfig": map[string]any{"ips": []string{"10.2.0.1"}}},
+	)
+
+	DescribeTable("refuses ADD-only values with code 7 naming the key, while DEL of the same call still succeeds",
+		func(ver string, ipam map[string]any, top map[string]any, cniArgs, msg string) {
+			stdin := conf(ver, dataDir, ipam, top)
+			out := run("ADD", "ctr1", "eth0", stdin, cniArgs)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(out.Err.Msg).To(ContainSubstring(msg))
+			// A runtime tears down a failed ADD with the same config and args.
+			Expect(run("DEL", "ctr1", "eth0", stdin, cniArgs).Err).To(BeNil())
+			expectNothingLeft()
+		},
+		Entry("requested outside", "1.1.0", ranges("10.1.0.0/24"), map[string]any{"runtimeConfig": map[string]any{"ips": []string{"10.2.0.1"}}}, "",
 			"runtimeConfig.ips[0]: 10.2.0.1 not in any range set"),
+		Entry("CNI_ARGS IP garbage", "0.4.0", ranges("10.1.0.0/24"), nil, "IP=nonsense",
+			`CNI_ARGS IP[0]: "nonsense" is not an IP address`),
+		Entry("two IPv4 sets for a 0.2.0 result", "0.2.0", ranges("10.1.0.0/24", "10.2.0.0/24"), nil, "",
+			"cniVersion 0.2.0 results hold one IPv4 and one IPv6 address, but 2 IPv4"),
 	)
 
 	It("refuses a resolvConf that cannot be read with code 7, reserving nothing", func() {
@@ -191,7 +208,7 @@ var _ = Describe("bad input", func() {
 			out := run("ADD", "ctr1", "eth0", b, "")
 			Expect(out.Err).NotTo(BeNil(), name)
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), name)
-			_, err := parseConfig(b, "")
+			_, err := parseConfig(b)
 			Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), name)
 		}
 		expectNothingLeft()

@@ -1,6 +1,7 @@
 package hostlocal
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -138,6 +139,53 @@ var _ = Describe("on-disk state", func() {
 			_, err = add(c, "up1", "eth1", quiet) // its old address is gone: no duplicate
 			Expect(err).NotTo(HaveOccurred())
 		})
+	})
+
+	It("finds every attachment of a large network through the index, and keeps by-id files bounded", func() {
+		const n = 300
+		a := netip.MustParseAddr("10.1.0.2")
+		for i := 0; i < n; i++ {
+			writeFile(filepath.Join(netDir, a.String()), fmt.Sprintf("pod%d\r\neth0", i))
+			a = a.Next()
+		}
+		byID := func() int {
+			GinkgoHelper()
+			entries, err := os.ReadDir(filepath.Join(netDir, metaName, byIDName))
+			Expect(err).NotTo(HaveOccurred())
+			return len(entries)
+		}
+		for i := 0; i < n; i++ {
+			Expect(check(c, fmt.Sprintf("pod%d", i), "eth0", nil)).To(Succeed(), "pod%d", i)
+		}
+		Expect(check(c, "pod0", "eth1", nil)).NotTo(Succeed())
+		Expect(check(c, "pod300", "eth0", nil)).NotTo(Succeed())
+		Expect(byID()).To(BeZero(), "a rebuild writes one snapshot, not a file per attachment")
+
+		for i := 0; i < n; i += 2 {
+			Expect(del(c, fmt.Sprintf("pod%d", i), "eth0")).To(Succeed())
+		}
+		Expect(reservations(dataDir)).To(HaveLen(n / 2))
+		for i := 0; i < n; i++ {
+			err := check(c, fmt.Sprintf("pod%d", i), "eth0", nil)
+			if i%2 == 0 {
+				Expect(err).To(HaveOccurred(), "pod%d", i)
+			} else {
+				Expect(err).NotTo(HaveOccurred(), "pod%d", i)
+			}
+		}
+		Expect(byID()).To(Equal(n / 2))
+
+		// A pod added and deleted after the snapshot leaves no file behind.
+		for i := 0; i < 20; i++ {
+			_, err := add(c, fmt.Sprintf("new%d", i), "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(del(c, fmt.Sprintf("new%d", i), "eth0")).To(Succeed())
+		}
+		Expect(byID()).To(Equal(n / 2))
+		// A released snapshot entry can be added again.
+		_, err := add(c, "pod0", "eth0", quiet)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(check(c, "pod0", "eth0", nil)).To(Succeed())
 	})
 
 	Describe("after a crash", func() {

@@ -63,6 +63,7 @@ type store struct {
 	dir  string // <dataDir>/<network>
 	meta string // <dir>/.cniforge
 	lock *os.File
+	ix   *index // loaded by loadIndex
 }
 
 // errNoStore is returned by openStore(create=false) when the network has no
@@ -99,7 +100,12 @@ func openStore(dataDir, network string, create bool) (*store, error) {
 }
 
 // close releases the lock (closing the file drops the flock).
-func (s *store) close() error { return s.lock.Close() }
+func (s *store) close() error {
+	if s.ix != nil {
+		s.ix.closeSnapshot()
+	}
+	return s.lock.Close()
+}
 
 func (s *store) path(a netip.Addr) string { return filepath.Join(s.dir, a.String()) }
 
@@ -198,9 +204,31 @@ func (s *store) lastReserved(set int) netip.Addr {
 }
 
 // setLastReserved records a as the last address reserved in set. Upstream
-// reads the file with net.ParseIP on the raw content, so no newline.
+// reads the file with net.ParseIP on the raw content, so no newline. It is
+// the round-robin cursor, not an ownership record: a torn write after a
+// crash only moves where the next search starts, so it is written in place
+// (see writeInPlace) rather than renamed over.
 func (s *store) setLastReserved(set int, a netip.Addr) error {
-	return s.writeAtomic(filepath.Join(s.dir, lastIPPrefix+strconv.Itoa(set)), []byte(a.String()))
+	return writeInPlace(filepath.Join(s.dir, lastIPPrefix+strconv.Itoa(set)), []byte(a.String()))
+}
+
+// writeInPlace overwrites path with data without truncating it to zero
+// first: ext4 (auto_da_alloc) starts writeback on close of a file truncated
+// to zero or renamed over another, which costs milliseconds per command on
+// a busy disk. Only for files whose torn content is harmless.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_CLOEXEC, filePerm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteAt(data, 0)
+	if werr == nil {
+		werr = f.Truncate(int64(len(data)))
+	}
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeTemp writes data into a fresh temp file in the meta folder (same
@@ -223,20 +251,6 @@ func (s *store) writeTemp(data []byte) (string, error) {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	return name, nil
-}
-
-// writeAtomic replaces path with data (write a temp file, then rename), so a
-// crash leaves either the old content or the new, never a torn file.
-func (s *store) writeAtomic(path string, data []byte) error {
-	temp, err := s.writeTemp(data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(temp, path); err != nil {
-		os.Remove(temp) // best effort, as above
-		return fmt.Errorf("replace %s: %w", path, err)
-	}
-	return nil
 }
 
 // reservation is one per-address file found by a scan.
