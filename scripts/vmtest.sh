@@ -200,9 +200,11 @@ chmod 755 "$ird/init"
 for p in stdout stderr; do
 	mkfifo "$run/$p.in" "$run/$p.out"
 done
-cat "$run/stdout.out" &
+# When the caller stops reading (`vmtest.sh ... | head`), the rest is
+# drained: a full pipe would stall the guest until the timeout.
+cat "$run/stdout.out" | { cat || cat >/dev/null; } &
 readers+=($!)
-cat "$run/stderr.out" >&2 &
+cat "$run/stderr.out" | { cat >&2 || cat >/dev/null; } &
 readers+=($!)
 
 # -no-reboot + panic=-1: a panicking guest exits qemu at once. setpriv's
