@@ -69,8 +69,8 @@ kernel_pkg() {
 
 # ensure_kernel unpacks the kernel package into $cache/$pkg (once): a plain
 # vmlinux (decompressing the bzImage's xz payload in emulation costs ~3.5 s
-# per boot), the modules with a busybox-made index (the host has no kmod),
-# and the few modules the initramfs needs before the host root is mounted.
+# per boot) and the modules with a busybox-made index (the host has no kmod).
+# Concurrent runs serialise on a lock; the unpack is moved into place whole.
 ensure_kernel() {
 	local pkg=$1 dir=$cache/$1
 	[ -f "$dir/.done" ] && return 0
