@@ -80,8 +80,8 @@ func allocate(conf *Config, s *store, id, ifName string, log *slog.Logger) (ips 
 }
 
 // reserveIn reserves the requested address of range set i, or the next
-// free one round-robin from last_reserved_ip.<i>.
-func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (_ netip.Addr, err error) {
+// free one round-robin from last_reserved_ip.<i>, and moves the cursor.
+func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (netip.Addr, error) {
 	set := conf.RangeSets[i]
 	// A temp file per reservation: two reservations sharing one inode
 	// would change together if anything rewrote one in place.
@@ -94,6 +94,8 @@ func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (_ neti
 			log.Warn("temp file left behind; the next rebuild removes it", "err", cerr)
 		}
 	}()
+
+	var picked netip.Addr
 	if want, ok := conf.Requested[i]; ok {
 		got, err := cl.claim(want)
 		if err != nil {
@@ -102,33 +104,32 @@ func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (_ neti
 		if !got {
 			return netip.Addr{}, fmt.Errorf("requested IP address %s is not available in range set %s", want, set)
 		}
-		return want, s.setLastReserved(i, want)
-	}
-
-	var (
-		picked   netip.Addr
-		claimErr error
-	)
-	set.candidates(s.lastReserved(i), func(a netip.Addr) bool {
-		got, err := cl.claim(a)
-		if err != nil {
-			claimErr = err
-			return false
+		picked = want
+	} else {
+		var claimErr error
+		set.candidates(s.lastReserved(i), func(a netip.Addr) bool {
+			got, err := cl.claim(a)
+			if err != nil {
+				claimErr = err
+				return false
+			}
+			if got {
+				picked = a
+			}
+			return !got
+		})
+		if claimErr != nil {
+			return netip.Addr{}, claimErr
 		}
-		if got {
-			picked = a
-			return false
+		if !picked.IsValid() {
+			return netip.Addr{}, fmt.Errorf("%w in range set %s", errExhausted, set)
 		}
-		return true
-	})
-	if claimErr != nil {
-		return netip.Addr{}, claimErr
 	}
-	if !picked.IsValid() {
-		return netip.Addr{}, fmt.Errorf("%w in range set %s", errExhausted, set)
-	}
+	// Upstream records requested addresses as the cursor too.
 	if err := s.setLastReserved(i, picked); err != nil {
-		_ = s.remove(picked) // best effort: the error below is what the caller sees; a leftover is GC's
+		if rerr := s.remove(picked); rerr != nil {
+			log.Warn("reservation left behind; DEL or GC releases it", "err", rerr)
+		}
 		return netip.Addr{}, err
 	}
 	return picked, nil

@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -97,6 +98,23 @@ var _ = Describe("allocation", func() {
 		Expect(err).To(MatchError("no IP addresses available in range set fd00::5-fd00::5"))
 		Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0", "fd00::5": "a\r\neth0"}),
 			"b's IPv4 reservation was undone")
+		Expect(del(c, "a", "eth0")).To(Succeed())
+		Expect(reservations(dataDir)).To(BeEmpty())
+	})
+
+	It("leaves nothing reserved when ADD fails midway", func() {
+		c := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+		// The second set's cursor cannot be written: a folder sits at its name.
+		Expect(os.MkdirAll(filepath.Join(dataDir, testNet, "last_reserved_ip.1"), 0o755)).To(Succeed())
+		_, err := add(c, "a", "eth0", quiet)
+		Expect(err).To(MatchError(ContainSubstring("last_reserved_ip.1")))
+		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(check(c, "a", "eth0", nil)).NotTo(Succeed())
+
+		Expect(os.Remove(filepath.Join(dataDir, testNet, "last_reserved_ip.1"))).To(Succeed())
+		res, err := add(c, "a", "eth0", quiet)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(addrsOf(res)).To(Equal([]string{"10.1.0.3/24", "fd00::2/64"}), "round-robin moved past the undone 10.1.0.2")
 		Expect(del(c, "a", "eth0")).To(Succeed())
 		Expect(reservations(dataDir)).To(BeEmpty())
 	})
