@@ -65,6 +65,7 @@ func allocate(conf *Config, s *store, id, ifName string, log *slog.Logger) (ips 
 			return nil, err
 		}
 		undo.Push("release "+a.String(), func() error { return s.remove(a) })
+		s.step("reserve " + a.String())
 		held = append(held, a)
 		r, _ := set.rangeFor(a)
 		ips = append(ips, &current.IPConfig{
@@ -75,6 +76,7 @@ func allocate(conf *Config, s *store, id, ifName string, log *slog.Logger) (ips 
 	if err := ix.put(id, ifName, held); err != nil {
 		return nil, err
 	}
+	s.step("index")
 	undo = rollback.Stack{} // every step succeeded; nothing to undo
 	return ips, nil
 }
@@ -105,6 +107,7 @@ func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (netip.
 			return netip.Addr{}, fmt.Errorf("requested IP address %s is not available in range set %s", want, set)
 		}
 		picked = want
+		s.step("claim " + want.String())
 	} else {
 		var claimErr error
 		set.candidates(s.lastReserved(i), func(a netip.Addr) bool {
@@ -124,6 +127,7 @@ func reserveIn(conf *Config, s *store, o owner, i int, log *slog.Logger) (netip.
 		if !picked.IsValid() {
 			return netip.Addr{}, fmt.Errorf("%w in range set %s", errExhausted, set)
 		}
+		s.step("claim " + picked.String())
 	}
 	// Upstream records requested addresses as the cursor too.
 	if err := s.setLastReserved(i, picked); err != nil {

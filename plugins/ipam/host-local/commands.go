@@ -64,8 +64,18 @@ func cmdStatus(args *skel.CmdArgs) error {
 	return status(conf)
 }
 
+// options let tests stop a command between its steps, as a crash would.
+type options struct {
+	// afterStep, when set, runs after each step that changes the disk.
+	afterStep func(step string)
+}
+
 // add reserves one address per range set for (id, ifName).
 func add(conf *Config, id, ifName string, log *slog.Logger) (*current.Result, error) {
+	return addWith(conf, id, ifName, log, options{})
+}
+
+func addWith(conf *Config, id, ifName string, log *slog.Logger, opts options) (*current.Result, error) {
 	if err := validateAttachment(id, ifName); err != nil {
 		return nil, err
 	}
@@ -83,6 +93,7 @@ func add(conf *Config, id, ifName string, log *slog.Logger) (*current.Result, er
 		return nil, result.IOFailure(err)
 	}
 	defer s.close()
+	s.afterStep = opts.afterStep
 
 	ips, err := allocate(conf, s, id, ifName, log)
 	if err != nil {
@@ -98,7 +109,11 @@ func add(conf *Config, id, ifName string, log *slog.Logger) (*current.Result, er
 
 // del releases every reservation of (id, ifName). Nothing reserved (or no
 // network folder at all) is success: DEL must be repeatable.
-func del(conf *Config, id, ifName string) (err error) {
+func del(conf *Config, id, ifName string) error {
+	return delWith(conf, id, ifName, options{})
+}
+
+func delWith(conf *Config, id, ifName string, opts options) error {
 	if err := validateAttachment(id, ifName); err != nil {
 		return err
 	}
@@ -110,6 +125,7 @@ func del(conf *Config, id, ifName string) (err error) {
 		return result.IOFailure(err)
 	}
 	defer s.close()
+	s.afterStep = opts.afterStep
 
 	ix, err := s.loadIndex()
 	if err != nil {
@@ -132,11 +148,13 @@ func del(conf *Config, id, ifName string) (err error) {
 		errs = append(errs, err)
 		if ok {
 			released++
+			s.step("release " + a.String())
 		}
 	}
 	if err := ix.put(id, ifName, nil); err != nil {
 		errs = append(errs, err)
 	}
+	s.step("index")
 	// Upstream releases an old (ID-only) reservation only when the
 	// container has none in the current format.
 	if released == 0 && len(legacy) > 0 {

@@ -95,8 +95,12 @@ func (s *store) loadIndex() (*index, error) {
 		if len(lines) == 4 && lines[0] == indexHeader && lines[1] == stamp && lines[3] == "" &&
 			(lines[2] == "legacy 0" || lines[2] == "legacy 1") {
 			ix := &index{s: s, legacy: lines[2] == "legacy 1"}
-			s.ix = ix
-			return ix, nil
+			// A snapshot removed or damaged behind our back (the folder's
+			// stamp cannot see inside .cniforge) means a rebuild, not an error.
+			if err := ix.openSnapshot(); err == nil {
+				s.ix = ix
+				return ix, nil
+			}
 		}
 	}
 	res, err := s.scan()
@@ -349,6 +353,7 @@ func (ix *index) invalidate() error {
 		return fmt.Errorf("invalidate index: %w", err)
 	}
 	ix.dirty = true
+	ix.s.step("invalidate")
 	return nil
 }
 
@@ -370,7 +375,16 @@ func (ix *index) put(id, ifName string, addrs []netip.Addr) error {
 			return nil
 		}
 	}
-	if err := writeInPlace(path, []byte(entryBody(id, ifName, addrs))); err != nil {
+	body := []byte(entryBody(id, ifName, addrs))
+	err := writeInPlace(path, body)
+	if errors.Is(err, fs.ErrNotExist) {
+		// by-id/ was removed by hand; what it held is lost, but every
+		// address is verified against its file and GC rebuilds from them.
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = writeInPlace(path, body)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("update index: %w", err)
 	}
 	return nil

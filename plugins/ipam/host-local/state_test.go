@@ -257,6 +257,20 @@ var _ = Describe("on-disk state", func() {
 			Expect(check(c, "a", "eth0", nil)).To(Succeed())
 		})
 
+		It("survives parts of the index removed by hand", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.Remove(filepath.Join(netDir, metaName, snapshotName))).To(Succeed())
+			Expect(check(c, "a", "eth0", nil)).To(Succeed(), "a missing snapshot means a rebuild")
+			Expect(os.RemoveAll(filepath.Join(netDir, metaName, byIDName))).To(Succeed())
+			_, err = add(c, "b", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(del(c, "b", "eth0")).To(Succeed())
+			Expect(os.RemoveAll(filepath.Join(netDir, metaName))).To(Succeed())
+			Expect(del(c, "a", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).To(BeEmpty())
+		})
+
 		It("the next command rebuilds when the stamp is missing, clearing temp files", func() {
 			_, err := add(c, "a", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())

@@ -64,6 +64,15 @@ type store struct {
 	meta string // <dir>/.cniforge
 	lock *os.File
 	ix   *index // loaded by loadIndex
+
+	afterStep func(step string) // see options
+}
+
+// step marks the end of a step that changed the disk (for crash tests).
+func (s *store) step(name string) {
+	if s.afterStep != nil {
+		s.afterStep(name)
+	}
 }
 
 // errNoStore is returned by openStore(create=false) when the network has no
