@@ -159,8 +159,10 @@ func buildConfig(in *netConf) (*Config, error) {
 		}
 		conf.RangeSets = append(conf.RangeSets, rs)
 	}
+	// Upstream uses the legacy range only when it has a subnet, so configs
+	// with ranges and a stray top-level gateway work there; they must here.
 	legacy := in.IPAM.rangeIn
-	if legacy != (rangeIn{}) {
+	if legacy.Subnet != "" {
 		r, err := parseRange("ipam.", legacy)
 		if err != nil {
 			return nil, err
@@ -175,6 +177,9 @@ func buildConfig(in *netConf) (*Config, error) {
 		conf.RangeSets = append(conf.RangeSets, rs)
 	}
 	if len(conf.RangeSets) == 0 {
+		if legacy != (rangeIn{}) {
+			return nil, errors.New("ipam.subnet: missing (rangeStart, rangeEnd and gateway need it)")
+		}
 		return nil, errors.New("ipam.ranges: no range given (set ipam.ranges, ipam.subnet or runtimeConfig.ipRanges)")
 	}
 	if err := checkSetOverlap(conf.RangeSets); err != nil {

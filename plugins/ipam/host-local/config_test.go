@@ -58,6 +58,12 @@ func TestParseConfigDefaults(t *testing.T) {
 		gws:  []string{"10.3.0.1", "10.2.0.1", "10.1.0.1", "fd00::1"},
 		nets: []string{"10.3.0.0/24", "10.2.0.0/24", "10.1.0.0/24", "fd00::/64"},
 	}, {
+		name: "a stray legacy gateway beside ranges is ignored, as upstream ignores it",
+		conf: `{"name":"n","ipam":{"gateway":"10.9.0.1","ranges":[[{"subnet":"10.1.0.0/24"}]]}}`,
+		sets: []string{"10.1.0.1-10.1.0.254"},
+		gws:  []string{"10.1.0.1"},
+		nets: []string{"10.1.0.0/24"},
+	}, {
 		name: "routes and resolvConf",
 		conf: `{"name":"n","ipam":{"subnet":"10.1.0.0/24","resolvConf":"/etc/x","routes":[{"dst":"0.0.0.0/0"},{"dst":"10.9.0.0/16","gw":"10.1.0.9"}]}}`,
 		sets: []string{"10.1.0.1-10.1.0.254"},
