@@ -44,6 +44,10 @@ type nftState struct {
 // asking for ours by name because google/nftables flattens the kernel's
 // ENOENT into text for named lookups.
 func (m *nftablesMasq) read(c *nftables.Conn) (nftState, error) {
+	return consistent(func() (nftState, error) { return m.readOnce(c) })
+}
+
+func (m *nftablesMasq) readOnce(c *nftables.Conn) (nftState, error) {
 	var s nftState
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
