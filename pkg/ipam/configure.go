@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -36,11 +37,12 @@ func ConfigureIface(h *netlink.Handle, ifName string, res *current.Result, opts 
 			idx = i
 		}
 	}
-	var gws []net.IP
+	var own []*current.IPConfig
 	for _, ipc := range res.IPs {
 		if ipc.Interface != nil && *ipc.Interface != idx {
 			continue
 		}
+		own = append(own, ipc)
 		addr := &netlink.Addr{IPNet: &ipc.Address}
 		if ipc.Address.IP.To4() == nil && !opts.DAD {
 			addr.Flags = unix.IFA_F_NODAD
@@ -48,42 +50,47 @@ func ConfigureIface(h *netlink.Handle, ifName string, res *current.Result, opts 
 		if err := ip.AddrAdd(h, link, addr); err != nil {
 			return err
 		}
-		if ipc.Gateway != nil {
-			gws = append(gws, ipc.Gateway)
-		}
 	}
 	for _, r := range res.Routes {
-		gw := r.GW
-		if gw == nil {
-			gw = gatewayFor(r.Dst.IP, gws)
-		}
-		nr := &netlink.Route{
-			LinkIndex: link.Attrs().Index,
-			Dst:       &net.IPNet{IP: r.Dst.IP, Mask: r.Dst.Mask},
-			Gw:        gw,
-			MTU:       r.MTU,
-			AdvMSS:    r.AdvMSS,
-			Priority:  r.Priority,
-		}
-		if r.Table != nil {
-			nr.Table = *r.Table
-		}
-		if r.Scope != nil {
-			nr.Scope = netlink.Scope(*r.Scope)
-		}
-		if err := ip.RouteAdd(h, nr); err != nil {
+		if err := ip.RouteAdd(h, Route(link.Attrs().Index, r, own)); err != nil {
 			return fmt.Errorf("on %q: %w", ifName, err)
 		}
 	}
 	return nil
 }
 
+// Route turns an IPAM result's route into a kernel route out of linkIndex:
+// via the route's own gateway, or, when it names none, via the gateway of
+// the first address in ips of the route's family that has one (as the
+// upstream plugins do).
+func Route(linkIndex int, r *types.Route, ips []*current.IPConfig) *netlink.Route {
+	gw := r.GW
+	if gw == nil {
+		gw = gatewayFor(r.Dst.IP, ips)
+	}
+	nr := &netlink.Route{
+		LinkIndex: linkIndex,
+		Dst:       &net.IPNet{IP: r.Dst.IP, Mask: r.Dst.Mask},
+		Gw:        gw,
+		MTU:       r.MTU,
+		AdvMSS:    r.AdvMSS,
+		Priority:  r.Priority,
+	}
+	if r.Table != nil {
+		nr.Table = *r.Table
+	}
+	if r.Scope != nil {
+		nr.Scope = netlink.Scope(*r.Scope)
+	}
+	return nr
+}
+
 // gatewayFor picks the first gateway of dst's family.
-func gatewayFor(dst net.IP, gws []net.IP) net.IP {
+func gatewayFor(dst net.IP, ips []*current.IPConfig) net.IP {
 	v4 := dst.To4() != nil
-	for _, gw := range gws {
-		if (gw.To4() != nil) == v4 {
-			return gw
+	for _, ipc := range ips {
+		if ipc.Gateway != nil && (ipc.Gateway.To4() != nil) == v4 {
+			return ipc.Gateway
 		}
 	}
 	return nil

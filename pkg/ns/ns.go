@@ -20,6 +20,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 func init() {
@@ -137,4 +139,24 @@ func (n *NetNS) Same(other *NetNS) (bool, error) {
 		return false, err
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+// OpenContainer opens the container namespace a CNI command names in
+// CNI_NETNS, with a netlink handle bound to it. Its errors carry the CNI
+// code the runtime should see: 4 when nsPath is empty, 8 when it is not a
+// usable network namespace. The caller closes both (h.Close, n.Close).
+func OpenContainer(nsPath string) (*NetNS, *netlink.Handle, error) {
+	if nsPath == "" {
+		return nil, nil, result.InvalidEnv(errors.New("CNI_NETNS: missing"))
+	}
+	n, err := Open(nsPath)
+	if err != nil {
+		return nil, nil, result.InvalidNetNS(err)
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close()
+		return nil, nil, result.InvalidNetNS(err)
+	}
+	return n, h, nil
 }

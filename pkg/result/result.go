@@ -35,13 +35,24 @@ func PrevResult(stdin []byte) (*current.Result, error) {
 	if err := json.Unmarshal(stdin, &conf); err != nil {
 		return nil, Decoding(fmt.Errorf("parse config: %w", err))
 	}
+	return ParsePrev(&conf)
+}
+
+// ParsePrev parses conf's raw prevResult (filling conf.PrevResult) and
+// returns it as a current result, or nil when there is none. Errors carry
+// CNI code 6.
+func ParsePrev(conf *types.NetConf) (*current.Result, error) {
 	if conf.RawPrevResult == nil {
 		return nil, nil
 	}
-	if err := version.ParsePrevResult(&conf); err != nil {
+	if err := version.ParsePrevResult(conf); err != nil {
 		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
 	}
-	return Current(conf.PrevResult)
+	prev, err := Current(conf.PrevResult)
+	if err != nil {
+		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
+	}
+	return prev, nil
 }
 
 // InterfaceIndex returns the index in res.Interfaces of the interface named

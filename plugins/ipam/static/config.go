@@ -84,7 +84,7 @@ func parseConfig(stdin []byte, cniArgs string) (*netConf, error) {
 	if err := conf.validate(&raw, cniArgs); err != nil {
 		return nil, result.InvalidConfig(err)
 	}
-	prev, err := parsePrevResult(stdin)
+	prev, err := result.PrevResult(stdin)
 	if err != nil {
 		return nil, err
 	}
@@ -268,22 +268,4 @@ func checkDNS(dns types.DNS) error {
 		}
 	}
 	return nil
-}
-
-func parsePrevResult(stdin []byte) (*current.Result, error) {
-	var nc types.NetConf
-	if err := json.Unmarshal(stdin, &nc); err != nil {
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
-	}
-	if nc.RawPrevResult == nil {
-		return nil, nil
-	}
-	if err := version.ParsePrevResult(&nc); err != nil {
-		return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-	}
-	prev, err := result.Current(nc.PrevResult)
-	if err != nil {
-		return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-	}
-	return prev, nil
 }

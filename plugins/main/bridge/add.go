@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,21 +49,9 @@ func openAttachment(conf *config, args *skel.CmdArgs, cmd string) (*attachment, 
 	return a, nil
 }
 
-func (a *attachment) openContainer() error {
-	if a.args.Netns == "" {
-		return result.InvalidEnv(errors.New("CNI_NETNS: missing"))
-	}
-	n, err := ns.Open(a.args.Netns)
-	if err != nil {
-		return result.InvalidNetNS(err)
-	}
-	h, err := n.Handle()
-	if err != nil {
-		n.Close()
-		return result.InvalidNetNS(err)
-	}
-	a.contNS, a.contH = n, h
-	return nil
+func (a *attachment) openContainer() (err error) {
+	a.contNS, a.contH, err = ns.OpenContainer(a.args.Netns)
+	return err
 }
 
 func (a *attachment) close() {

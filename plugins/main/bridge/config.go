@@ -9,7 +9,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
@@ -95,16 +94,11 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 		return nil, err
 	}
 	c.mac = mac
-	if c.RawPrevResult != nil {
-		if err := version.ParsePrevResult(&c.NetConf); err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		prev, err := result.Current(c.PrevResult)
-		if err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		c.prevResult = prev
+	prev, err := result.ParsePrev(&c.NetConf)
+	if err != nil {
+		return nil, err
 	}
+	c.prevResult = prev
 	return c, nil
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -27,15 +26,10 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if conf.Name == "" {
 		return nil, result.InvalidConfig(errors.New("name: missing"))
 	}
-	if conf.RawPrevResult != nil {
-		if err := version.ParsePrevResult(&conf.NetConf); err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		prev, err := result.Current(conf.PrevResult)
-		if err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		conf.prevResult = prev
+	prev, err := result.ParsePrev(&conf.NetConf)
+	if err != nil {
+		return nil, err
 	}
+	conf.prevResult = prev
 	return conf, nil
 }

@@ -131,19 +131,12 @@ func cmdStatus(args *skel.CmdArgs) error {
 	return err
 }
 
-// openHandle opens the container namespace and a netlink handle inside it.
+// openHandle opens the container namespace and a netlink handle inside it,
+// with the function that closes both.
 func openHandle(nsPath string) (*netlink.Handle, func(), error) {
-	if nsPath == "" {
-		return nil, nil, result.InvalidEnv(errors.New("CNI_NETNS: missing"))
-	}
-	n, err := ns.Open(nsPath)
+	n, h, err := ns.OpenContainer(nsPath)
 	if err != nil {
-		return nil, nil, result.InvalidNetNS(err)
-	}
-	h, err := n.Handle()
-	if err != nil {
-		n.Close()
-		return nil, nil, result.InvalidNetNS(err)
+		return nil, nil, err
 	}
 	return h, func() { h.Close(); n.Close() }, nil
 }

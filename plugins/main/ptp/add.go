@@ -2,7 +2,6 @@ package ptp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 
@@ -37,7 +36,7 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 	}
 	defer hostNS.Close()
 	defer hostH.Close()
-	contNS, contH, err := openNetNS(args.Netns)
+	contNS, contH, err := ns.OpenContainer(args.Netns)
 	if err != nil {
 		return err
 	}
@@ -196,24 +195,6 @@ func openHost() (*ns.NetNS, *netlink.Handle, error) {
 	if err != nil {
 		n.Close()
 		return nil, nil, err
-	}
-	return n, h, nil
-}
-
-// openNetNS opens the container namespace and a netlink handle in it; the
-// errors carry CNI code 4 (no path) or 8 (not a usable netns).
-func openNetNS(nsPath string) (*ns.NetNS, *netlink.Handle, error) {
-	if nsPath == "" {
-		return nil, nil, result.InvalidEnv(errors.New("CNI_NETNS: missing"))
-	}
-	n, err := ns.Open(nsPath)
-	if err != nil {
-		return nil, nil, result.InvalidNetNS(err)
-	}
-	h, err := n.Handle()
-	if err != nil {
-		n.Close()
-		return nil, nil, result.InvalidNetNS(err)
 	}
 	return n, h, nil
 }

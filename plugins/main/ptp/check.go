@@ -15,6 +15,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -47,7 +48,7 @@ func (p *ptp) cmdCheck(args *skel.CmdArgs) (err error) {
 	}
 	defer hostNS.Close()
 	defer hostH.Close()
-	contNS, contH, err := openNetNS(args.Netns)
+	contNS, contH, err := ns.OpenContainer(args.Netns)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
@@ -74,15 +73,10 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if b := conf.IPMasqBackend; b != nil && *b != netfilter.BackendIPTables && *b != netfilter.BackendNFTables {
 		return nil, result.InvalidConfig(fmt.Errorf("ipMasqBackend: %q is not %q or %q", *b, netfilter.BackendIPTables, netfilter.BackendNFTables))
 	}
-	if conf.RawPrevResult != nil {
-		if err := version.ParsePrevResult(&conf.NetConf); err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		prev, err := result.Current(conf.PrevResult)
-		if err != nil {
-			return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
-		}
-		conf.prevResult = prev
+	prev, err := result.ParsePrev(&conf.NetConf)
+	if err != nil {
+		return nil, err
 	}
+	conf.prevResult = prev
 	return conf, nil
 }

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"net"
 
-	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
@@ -53,43 +53,9 @@ func containerRoutes(linkIndex int, res *current.Result) []*netlink.Route {
 		})
 	}
 	for _, r := range res.Routes {
-		routes = append(routes, ipamRoute(linkIndex, r, res))
+		routes = append(routes, ipam.Route(linkIndex, r, res.IPs))
 	}
 	return routes
-}
-
-// ipamRoute turns an IPAM route into a kernel route via its gateway, or via
-// the gateway of the first address of its family when it names none.
-func ipamRoute(linkIndex int, r *types.Route, res *current.Result) *netlink.Route {
-	gw := r.GW
-	if gw == nil {
-		gw = gatewayFor(r.Dst.IP, res)
-	}
-	nr := &netlink.Route{
-		LinkIndex: linkIndex,
-		Dst:       &net.IPNet{IP: r.Dst.IP, Mask: r.Dst.Mask},
-		Gw:        gw,
-		MTU:       r.MTU,
-		AdvMSS:    r.AdvMSS,
-		Priority:  r.Priority,
-	}
-	if r.Table != nil {
-		nr.Table = *r.Table
-	}
-	if r.Scope != nil {
-		nr.Scope = netlink.Scope(*r.Scope)
-	}
-	return nr
-}
-
-func gatewayFor(dst net.IP, res *current.Result) net.IP {
-	v4 := dst.To4() != nil
-	for _, ipc := range res.IPs {
-		if (ipc.Address.IP.To4() != nil) == v4 {
-			return ipc.Gateway
-		}
-	}
-	return nil
 }
 
 // configureContainer brings the container end up and gives it the IPAM
