@@ -275,12 +275,12 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		Expect(wireRouter(hostNS, contNS, outNS)).To(Succeed())
 		cont := mustCIDRs("10.1.0.5/24", "fd00:1::5/64")
 		Expect(in(hostNS, func() error { return m.Setup(a, cont) })).To(Succeed())
-		Expect(udpSource(contNS, outNS, "10.99.0.2")).To(Equal("10.99.0.1"))
-		Expect(udpSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:99::1"))
+		Expect(testutil.UDPSource(contNS, outNS, "10.99.0.2")).To(Equal("10.99.0.1"))
+		Expect(testutil.UDPSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:99::1"))
 		// Traffic to the container's own subnet keeps its address.
 		Expect(in(hostNS, func() error { return m.Teardown(a) })).To(Succeed())
-		Expect(udpSource(contNS, outNS, "10.99.0.2")).To(Equal("10.1.0.5"))
-		Expect(udpSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:1::5"))
+		Expect(testutil.UDPSource(contNS, outNS, "10.99.0.2")).To(Equal("10.1.0.5"))
+		Expect(testutil.UDPSource(contNS, outNS, "fd00:99::2")).To(Equal("fd00:1::5"))
 	})
 },
 	Entry(nil, iptablesCase("nft")),

@@ -42,7 +42,7 @@ var _ = Describe("allocation", func() {
 		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil())
 		out = run("ADD", "c", "eth0", stdin, "")
 		Expect(out.Err).To(BeNil())
-		Expect(addrsOf(resultOf("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.2/24"}))
+		Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.2/24"}))
 	})
 
 	It("never hands out the gateway or the network or broadcast address", func() {
@@ -138,7 +138,7 @@ var _ = Describe("allocation", func() {
 		ipam["resolvConf"] = path
 		out := run("ADD", "a", "eth0", conf("1.0.0", dataDir, ipam, nil), "")
 		Expect(out.Err).To(BeNil())
-		res := resultOf("1.0.0", out.Stdout)
+		res := testutil.ParseResult("1.0.0", out.Stdout)
 		Expect(res.DNS).To(Equal(types.DNS{Nameservers: []string{"10.0.0.53"}, Domain: "example.com", Search: []string{"a.example"}, Options: []string{"ndots:2"}}))
 	})
 
@@ -148,20 +148,20 @@ var _ = Describe("allocation", func() {
 		It("takes runtimeConfig.ips", func() {
 			out := run("ADD", "a", "eth0", conf("1.1.0", dataDir, ipam(), map[string]any{"runtimeConfig": map[string]any{"ips": []string{"10.1.0.40/24", "fd00::40"}}}), "")
 			Expect(out.Err).To(BeNil())
-			Expect(addrsOf(resultOf("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.40/24", "fd00::40/64"}))
+			Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.40/24", "fd00::40/64"}))
 		})
 
 		It("takes args.cni.ips and ignores CNI_ARGS then", func() {
 			out := run("ADD", "a", "eth0", conf("1.1.0", dataDir, ipam(), map[string]any{"args": map[string]any{"cni": map[string]any{"ips": []string{"10.1.0.41"}}}}),
 				"IgnoreUnknown=1;IP=10.1.0.99")
 			Expect(out.Err).To(BeNil())
-			Expect(addrsOf(resultOf("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.41/24", "fd00::2/64"}))
+			Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.41/24", "fd00::2/64"}))
 		})
 
 		It("takes CNI_ARGS IP, comma-separated", func() {
 			out := run("ADD", "a", "eth0", conf("0.3.1", dataDir, ipam(), nil), "K8S_POD_NAME=x;IP=fd00::42,10.1.0.42")
 			Expect(out.Err).To(BeNil())
-			Expect(addrsOf(resultOf("0.3.1", out.Stdout))).To(Equal([]string{"10.1.0.42/24", "fd00::42/64"}))
+			Expect(addrsOf(testutil.ParseResult("0.3.1", out.Stdout))).To(Equal([]string{"10.1.0.42/24", "fd00::42/64"}))
 		})
 
 		It("prefers runtimeConfig.ips over args over CNI_ARGS", func() {
@@ -171,7 +171,7 @@ var _ = Describe("allocation", func() {
 			}
 			out := run("ADD", "a", "eth0", conf("1.1.0", dataDir, ipam(), top), "IP=10.1.0.45")
 			Expect(out.Err).To(BeNil())
-			Expect(addrsOf(resultOf("1.1.0", out.Stdout))[0]).To(Equal("10.1.0.43/24"))
+			Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))[0]).To(Equal("10.1.0.43/24"))
 		})
 
 		It("fails, naming it, when the requested address is taken, and leaves nothing", func() {
@@ -188,7 +188,7 @@ var _ = Describe("allocation", func() {
 		top := map[string]any{"runtimeConfig": map[string]any{"ipRanges": []any{[]any{map[string]any{"subnet": "10.5.0.0/24"}}}}}
 		out := run("ADD", "a", "eth0", conf("1.1.0", dataDir, ranges("fd00::/64"), top), "")
 		Expect(out.Err).To(BeNil())
-		Expect(addrsOf(resultOf("1.1.0", out.Stdout))).To(Equal([]string{"10.5.0.2/24", "fd00::2/64"}))
+		Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.5.0.2/24", "fd00::2/64"}))
 		Expect(readFile(filepath.Join(dataDir, testNet, "last_reserved_ip.0"))).To(Equal("10.5.0.2"))
 		Expect(readFile(filepath.Join(dataDir, testNet, "last_reserved_ip.1"))).To(Equal("fd00::2"))
 	})
@@ -250,7 +250,7 @@ var _ = Describe("allocation", func() {
 			for i := 0; i < n; i++ {
 				Expect(errs[i]).NotTo(HaveOccurred())
 				Expect(outs[i].Err).To(BeNil(), string(outs[i].Stderr))
-				a := addrsOf(resultOf("1.0.0", outs[i].Stdout))[0]
+				a := addrsOf(testutil.ParseResult("1.0.0", outs[i].Stdout))[0]
 				Expect(seen).NotTo(HaveKey(a))
 				seen[a] = true
 			}

@@ -9,8 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/containernetworking/cni/pkg/types"
-	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniforge/plugins/pkg/result"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -22,12 +20,6 @@ func versionEntries() []TableEntry {
 		out = append(out, Entry("cniVersion "+v, v))
 	}
 	return out
-}
-
-func atLeast(ver, min string) bool {
-	ok, err := version.GreaterThanOrEqualTo(ver, min)
-	Expect(err).NotTo(HaveOccurred())
-	return ok
 }
 
 var _ = DescribeTableSubtree("every spec version", func(ver string) {
@@ -51,11 +43,7 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 	It("ADD answers in the requested version; CHECK, DEL, DEL follow", func() {
 		out := run("ADD", "ctr1", "eth0", stdin, "")
 		Expect(out.Err).To(BeNil())
-		res, err := version.NewResult(ver, out.Stdout)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.Version()).To(Equal(ver))
-		cur, err := result.Current(res)
-		Expect(err).NotTo(HaveOccurred())
+		cur := testutil.ParseResult(ver, out.Stdout)
 		Expect(addrsOf(cur)).To(Equal([]string{"10.1.0.2/24", "fd00:1::2/64"}))
 		Expect(cur.IPs[0].Gateway.String()).To(Equal("10.1.0.1"))
 		Expect(cur.IPs[1].Gateway.String()).To(Equal("fd00:1::1"))
@@ -72,14 +60,8 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 			"fd00:1::2": "ctr1\r\neth0",
 		}))
 
-		if atLeast(ver, "0.4.0") {
-			var withPrev map[string]any
-			Expect(json.Unmarshal(stdin, &withPrev)).To(Succeed())
-			var prev map[string]any
-			Expect(json.Unmarshal(out.Stdout, &prev)).To(Succeed())
-			withPrev["prevResult"] = prev
-			checkIn, err := json.Marshal(withPrev)
-			Expect(err).NotTo(HaveOccurred())
+		if testutil.AtLeast(ver, "0.4.0") {
+			checkIn := testutil.WithPrev(stdin, out.Stdout)
 			Expect(run("CHECK", "ctr1", "eth0", checkIn, "").Err).To(BeNil())
 			// Another container does not hold these addresses.
 			Expect(run("CHECK", "ctr2", "eth0", checkIn, "").Err).NotTo(BeNil())
@@ -111,7 +93,7 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 	It("GC and STATUS exist from 1.1.0 on", func() {
 		gcOut := run("GC", "", "", stdin, "")
 		statusOut := run("STATUS", "", "", stdin, "")
-		if atLeast(ver, "1.1.0") {
+		if testutil.AtLeast(ver, "1.1.0") {
 			Expect(gcOut.Err).To(BeNil())
 			Expect(statusOut.Err).To(BeNil())
 		} else {
@@ -230,13 +212,3 @@ var _ = Describe("bad input", func() {
 		expectNothingLeft()
 	})
 })
-
-// resultOf parses a plugin's stdout as a current result.
-func resultOf(ver string, stdout []byte) *current.Result {
-	GinkgoHelper()
-	res, err := version.NewResult(ver, stdout)
-	Expect(err).NotTo(HaveOccurred())
-	cur, err := result.Current(res)
-	Expect(err).NotTo(HaveOccurred())
-	return cur
-}

@@ -63,19 +63,6 @@ func ipsOf(res *current.Result) []string {
 	return out
 }
 
-// withPrev adds a prevResult (the result of an ADD, as the runtime caches
-// it) to a config.
-func withPrev(stdin, prev []byte) []byte {
-	var m map[string]any
-	Expect(json.Unmarshal(stdin, &m)).To(Succeed())
-	var p map[string]any
-	Expect(json.Unmarshal(prev, &p)).To(Succeed())
-	m["prevResult"] = p
-	b, err := json.Marshal(m)
-	Expect(err).NotTo(HaveOccurred())
-	return b
-}
-
 var _ = Describe("static", func() {
 	DescribeTableSubtree("every spec version", func(ver string) {
 		It("hands out the configured addresses, routes and DNS in the requested version", func() {
@@ -85,7 +72,7 @@ var _ = Describe("static", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Version()).To(Equal(ver))
 
-			if old, _ := version.GreaterThanOrEqualTo(ver, "0.3.0"); !old {
+			if !testutil.AtLeast(ver, "0.3.0") {
 				r := res.(*types020.Result)
 				Expect(r.IP4).NotTo(BeNil())
 				Expect(r.IP4.IP.String()).To(Equal("10.10.0.5/24"))
@@ -116,8 +103,8 @@ var _ = Describe("static", func() {
 		It("survives ADD, CHECK, DEL, DEL", func() {
 			out := run(call("ADD", dualStack(ver)))
 			Expect(out.Err).To(BeNil())
-			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.4.0"); ok {
-				Expect(run(call("CHECK", withPrev(dualStack(ver), out.Stdout))).Err).To(BeNil())
+			if testutil.AtLeast(ver, "0.4.0") {
+				Expect(run(call("CHECK", testutil.WithPrev(dualStack(ver), out.Stdout))).Err).To(BeNil())
 			}
 			Expect(run(call("DEL", dualStack(ver))).Err).To(BeNil())
 			Expect(run(call("DEL", dualStack(ver))).Err).To(BeNil())
@@ -135,11 +122,7 @@ var _ = Describe("static", func() {
 			c.Args = "IgnoreUnknown=1;K8S_POD_NAME=p;IP=10.7.0.7/24,fd00:7::7/64;GATEWAY=10.7.0.1"
 			out := run(c)
 			Expect(out.Err).To(BeNil())
-			res, err := version.NewResult(ver, out.Stdout)
-			Expect(err).NotTo(HaveOccurred())
-			cur, err := current.NewResultFromResult(res)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ipsOf(cur)).To(Equal([]string{"10.7.0.7/24>10.7.0.1", "fd00:7::7/64"}))
+			Expect(ipsOf(testutil.ParseResult(ver, out.Stdout))).To(Equal([]string{"10.7.0.7/24>10.7.0.1", "fd00:7::7/64"}))
 		})
 	}, testutil.VersionEntries())
 
@@ -200,7 +183,7 @@ var _ = Describe("static", func() {
 
 	It("fails CHECK when prevResult lacks a configured address", func() {
 		prev := []byte(`{"cniVersion": "1.1.0", "ips": [{"address": "10.10.0.5/24"}, {"address": "fd00:10::5/48"}]}`)
-		out := run(call("CHECK", withPrev(dualStack("1.1.0"), prev)))
+		out := run(call("CHECK", testutil.WithPrev(dualStack("1.1.0"), prev)))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult lacks fd00:10::5/64 given by ipam.addresses[1]"))
 	})
@@ -211,7 +194,7 @@ var _ = Describe("static", func() {
 
 	It("succeeds on GC and STATUS", func() {
 		Expect(run(call("STATUS", dualStack("1.1.0"))).Err).To(BeNil())
-		gc := withPrev(dualStack("1.1.0"), []byte(`{"cniVersion": "1.1.0"}`))
+		gc := testutil.WithPrev(dualStack("1.1.0"), []byte(`{"cniVersion": "1.1.0"}`))
 		var m map[string]any
 		Expect(json.Unmarshal(gc, &m)).To(Succeed())
 		delete(m, "prevResult")

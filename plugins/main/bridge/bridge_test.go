@@ -9,7 +9,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
@@ -45,16 +44,12 @@ var _ = Describe("bridge", func() {
 		It("wires the container to the bridge and reports it in the requested version", func() {
 			out := run(hostNS, call("ADD", stdin))
 			Expect(out.Err).To(BeNil())
-			res, err := version.NewResult(ver, out.Stdout)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Version()).To(Equal(ver))
-			cur, err := current.NewResultFromResult(res)
-			Expect(err).NotTo(HaveOccurred())
+			cur := testutil.ParseResult(ver, out.Stdout)
 			Expect(cur.IPs).To(HaveLen(1))
 			Expect(cur.IPs[0].Address.String()).To(Equal("10.11.0.2/24"))
-			Expect(addrsOf(contNS, "eth0")).To(ConsistOf("10.11.0.2/24"))
-			Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.11.0.1/24"))
-			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.3.0"); ok {
+			Expect(testutil.Addrs(contNS, "eth0")).To(ConsistOf("10.11.0.2/24"))
+			Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.11.0.1/24"))
+			if testutil.AtLeast(ver, "0.3.0") {
 				Expect(cur.Interfaces).To(HaveLen(3))
 				Expect(cur.Interfaces[0].Name).To(Equal("cnibr0"))
 				Expect(cur.Interfaces[0].Mac).NotTo(BeEmpty())
@@ -62,7 +57,7 @@ var _ = Describe("bridge", func() {
 				Expect(cur.Interfaces[2].Name).To(Equal("eth0"))
 				Expect(cur.Interfaces[2].Sandbox).To(Equal(contNS.Path()))
 				Expect(*cur.IPs[0].Interface).To(Equal(2))
-				hostVeth, err := handle(hostNS).LinkByName(cur.Interfaces[1].Name)
+				hostVeth, err := testutil.Handle(hostNS).LinkByName(cur.Interfaces[1].Name)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(hostVeth.Attrs().HardwareAddr.String()).To(Equal(cur.Interfaces[1].Mac))
 			}
@@ -72,14 +67,14 @@ var _ = Describe("bridge", func() {
 		It("survives ADD, CHECK, DEL, DEL", func() {
 			out := run(hostNS, call("ADD", stdin))
 			Expect(out.Err).To(BeNil())
-			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.4.0"); ok {
-				Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+			if testutil.AtLeast(ver, "0.4.0") {
+				Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 			}
 			Expect(rulesText(hostNS)).To(ContainSubstring("c1"))
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
-			Expect(linkNames(contNS)).To(BeEmpty())
-			Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"))
-			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 		})
@@ -89,7 +84,7 @@ var _ = Describe("bridge", func() {
 			c := call("DEL", stdin)
 			c.Netns = ""
 			Expect(run(hostNS, c).Err).To(BeNil())
-			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
 		})
 	}, testutil.VersionEntries())
@@ -108,27 +103,33 @@ var _ = Describe("bridge", func() {
 	It("ends in the same state after ADD, DEL, ADD", func() {
 		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.13.0.0/24"))
 		r1 := mustAdd(hostNS, call("ADD", stdin))
-		routes1, bridgeAddrs1 := routesOf(contNS), addrsOf(hostNS, "cnibr0")
+		routes1, bridgeAddrs1 := testutil.Routes(contNS), testutil.Addrs(hostNS, "cnibr0")
 		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 		r2 := mustAdd(hostNS, call("ADD", stdin))
 		// host-local hands out addresses round-robin: the second ADD gets
 		// the next one; everything else is as before.
-		Expect(addrsOf(contNS, "eth0")).To(ConsistOf(r2.IPs[0].Address.String()))
+		Expect(testutil.Addrs(contNS, "eth0")).To(ConsistOf(r2.IPs[0].Address.String()))
 		Expect(r2.IPs[0].Address.Mask).To(Equal(r1.IPs[0].Address.Mask))
-		Expect(routesOf(contNS)).To(ConsistOf(routes1))
-		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf(bridgeAddrs1))
+		// The subnet route the kernel adds names the address as its source.
+		ip1, ip2 := r1.IPs[0].Address.IP.String(), r2.IPs[0].Address.IP.String()
+		var wantRoutes []string
+		for _, r := range routes1 {
+			wantRoutes = append(wantRoutes, strings.ReplaceAll(r, " src "+ip1, " src "+ip2))
+		}
+		Expect(testutil.Routes(contNS)).To(ConsistOf(wantRoutes))
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf(bridgeAddrs1))
 		Expect(r2.Routes).To(Equal(r1.Routes))
-		Expect(reservations(dataDir)).To(ConsistOf(r2.IPs[0].Address.IP.String()))
-		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0", r2.Interfaces[1].Name))
-		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(r2)))).Err).To(BeNil())
+		Expect(testutil.Reservations(dataDir)).To(ConsistOf(netName + "/" + r2.IPs[0].Address.IP.String()))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0", r2.Interfaces[1].Name))
+		Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, resultJSON(r2)))).Err).To(BeNil())
 	})
 
 	It("sets the gateway and default routes for isDefaultGateway", func() {
 		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.14.0.0/24"))
 		res := mustAdd(hostNS, call("ADD", stdin))
 		Expect(res.IPs[0].Gateway.String()).To(Equal("10.14.0.1"))
-		Expect(routesOf(contNS)).To(ContainElement("0.0.0.0/0 via 10.14.0.1"))
-		Expect(addrsOf(hostNS, "cnibr0")).To(ContainElement("10.14.0.1/24"))
+		Expect(testutil.Routes(contNS)).To(ContainElement("default via 10.14.0.1 dev eth0"))
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ContainElement("10.14.0.1/24"))
 		var sawDefault bool
 		for _, r := range res.Routes {
 			if r.Dst.String() == "0.0.0.0/0" && r.GW.Equal(net.ParseIP("10.14.0.1")) {
@@ -146,14 +147,14 @@ var _ = Describe("bridge", func() {
 	It("adds no default route with isGateway alone", func() {
 		stdin := netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.15.0.0/24"))
 		mustAdd(hostNS, call("ADD", stdin))
-		Expect(addrsOf(hostNS, "cnibr0")).To(ContainElement("10.15.0.1/24"))
-		for _, r := range routesOf(contNS) {
-			Expect(r).NotTo(HavePrefix("0.0.0.0/0"))
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ContainElement("10.15.0.1/24"))
+		for _, r := range testutil.Routes(contNS) {
+			Expect(r).NotTo(HavePrefix("default"))
 		}
 	})
 
 	It("refuses a bridge address of another subnet unless forceAddress", func() {
-		h := handle(hostNS)
+		h := testutil.Handle(hostNS)
 		la := netlink.NewLinkAttrs()
 		la.Name = "cnibr0"
 		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
@@ -164,26 +165,26 @@ var _ = Describe("bridge", func() {
 		out := run(hostNS, call("ADD", stdin))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("forceAddress"))
-		Expect(reservations(dataDir)).To(BeEmpty())
-		Expect(linkNames(contNS)).To(BeEmpty())
-		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"), "a bridge the ADD did not create stays")
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"), "a bridge the ADD did not create stays")
 
 		stdin = netConf("1.1.0", `"isGateway": true, "forceAddress": true`, hostLocal(dataDir, "10.17.0.0/24"))
 		mustAdd(hostNS, call("ADD", stdin))
-		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.17.0.1/24"))
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.17.0.1/24"))
 	})
 
 	It("refuses a link of the bridge's name that is not a bridge", func() {
-		h := handle(hostNS)
+		h := testutil.Handle(hostNS)
 		la := netlink.NewLinkAttrs()
 		la.Name = "cnibr0"
 		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer0"})).To(Succeed())
 		out := run(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.18.0.0/24"))))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring(`"cnibr0" is a veth`))
-		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0", "peer0"))
-		Expect(linkNames(contNS)).To(BeEmpty())
-		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0", "peer0"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 	})
 
 	It("works dual-stack", func() {
@@ -194,13 +195,13 @@ var _ = Describe("bridge", func() {
 		c2 := call("ADD", stdin)
 		c2.ContainerID, c2.Netns = "c2", cont2.Path()
 		r2 := mustAdd(hostNS, c2)
-		Expect(addrsOf(contNS, "eth0")).To(ConsistOf("10.19.0.2/24", "fd00:19::2/64"))
-		Expect(addrsOf(hostNS, "cnibr0")).To(ConsistOf("10.19.0.1/24", "fd00:19::1/64"))
-		Expect(routesOf(contNS)).To(ContainElements("0.0.0.0/0 via 10.19.0.1", "::/0 via fd00:19::1"))
+		Expect(testutil.Addrs(contNS, "eth0")).To(ConsistOf("10.19.0.2/24", "fd00:19::2/64"))
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.19.0.1/24", "fd00:19::1/64"))
+		Expect(testutil.Routes(contNS)).To(ContainElements("default via 10.19.0.1 dev eth0", "default via fd00:19::1 dev eth0"))
 		// No DAD: the addresses are usable as soon as ADD returns.
 		Expect(testutil.Ping(contNS, "fd00:19::1")).To(Succeed())
 		Expect(testutil.Ping(contNS, r2.IPs[1].Address.IP.String())).To(Succeed())
-		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(res)))).Err).To(BeNil())
+		Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, resultJSON(res)))).Err).To(BeNil())
 	})
 
 	It("connects at layer 2 only with ipam {}", func() {
@@ -214,23 +215,23 @@ var _ = Describe("bridge", func() {
 		mustAdd(hostNS, c2)
 		// The runtime (here: the test) addresses the interfaces itself.
 		for i, n := range []*ns.NetNS{contNS, cont2} {
-			h := handle(n)
+			h := testutil.Handle(n)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(l.Attrs().Flags & net.FlagUp).NotTo(BeZero())
 			Expect(h.AddrAdd(l, mustAddr(fmt.Sprintf("10.20.0.%d/24", i+2)))).To(Succeed())
 		}
 		Expect(testutil.Ping(contNS, "10.20.0.3")).To(Succeed())
-		Expect(run(hostNS, call("CHECK", withPrev(stdin, resultJSON(res)))).Err).To(BeNil())
+		Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, resultJSON(res)))).Err).To(BeNil())
 		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
-		Expect(linkNames(contNS)).To(BeEmpty())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 	})
 
 	It("uses the MAC from runtimeConfig and leaves the interface down with disableContainerInterface", func() {
 		stdin := netConf("1.1.0", `"runtimeConfig": {"mac": "02:11:22:33:44:55"}, "disableContainerInterface": true`, "")
 		res := mustAdd(hostNS, call("ADD", stdin))
 		Expect(res.Interfaces[2].Mac).To(Equal("02:11:22:33:44:55"))
-		l, err := handle(contNS).LinkByName("eth0")
+		l, err := testutil.Handle(contNS).LinkByName("eth0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(l.Attrs().HardwareAddr.String()).To(Equal("02:11:22:33:44:55"))
 		Expect(l.Attrs().Flags & net.FlagUp).To(BeZero())
@@ -239,7 +240,7 @@ var _ = Describe("bridge", func() {
 	It("sets hairpin mode and port isolation on the port", func() {
 		stdin := netConf("1.1.0", `"hairpinMode": true, "portIsolation": true`, hostLocal(dataDir, "10.21.0.0/24"))
 		res := mustAdd(hostNS, call("ADD", stdin))
-		h := handle(hostNS)
+		h := testutil.Handle(hostNS)
 		port, err := h.LinkByName(res.Interfaces[1].Name)
 		Expect(err).NotTo(HaveOccurred())
 		pi, err := h.LinkGetProtinfo(port)
@@ -250,7 +251,7 @@ var _ = Describe("bridge", func() {
 
 	It("leaves hairpin off by default", func() {
 		res := mustAdd(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.22.0.0/24"))))
-		h := handle(hostNS)
+		h := testutil.Handle(hostNS)
 		port, err := h.LinkByName(res.Interfaces[1].Name)
 		Expect(err).NotTo(HaveOccurred())
 		pi, err := h.LinkGetProtinfo(port)
@@ -260,7 +261,7 @@ var _ = Describe("bridge", func() {
 
 	for _, backend := range []string{"iptables", "nftables"} {
 		It("masquerades traffic to the outside with "+backend, func() {
-			outside := setupOutside(hostNS)
+			outside := testutil.NewOutside(hostNS)
 			stdin := netConf("1.1.0", fmt.Sprintf(`"isDefaultGateway": true, "ipMasq": true, "ipMasqBackend": %q`, backend),
 				hostLocal(dataDir, "10.23.0.0/24"))
 			out := run(hostNS, call("ADD", stdin))
@@ -268,10 +269,8 @@ var _ = Describe("bridge", func() {
 			// outside has no route to 10.23.0.0/24: only a masqueraded
 			// ping is answered.
 			Expect(testutil.Ping(contNS, "10.99.0.2")).To(Succeed())
-			recv := udpPeer(outside, "10.99.0.2:7777")
-			sendUDP(contNS, "10.99.0.2:7777")
-			Expect(recv()).To(Equal("10.99.0.1"), "the outside sees the host's address")
-			Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+			Expect(testutil.UDPSource(contNS, outside, testutil.OutsideAddr)).To(Equal(testutil.OutsideHostAddr), "the outside sees the host's address")
+			Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
@@ -288,9 +287,9 @@ var _ = Describe("bridge", func() {
 		r2 := mustAdd(hostNS, c2)
 		peer := r2.IPs[0].Address.IP.String()
 		Expect(testutil.Ping(contNS, peer)).To(Succeed())
-		Expect(run(hostNS, call("CHECK", withPrev(stdin, out.Stdout))).Err).To(BeNil())
+		Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 
-		h := handle(contNS)
+		h := testutil.Handle(contNS)
 		l, err := h.LinkByName("eth0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.LinkSetHardwareAddr(l, net.HardwareAddr{0x02, 0xde, 0xad, 0, 0, 1})).To(Succeed())
@@ -308,12 +307,12 @@ var _ = Describe("bridge", func() {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.25.0.0/24", "fd00:25::/64"))
 			before := rulesText(hostNS)
-			out := runP(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
+			out := testutil.RunIn(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("injected failure after step %q", step))
-			Expect(linkNames(hostNS)).To(BeEmpty())
-			Expect(linkNames(contNS)).To(BeEmpty())
-			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"), "before: %s", before)
 		},
@@ -331,8 +330,8 @@ var _ = Describe("bridge", func() {
 
 		c.Command = "DEL"
 		Expect(run(hostNS, c).Err).To(BeNil())
-		Expect(linkNames(hostNS)).To(ConsistOf("cnibr0"))
-		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
 		Expect(run(hostNS, c).Err).To(BeNil())
 	})
@@ -343,13 +342,13 @@ var _ = Describe("bridge", func() {
 		// Move the container end out of reach, as if its namespace were
 		// gone while something still held the pair.
 		other := testutil.NewNS()
-		h := handle(contNS)
+		h := testutil.Handle(contNS)
 		l, err := h.LinkByName("eth0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.LinkSetNsFd(l, int(other.Fd()))).To(Succeed())
 		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
-		Expect(linkNames(hostNS)).NotTo(ContainElement(res.Interfaces[1].Name))
-		Expect(linkNames(other)).To(BeEmpty())
+		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(res.Interfaces[1].Name))
+		Expect(testutil.LinkNames(other)).To(ConsistOf("lo"))
 	})
 
 	Describe("CHECK", func() {
@@ -362,12 +361,12 @@ var _ = Describe("bridge", func() {
 			r, err := current.NewResult(out.Stdout)
 			Expect(err).NotTo(HaveOccurred())
 			res = r.(*current.Result)
-			stdin = withPrev(conf, out.Stdout)
+			stdin = testutil.WithPrev(conf, out.Stdout)
 			Expect(run(hostNS, call("CHECK", stdin)).Err).To(BeNil())
 		})
 
 		It("catches a deleted address", func() {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.AddrDel(l, mustAddr(res.IPs[0].Address.String()))).To(Succeed())
@@ -377,7 +376,7 @@ var _ = Describe("bridge", func() {
 		})
 
 		It("catches a deleted route", func() {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: net.ParseIP("10.28.0.1")})).To(Succeed())
@@ -387,14 +386,14 @@ var _ = Describe("bridge", func() {
 		})
 
 		It("catches a deleted veth", func() {
-			Expect(handle(hostNS).LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: res.Interfaces[1].Name}})).To(Succeed())
+			Expect(testutil.Handle(hostNS).LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: res.Interfaces[1].Name}})).To(Succeed())
 			out := run(hostNS, call("CHECK", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring(res.Interfaces[1].Name))
 		})
 
 		It("catches a changed MAC", func() {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkSetHardwareAddr(l, net.HardwareAddr{0x02, 0, 0, 0, 0, 9})).To(Succeed())
@@ -404,7 +403,7 @@ var _ = Describe("bridge", func() {
 		})
 
 		It("catches a port taken off the bridge", func() {
-			h := handle(hostNS)
+			h := testutil.Handle(hostNS)
 			l, err := h.LinkByName(res.Interfaces[1].Name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkSetNoMaster(l)).To(Succeed())
@@ -435,7 +434,7 @@ var _ = Describe("bridge", func() {
 		c2 := call("ADD", stdin)
 		c2.ContainerID, c2.Netns = "c2", cont2.Path()
 		mustAdd(hostNS, c2)
-		Expect(reservations(dataDir)).To(HaveLen(2))
+		Expect(testutil.Reservations(dataDir)).To(HaveLen(2))
 		Expect(strings.Count(rulesText(hostNS), "jump cni-br-iface-")).To(Equal(2))
 
 		gc := call("GC", []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
@@ -446,7 +445,7 @@ var _ = Describe("bridge", func() {
 		// iptables-save escapes the quotes of the rule comments.
 		Expect(rules).NotTo(ContainSubstring(`id: \"c1\"`))
 		Expect(rules).To(ContainSubstring(`id: \"c2\"`))
-		Expect(reservations(dataDir)).To(HaveLen(1))
+		Expect(testutil.Reservations(dataDir)).To(HaveLen(1))
 		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(1), "c2's mac spoof check stays, c1's is collected")
 		Expect(rules).To(ContainSubstring("id: c2"))
 		Expect(rules).NotTo(ContainSubstring("id: c1"))
@@ -485,7 +484,7 @@ var _ = Describe("bridge", func() {
 		It("puts the gateway on a per-vlan interface", func() {
 			requireBridgeVLANFiltering()
 			mustAdd(hostNS, call("ADD", netConf("1.1.0", `"vlan": 200, "isGateway": true`, hostLocal(dataDir, "10.33.0.0/24"))))
-			Expect(addrsOf(hostNS, "cnibr0.200")).To(ConsistOf("10.33.0.1/24"))
+			Expect(testutil.Addrs(hostNS, "cnibr0.200")).To(ConsistOf("10.33.0.1/24"))
 			Expect(testutil.Ping(contNS, "10.33.0.1")).To(Succeed())
 		})
 	})
@@ -495,7 +494,7 @@ var _ = Describe("bridge", func() {
 			out := run(hostNS, call("ADD", []byte(`{"cniVersion": "1.1.0", "name": `)))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			Expect(linkNames(hostNS)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 		})
 		It("rejects a missing CNI_CONTAINERID with code 4", func() {
 			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.34.0.0/24")))
@@ -503,7 +502,7 @@ var _ = Describe("bridge", func() {
 			out := run(hostNS, c)
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(linkNames(hostNS)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 		})
 		It("rejects an unsupported cniVersion with code 1", func() {
 			out := run(hostNS, call("ADD", netConf("9.9.9", "", "")))
@@ -515,8 +514,8 @@ var _ = Describe("bridge", func() {
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 			Expect(out.Err.Msg).To(ContainSubstring("vlan: 5000"))
-			Expect(linkNames(hostNS)).To(BeEmpty())
-			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		})
 		It("rejects a path that is not a netns with code 8", func() {
 			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.36.0.0/24")))
@@ -524,7 +523,7 @@ var _ = Describe("bridge", func() {
 			out := run(hostNS, c)
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
-			Expect(linkNames(hostNS)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 		})
 		It("rejects CHECK without prevResult with code 7", func() {
 			out := run(hostNS, call("CHECK", netConf("1.1.0", "", "")))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
@@ -24,12 +23,7 @@ func conf(ver string) []byte {
 // run invokes the plugin in-process from inside hostNS.
 func run(hostNS *ns.NetNS, c testutil.Call) testutil.Output {
 	GinkgoHelper()
-	var out testutil.Output
-	Expect(hostNS.Do(func() (err error) {
-		out, err = testutil.Run(loopback.Plugin, c)
-		return err
-	})).To(Succeed())
-	return out
+	return testutil.RunIn(hostNS, loopback.Plugin, c)
 }
 
 func loUp(n *ns.NetNS) bool {
@@ -75,17 +69,13 @@ var _ = Describe("loopback", func() {
 			Expect(out.Err).To(BeNil())
 			Expect(loUp(contNS)).To(BeTrue())
 
-			res, err := version.NewResult(ver, out.Stdout)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Version()).To(Equal(ver))
-			cur, err := current.NewResultFromResult(res)
-			Expect(err).NotTo(HaveOccurred())
+			cur := testutil.ParseResult(ver, out.Stdout)
 			var addrs []string
 			for _, ipc := range cur.IPs {
 				addrs = append(addrs, ipc.Address.String())
 			}
 			Expect(addrs).To(ContainElement("127.0.0.1/8"))
-			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.3.0"); ok {
+			if testutil.AtLeast(ver, "0.3.0") {
 				Expect(cur.Interfaces).To(HaveLen(1))
 				Expect(cur.Interfaces[0].Name).To(Equal("lo"))
 				Expect(cur.Interfaces[0].Sandbox).To(Equal(contNS.Path()))
@@ -94,7 +84,7 @@ var _ = Describe("loopback", func() {
 
 		It("survives ADD, CHECK, DEL, DEL", func() {
 			Expect(run(hostNS, call("ADD", ver)).Err).To(BeNil())
-			if ok, _ := version.GreaterThanOrEqualTo(ver, "0.4.0"); ok {
+			if testutil.AtLeast(ver, "0.4.0") {
 				Expect(run(hostNS, call("CHECK", ver)).Err).To(BeNil())
 			}
 			Expect(run(hostNS, call("DEL", ver)).Err).To(BeNil())

@@ -4,20 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/containernetworking/cni/pkg/version"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/main/ptp"
 )
@@ -93,145 +88,6 @@ func (o netOpts) json() []byte {
 	return b
 }
 
-// run invokes p in-process from inside hostNS.
-func run(hostNS *ns.NetNS, p plugin.Plugin, c testutil.Call) testutil.Output {
-	GinkgoHelper()
-	var out testutil.Output
-	Expect(hostNS.Do(func() (err error) {
-		out, err = testutil.Run(p, c)
-		return err
-	})).To(Succeed())
-	return out
-}
-
-// mustRun is run that expects success.
-func mustRun(hostNS *ns.NetNS, p plugin.Plugin, c testutil.Call) testutil.Output {
-	GinkgoHelper()
-	out := run(hostNS, p, c)
-	Expect(out.Err).To(BeNil(), "%s: %v", c.Command, out.Err)
-	return out
-}
-
-// parseResult reads an ADD result printed in version ver and returns it as a
-// current result.
-func parseResult(ver string, stdout []byte) *current.Result {
-	GinkgoHelper()
-	res, err := version.NewResult(ver, stdout)
-	Expect(err).NotTo(HaveOccurred(), "%s", stdout)
-	Expect(res.Version()).To(Equal(ver))
-	cur, err := current.NewResultFromResult(res)
-	Expect(err).NotTo(HaveOccurred())
-	return cur
-}
-
-// atLeast reports whether ver >= min.
-func atLeast(ver, min string) bool {
-	ok, err := version.GreaterThanOrEqualTo(ver, min)
-	Expect(err).NotTo(HaveOccurred())
-	return ok
-}
-
-func handle(n *ns.NetNS) *netlink.Handle {
-	GinkgoHelper()
-	h, err := n.Handle()
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(h.Close)
-	return h
-}
-
-// linkNames lists the links of n, sorted.
-func linkNames(n *ns.NetNS) []string {
-	GinkgoHelper()
-	links, err := handle(n).LinkList()
-	Expect(err).NotTo(HaveOccurred())
-	var names []string
-	for _, l := range links {
-		names = append(names, l.Attrs().Name)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// addrsOf lists "ip/prefix" of link name in n.
-func addrsOf(n *ns.NetNS, name string) []string {
-	GinkgoHelper()
-	h := handle(n)
-	l, err := h.LinkByName(name)
-	Expect(err).NotTo(HaveOccurred())
-	addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, a := range addrs {
-		if a.IP.IsLinkLocalUnicast() {
-			continue
-		}
-		out = append(out, a.IPNet.String())
-	}
-	return out
-}
-
-// routesOf renders the main-table routes of n as `ip route` would, with
-// interface names instead of indexes, sorted; link-local IPv6 and
-// multicast routes are left out.
-func routesOf(n *ns.NetNS) []string {
-	GinkgoHelper()
-	h := handle(n)
-	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, r := range routes {
-		if r.Dst != nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
-			continue
-		}
-		dst := "default"
-		if r.Dst != nil {
-			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-				dst = r.Dst.String()
-			}
-		}
-		s := dst
-		if r.Gw != nil {
-			s += " via " + r.Gw.String()
-		}
-		if l, err := h.LinkByIndex(r.LinkIndex); err == nil {
-			s += " dev " + l.Attrs().Name
-		}
-		// IPv6 routes have no scope: the kernel reports universe for all.
-		if r.Scope == netlink.SCOPE_LINK {
-			s += " scope link"
-		}
-		if r.Src != nil {
-			s += " src " + r.Src.String()
-		}
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// reservations lists host-local's per-address files under dataDir.
-func reservations(dataDir string) []string {
-	GinkgoHelper()
-	var out []string
-	err := filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		// A reservation is a file named for the address it reserves; the
-		// lock, last_reserved_ip.N and host-local's own bookkeeping are not.
-		if net.ParseIP(filepath.Base(p)) == nil {
-			return nil
-		}
-		out = append(out, strings.TrimPrefix(p, dataDir))
-		return nil
-	})
-	if os.IsNotExist(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return out
-}
-
 // natRules is every rule in n tagged with an owner (comment), and every
 // per-attachment iptables chain, from iptables (both families) and nftables,
 // sorted. Untagged rules are left out: the built-in tables and chains the
@@ -274,7 +130,7 @@ func ipRules(n *ns.NetNS) []string {
 	GinkgoHelper()
 	var out []string
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := handle(n).RuleList(fam)
+		rules, err := testutil.Handle(n).RuleList(fam)
 		Expect(err).NotTo(HaveOccurred())
 		for _, r := range rules {
 			out = append(out, r.String())
@@ -294,8 +150,8 @@ type snapshot struct {
 func allAddrs(n *ns.NetNS) []string {
 	GinkgoHelper()
 	var out []string
-	for _, name := range linkNames(n) {
-		for _, a := range addrsOf(n, name) {
+	for _, name := range testutil.LinkNames(n) {
+		for _, a := range testutil.Addrs(n, name) {
 			out = append(out, name+" "+a)
 		}
 	}
@@ -305,12 +161,12 @@ func allAddrs(n *ns.NetNS) []string {
 func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) snapshot {
 	GinkgoHelper()
 	return snapshot{
-		HostLinks: linkNames(hostNS), ContLinks: linkNames(contNS),
-		HostRoutes: routesOf(hostNS), ContRoutes: routesOf(contNS),
+		HostLinks: testutil.LinkNames(hostNS), ContLinks: testutil.LinkNames(contNS),
+		HostRoutes: testutil.Routes(hostNS), ContRoutes: testutil.Routes(contNS),
 		HostAddrs: allAddrs(hostNS), ContAddrs: allAddrs(contNS),
 		Rules: append(ipRules(hostNS), ipRules(contNS)...),
 		NAT:   natRules(hostNS),
-		Files: reservations(dataDir),
+		Files: testutil.Reservations(dataDir),
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -42,8 +41,8 @@ var _ = Describe("ptp", func() {
 	// add runs ADD for container id in n and returns the result as current.
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
 		GinkgoHelper()
-		out := mustRun(hostNS, ptpPlugin, call("ADD", id, n, o.json()))
-		return parseResult(o.ver, out.Stdout)
+		out := testutil.MustRunIn(hostNS, ptpPlugin, call("ADD", id, n, o.json()))
+		return testutil.ParseResult(o.ver, out.Stdout)
 	}
 	// withPrev returns o carrying res (printed in o.ver) as prevResult.
 	withPrev := func(o netOpts, res *current.Result) netOpts {
@@ -68,7 +67,7 @@ var _ = Describe("ptp", func() {
 			Expect(res.Routes[0].Dst.String()).To(Equal("10.200.0.0/16"))
 			Expect(res.DNS.Nameservers).To(Equal([]string{"10.1.1.53"}))
 			hostVeth := ""
-			if atLeast(ver, "0.3.0") {
+			if testutil.AtLeast(ver, "0.3.0") {
 				Expect(res.Interfaces).To(HaveLen(2))
 				hostVeth = res.Interfaces[0].Name
 				Expect(res.Interfaces[0].Sandbox).To(BeEmpty())
@@ -78,24 +77,24 @@ var _ = Describe("ptp", func() {
 				Expect(res.Interfaces[1].Mac).NotTo(BeEmpty())
 				Expect(*res.IPs[0].Interface).To(Equal(1))
 			} else {
-				links := linkNames(hostNS)
+				links := testutil.LinkNames(hostNS)
 				Expect(links).To(HaveLen(2))
 				hostVeth = links[1]
 			}
-			Expect(linkNames(hostNS)).To(ConsistOf("lo", hostVeth))
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", hostVeth))
 
 			// Upstream's shape: the gateway as a /32 on the host end, a host
 			// route to the container; in the container no route straight
 			// onto the link except to the gateway.
-			Expect(addrsOf(hostNS, hostVeth)).To(ConsistOf(gw4 + "/32"))
-			Expect(routesOf(hostNS)).To(ContainElement(contIP + "/32 dev " + hostVeth + " scope link"))
-			Expect(addrsOf(contNS, "eth0")).To(ConsistOf(res.IPs[0].Address.String()))
-			Expect(routesOf(contNS)).To(ConsistOf(
+			Expect(testutil.Addrs(hostNS, hostVeth)).To(ConsistOf(gw4 + "/32"))
+			Expect(testutil.Routes(hostNS)).To(ContainElement(contIP + "/32 dev " + hostVeth + " scope link"))
+			Expect(testutil.Addrs(contNS, "eth0")).To(ConsistOf(res.IPs[0].Address.String()))
+			Expect(testutil.Routes(contNS)).To(ConsistOf(
 				gw4+"/32 dev eth0 scope link src "+contIP,
 				subnet4+" via "+gw4+" dev eth0 src "+contIP,
 				"10.200.0.0/16 via "+gw4+" dev eth0",
 			))
-			Expect(reservations(dataDir)).To(ConsistOf("/" + netName + "/" + contIP))
+			Expect(testutil.Reservations(dataDir)).To(ConsistOf(netName + "/" + contIP))
 
 			Expect(testutil.Ping(contNS, gw4)).To(Succeed())
 		})
@@ -104,12 +103,12 @@ var _ = Describe("ptp", func() {
 			o := netOpts{ver: ver, dataDir: dataDir, ipMasq: true}
 			before := takeSnapshot(hostNS, contNS, dataDir)
 			res := add(o, "c1", contNS)
-			if atLeast(ver, "0.4.0") {
-				mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+			if testutil.AtLeast(ver, "0.4.0") {
+				testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
 			}
-			mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
 			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
-			mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
 			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 		})
 
@@ -117,10 +116,10 @@ var _ = Describe("ptp", func() {
 			o := netOpts{ver: ver, dataDir: dataDir, ipMasq: true}
 			before := takeSnapshot(hostNS, contNS, dataDir)
 			add(o, "c1", contNS)
-			Expect(reservations(dataDir)).To(HaveLen(1))
+			Expect(testutil.Reservations(dataDir)).To(HaveLen(1))
 			Expect(natRules(hostNS)).NotTo(BeEmpty())
 
-			mustRun(hostNS, ptpPlugin, call("DEL", "c1", nil, o.json()))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", nil, o.json()))
 			// The host end goes by name, and the container end with it.
 			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 		})
@@ -150,11 +149,11 @@ var _ = Describe("ptp", func() {
 			return nil
 		})).To(Succeed())
 		// Both host ends hold the same gateway addresses.
-		Expect(addrsOf(hostNS, a.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
-		Expect(addrsOf(hostNS, b.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
+		Expect(testutil.Addrs(hostNS, a.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
+		Expect(testutil.Addrs(hostNS, b.Interfaces[0].Name)).To(ConsistOf(gw4+"/32", gw6+"/128"))
 
 		// Removing one container leaves the other reachable.
-		mustRun(hostNS, ptpPlugin, call("DEL", "a", contNS, o.json()))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "a", contNS, o.json()))
 		Expect(testutil.Ping(other, gw4)).To(Succeed())
 		Expect(testutil.Ping(other, gw6)).To(Succeed())
 	})
@@ -173,7 +172,7 @@ var _ = Describe("ptp", func() {
 			link string
 			addr string
 		}{{contNS, "eth0", v6.IP.String()}, {hostNS, res.Interfaces[0].Name, gw6}} {
-			h := handle(end.n)
+			h := testutil.Handle(end.n)
 			l, err := h.LinkByName(end.link)
 			Expect(err).NotTo(HaveOccurred())
 			addrs, err := h.AddrList(l, netlink.FAMILY_V6)
@@ -188,14 +187,14 @@ var _ = Describe("ptp", func() {
 			}
 			Expect(found).To(BeTrue(), "%s not on %s", end.addr, end.link)
 		}
-		Expect(routesOf(contNS)).To(ContainElements(
+		Expect(testutil.Routes(contNS)).To(ContainElements(
 			gw6+"/128 dev eth0 src "+v6.IP.String(),
 			subnet6+" via "+gw6+" dev eth0 src "+v6.IP.String(),
 		))
-		Expect(routesOf(hostNS)).To(ContainElement(v6.IP.String() + "/128 dev " + res.Interfaces[0].Name))
+		Expect(testutil.Routes(hostNS)).To(ContainElement(v6.IP.String() + "/128 dev " + res.Interfaces[0].Name))
 		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
 		Expect(testutil.Ping(contNS, gw4)).To(Succeed())
-		mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
 	})
 
 	It("works with IPv6 only", func() {
@@ -204,9 +203,9 @@ var _ = Describe("ptp", func() {
 		Expect(res.IPs).To(HaveLen(1))
 		Expect(res.IPs[0].Address.IP.To4()).To(BeNil())
 		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
-		mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
-		mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
-		Expect(linkNames(hostNS)).To(ConsistOf("lo"))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 	})
 
 	It("sets the MTU on both ends", func() {
@@ -216,7 +215,7 @@ var _ = Describe("ptp", func() {
 			n    *ns.NetNS
 			name string
 		}{{hostNS, res.Interfaces[0].Name}, {contNS, "eth0"}} {
-			l, err := handle(end.n).LinkByName(end.name)
+			l, err := testutil.Handle(end.n).LinkByName(end.name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(l.Attrs().MTU).To(Equal(1400))
 		}
@@ -226,51 +225,38 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, oneIP: true, ipMasq: true}
 		add(o, "c1", contNS)
 		first := takeSnapshot(hostNS, contNS, dataDir)
-		mustRun(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
 		add(o, "c1", contNS)
 		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(first))
 	})
 
 	DescribeTableSubtree("masquerade", func(backend string) {
 		var outNS *ns.NetNS
-		const outHost, outAddr = "10.99.0.1", "10.99.0.2"
+		const outHost, outAddr = testutil.OutsideHostAddr, testutil.OutsideAddr
 
 		BeforeEach(func() {
 			// An outside network the host reaches directly and that has no
 			// route back to the containers: only masquerade gets replies home.
-			outNS = testutil.NewNS()
-			h := handle(hostNS)
-			la := netlink.NewLinkAttrs()
-			la.Name = "out0"
-			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "eth0", PeerNamespace: netlink.NsFd(outNS.Fd())})).To(Succeed())
-			out0, err := h.LinkByName("out0")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(h.AddrAdd(out0, &netlink.Addr{IPNet: mustParseCIDR(outHost + "/24")})).To(Succeed())
-			Expect(h.LinkSetUp(out0)).To(Succeed())
-			oh := handle(outNS)
-			eth0, err := oh.LinkByName("eth0")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(oh.AddrAdd(eth0, &netlink.Addr{IPNet: mustParseCIDR(outAddr + "/24")})).To(Succeed())
-			Expect(oh.LinkSetUp(eth0)).To(Succeed())
+			outNS = testutil.NewOutside(hostNS)
 		})
 
 		It("lets the container reach the outside as the host's address", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 			res := add(o, "c1", contNS)
-			Expect(routesOf(contNS)).To(ContainElement("default via " + gw4 + " dev eth0"))
-			Expect(udpSource(contNS, outNS, outAddr)).To(Equal(outHost))
+			Expect(testutil.Routes(contNS)).To(ContainElement("default via " + gw4 + " dev eth0"))
+			Expect(testutil.UDPSource(contNS, outNS, outAddr)).To(Equal(outHost))
 			Expect(testutil.Ping(contNS, outAddr)).To(Succeed())
 
 			owner := netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"}
 			addrs := []*net.IPNet{&res.IPs[0].Address}
 			Expect(masqCheck(hostNS, backend, owner, addrs)).To(Succeed())
-			mustRun(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
 
 			// DEL without a netns still removes the rules, whatever the
 			// config now says about the backend.
 			o2 := o
 			o2.ipMasq, o2.backend = false, ""
-			mustRun(hostNS, ptpPlugin, call("DEL", "c1", nil, o2.json()))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", nil, o2.json()))
 			Expect(errors.Is(masqCheck(hostNS, backend, owner, addrs), netfilter.ErrMissing)).To(BeTrue())
 			Expect(natRules(hostNS)).To(BeEmpty())
 		})
@@ -294,7 +280,7 @@ var _ = Describe("ptp", func() {
 					}
 					return nil
 				}})
-				out := run(hostNS, failing, call("ADD", "c1", contNS, o.json()))
+				out := testutil.RunIn(hostNS, failing, call("ADD", "c1", contNS, o.json()))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(out.Err.Msg).To(ContainSubstring("injected failure"))
 				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
@@ -306,13 +292,13 @@ var _ = Describe("ptp", func() {
 	}, Entry("iptables", netfilter.BackendIPTables), Entry("nftables", netfilter.BackendNFTables))
 
 	It("undoes everything when the container already has the interface", func() {
-		h := handle(contNS)
+		h := testutil.Handle(contNS)
 		la := netlink.NewLinkAttrs()
 		la.Name = "eth0"
 		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer0"})).To(Succeed())
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 		before := takeSnapshot(hostNS, contNS, dataDir)
-		out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
+		out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("eth0"))
 		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
@@ -328,11 +314,11 @@ var _ = Describe("ptp", func() {
 			Expect(cleanup()).To(Succeed())
 
 			c := call("DEL", "c1", gone, o.json())
-			mustRun(hostNS, ptpPlugin, c)
-			mustRun(hostNS, ptpPlugin, c)
+			testutil.MustRunIn(hostNS, ptpPlugin, c)
+			testutil.MustRunIn(hostNS, ptpPlugin, c)
 			// The namespace's teardown runs in a kernel worker; the host
 			// end disappears with it or with our DEL, whichever is first.
-			Eventually(func() []string { return linkNames(hostNS) }).Should(Equal(before.HostLinks))
+			Eventually(func() []string { return testutil.LinkNames(hostNS) }).Should(Equal(before.HostLinks))
 			Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 		})
 
@@ -345,12 +331,12 @@ var _ = Describe("ptp", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir}
 			res := add(o, "c1", gone)
 			Expect(cleanup()).To(Succeed())
-			Expect(linkNames(hostNS)).To(ContainElement(res.Interfaces[0].Name))
+			Expect(testutil.LinkNames(hostNS)).To(ContainElement(res.Interfaces[0].Name))
 
-			mustRun(hostNS, ptpPlugin, call("DEL", "c1", gone, o.json()))
-			Expect(linkNames(hostNS)).To(ConsistOf("lo"))
-			Expect(linkNames(held)).To(ConsistOf("lo"))
-			Expect(reservations(dataDir)).To(BeEmpty())
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", gone, o.json()))
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(testutil.LinkNames(held)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		})
 	})
 
@@ -359,53 +345,53 @@ var _ = Describe("ptp", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, routes: []string{"10.200.0.0/16"}}
 			res := add(o, "c1", contNS)
 			checkCall := call("CHECK", "c1", contNS, withPrev(o, res).json())
-			mustRun(hostNS, ptpPlugin, checkCall)
+			testutil.MustRunIn(hostNS, ptpPlugin, checkCall)
 			breakIt(res)
-			out := run(hostNS, ptpPlugin, checkCall)
+			out := testutil.RunIn(hostNS, ptpPlugin, checkCall)
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring(errHas))
 		},
 		Entry("a deleted container address", func(res *current.Result) {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.AddrDel(l, &netlink.Addr{IPNet: &res.IPs[1].Address})).To(Succeed())
 		}, "lacks address fd00:1::"),
 		Entry("a deleted container route", func(res *current.Result) {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			_, dst, _ := net.ParseCIDR("10.200.0.0/16")
 			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst})).To(Succeed())
 		}, "lacks route 10.200.0.0/16"),
 		Entry("a deleted subnet route", func(res *current.Result) {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			_, dst, _ := net.ParseCIDR(subnet4)
 			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst})).To(Succeed())
 		}, "lacks route "+subnet4),
 		Entry("a deleted veth", func(res *current.Result) {
-			h := handle(hostNS)
+			h := testutil.Handle(hostNS)
 			l, err := h.LinkByName(res.Interfaces[0].Name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkDel(l)).To(Succeed())
 		}, `"eth0"`),
 		Entry("a deleted host route", func(res *current.Result) {
-			h := handle(hostNS)
+			h := testutil.Handle(hostNS)
 			l, err := h.LinkByName(res.Interfaces[0].Name)
 			Expect(err).NotTo(HaveOccurred())
 			dst := &net.IPNet{IP: res.IPs[0].Address.IP, Mask: net.CIDRMask(32, 32)}
 			Expect(h.RouteDel(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK})).To(Succeed())
 		}, "lacks route "+"10.1.1."),
 		Entry("a deleted gateway address on the host end", func(res *current.Result) {
-			h := handle(hostNS)
+			h := testutil.Handle(hostNS)
 			l, err := h.LinkByName(res.Interfaces[0].Name)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.AddrDel(l, &netlink.Addr{IPNet: mustParseCIDR(gw6 + "/128")})).To(Succeed())
 		}, "lacks address "+gw6+"/128"),
 		Entry("a container end that is down", func(res *current.Result) {
-			h := handle(contNS)
+			h := testutil.Handle(contNS)
 			l, err := h.LinkByName("eth0")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkSetDown(l)).To(Succeed())
@@ -420,7 +406,7 @@ var _ = Describe("ptp", func() {
 	It("refuses CHECK without prevResult", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir}
 		add(o, "c1", contNS)
-		out := run(hostNS, ptpPlugin, call("CHECK", "c1", contNS, o.json()))
+		out := testutil.RunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, o.json()))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
@@ -431,14 +417,14 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 		a := add(o, "a", contNS)
 		b := add(o, "b", other)
-		Expect(reservations(dataDir)).To(HaveLen(2))
+		Expect(testutil.Reservations(dataDir)).To(HaveLen(2))
 
-		mustRun(hostNS, ptpPlugin, testutil.Call{Command: "STATUS", Stdin: o.json()})
+		testutil.MustRunIn(hostNS, ptpPlugin, testutil.Call{Command: "STATUS", Stdin: o.json()})
 
 		gc := o
 		gc.extraKeys = `"cni.dev/valid-attachments": [{"containerID": "b", "ifname": "eth0"}]`
-		mustRun(hostNS, ptpPlugin, testutil.Call{Command: "GC", Stdin: gc.json()})
-		Expect(reservations(dataDir)).To(ConsistOf("/" + netName + "/" + b.IPs[0].Address.IP.String()))
+		testutil.MustRunIn(hostNS, ptpPlugin, testutil.Call{Command: "GC", Stdin: gc.json()})
+		Expect(testutil.Reservations(dataDir)).To(ConsistOf(netName + "/" + b.IPs[0].Address.IP.String()))
 		ownerA := netfilter.Owner{Network: netName, ContainerID: "a", IfName: "eth0"}
 		ownerB := netfilter.Owner{Network: netName, ContainerID: "b", IfName: "eth0"}
 		Expect(errors.Is(masqCheck(hostNS, "", ownerA, []*net.IPNet{&a.IPs[0].Address}), netfilter.ErrMissing)).To(BeTrue())
@@ -448,19 +434,19 @@ var _ = Describe("ptp", func() {
 	Describe("bad input", func() {
 		expectNothingMade := func() {
 			GinkgoHelper()
-			Expect(linkNames(hostNS)).To(ConsistOf("lo"))
-			Expect(linkNames(contNS)).To(ConsistOf("lo"))
-			Expect(reservations(dataDir)).To(BeEmpty())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		}
 		It("rejects malformed JSON with code 6", func() {
-			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(`{"cniVersion": "1.1.0", "name": `)))
+			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(`{"cniVersion": "1.1.0", "name": `)))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
 			expectNothingMade()
 		})
 		It("rejects a missing CNI_CONTAINERID with code 4", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir}
-			out := run(hostNS, ptpPlugin, call("ADD", "", contNS, o.json()))
+			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "", contNS, o.json()))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
@@ -468,14 +454,14 @@ var _ = Describe("ptp", func() {
 		})
 		It("rejects an unsupported cniVersion with code 1", func() {
 			o := netOpts{ver: "9.9.9", dataDir: dataDir}
-			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
+			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
 			expectNothingMade()
 		})
 		DescribeTable("rejects invalid values with code 7 naming the key",
 			func(stdin, key string) {
-				out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(stdin)))
+				out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(stdin)))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 				Expect(out.Err.Msg).To(ContainSubstring(key))
@@ -490,7 +476,7 @@ var _ = Describe("ptp", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir}
 			c := call("ADD", "c1", contNS, o.json())
 			c.Netns = "/proc/self/status"
-			out := run(hostNS, ptpPlugin, c)
+			out := testutil.RunIn(hostNS, ptpPlugin, c)
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
 			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
@@ -501,7 +487,7 @@ var _ = Describe("ptp", func() {
 			stdin := []byte(`{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "ipam": {"type": "host-local", "dataDir": "` +
 				dataDir + `", "ranges": [[{"subnet": "10.1.1.0/33"}]]}}`)
 			_ = o
-			out := run(hostNS, ptpPlugin, call("ADD", "c1", contNS, stdin))
+			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("10.1.1.0/33"))
 			expectNothingMade()
@@ -516,14 +502,14 @@ var _ = Describe("ptp", func() {
 			return err
 		})).To(Succeed())
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
-		res := parseResult("1.1.0", out.Stdout)
+		res := testutil.ParseResult("1.1.0", out.Stdout)
 		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
 		Expect(hostNS.Do(func() (err error) {
 			out, err = testutil.Exec("ptp", call("DEL", "c1", contNS, o.json()))
 			return err
 		})).To(Succeed())
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
-		Expect(linkNames(hostNS)).NotTo(ContainElement(res.Interfaces[0].Name))
+		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(res.Interfaces[0].Name))
 	})
 })
 
@@ -552,36 +538,4 @@ func masqCheck(n *ns.NetNS, backend string, o netfilter.Owner, addrs []*net.IPNe
 		}
 		return m.Check(o, addrs)
 	})
-}
-
-// udpSource sends UDP from inside contNS to dst:5353 and returns the source
-// address the listener inside outNS saw.
-func udpSource(contNS, outNS *ns.NetNS, dst string) string {
-	GinkgoHelper()
-	var conn *net.UDPConn
-	Expect(outNS.Do(func() (err error) {
-		// The socket belongs to outNS for its life, wherever it is read.
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(dst), Port: 5353})
-		return err
-	})).To(Succeed())
-	defer conn.Close()
-	Expect(contNS.Do(func() error {
-		c, err := net.Dial("udp4", net.JoinHostPort(dst, "5353"))
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		// A few datagrams: the first may wait in a neighbour queue.
-		for range 3 {
-			if _, err := c.Write([]byte("hello")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})).To(Succeed())
-	Expect(conn.SetReadDeadline(time.Now().Add(5 * time.Second))).To(Succeed())
-	buf := make([]byte, 64)
-	_, from, err := conn.ReadFromUDP(buf)
-	Expect(err).NotTo(HaveOccurred())
-	return from.IP.String()
 }

@@ -1,0 +1,142 @@
+package testutil
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// VethEnd is one end of a veth pair: the namespace it is in, its name and
+// the addresses ("ip/prefix") to put on it.
+type VethEnd struct {
+	NS    *ns.NetNS
+	Name  string
+	Addrs []string
+}
+
+// ConnectNS links a.NS and b.NS with a veth pair, adds each end's addresses
+// and brings both ends up. The pair is made from a.NS with b's end created
+// in b.NS; nothing happens in the calling thread's namespace. For callers
+// outside Ginkgo too.
+func ConnectNS(a, b VethEnd) error {
+	h, err := a.NS.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	la := netlink.NewLinkAttrs()
+	la.Name = a.Name
+	veth := &netlink.Veth{LinkAttrs: la, PeerName: b.Name, PeerNamespace: netlink.NsFd(int(b.NS.Fd()))}
+	if err := h.LinkAdd(veth); err != nil {
+		return fmt.Errorf("add veth %s in %s: %w", a.Name, a.NS.Path(), err)
+	}
+	if err := configureEnd(h, a); err != nil {
+		return err
+	}
+	bh, err := b.NS.Handle()
+	if err != nil {
+		return err
+	}
+	defer bh.Close()
+	return configureEnd(bh, b)
+}
+
+func configureEnd(h *netlink.Handle, e VethEnd) error {
+	link, err := h.LinkByName(e.Name)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", e.Name, e.NS.Path(), err)
+	}
+	for _, s := range e.Addrs {
+		addr, err := netlink.ParseAddr(s)
+		if err != nil {
+			return err
+		}
+		// Test addresses are unique: skip duplicate address detection, so
+		// an IPv6 address can be used (bound to) at once.
+		addr.Flags = unix.IFA_F_NODAD
+		if err := h.AddrAdd(link, addr); err != nil {
+			return fmt.Errorf("add %s to %s in %s: %w", s, e.Name, e.NS.Path(), err)
+		}
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %s up in %s: %w", e.Name, e.NS.Path(), err)
+	}
+	return nil
+}
+
+// Addresses of NewOutside's link: the host's end and the outside's.
+const (
+	OutsideHostAddr = "10.99.0.1"
+	OutsideAddr     = "10.99.0.2"
+)
+
+// NewOutside makes an "outside" namespace (see NewNS) that hostNS reaches
+// directly: veth "out0" in hostNS with OutsideHostAddr/24, "eth0" in the
+// outside with OutsideAddr/24. The outside has no route back to anything
+// else, so a reply reaches a container behind hostNS only if hostNS
+// masqueraded it, and the source the outside sees (UDPSource) is the
+// evidence of what hostNS did.
+func NewOutside(hostNS *ns.NetNS) *ns.NetNS {
+	ginkgo.GinkgoHelper()
+	outside := NewNS()
+	gomega.Expect(ConnectNS(
+		VethEnd{NS: hostNS, Name: "out0", Addrs: []string{OutsideHostAddr + "/24"}},
+		VethEnd{NS: outside, Name: "eth0", Addrs: []string{OutsideAddr + "/24"}},
+	)).To(gomega.Succeed())
+	return outside
+}
+
+// UDPSource sends UDP from inside from to dst (an address of to, either
+// family) and returns the source address a socket inside to received it
+// from: the container's own address, or the one a masquerade rewrote it to.
+// It sends a few datagrams, since the first may wait for neighbour
+// resolution, and reads one.
+func UDPSource(from, to *ns.NetNS, dst string) (string, error) {
+	ip := net.ParseIP(dst)
+	if ip == nil {
+		return "", fmt.Errorf("%q is not an IP address", dst)
+	}
+	var conn *net.UDPConn
+	if err := to.Do(func() (err error) {
+		// The socket belongs to `to` for its life, wherever it is read.
+		conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("listen on %s in %s: %w", dst, to.Path(), err)
+	}
+	defer conn.Close()
+	port := conn.LocalAddr().(*net.UDPAddr).Port
+	if err := from.Do(func() error {
+		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: ip, Port: port})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range 3 {
+			if _, err := c.Write([]byte("masq?")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("send to %s from %s: %w", dst, from.Path(), err)
+	}
+	// A deadline so a lost datagram fails the test instead of hanging it,
+	// not a timing assertion.
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 16)
+	_, src, err := conn.ReadFromUDP(buf)
+	if err != nil {
+		return "", fmt.Errorf("receive on %s in %s: %w", dst, to.Path(), err)
+	}
+	return src.IP.String(), nil
+}
