@@ -96,47 +96,54 @@ func NewOutside(hostNS *ns.NetNS) *ns.NetNS {
 // UDPSource sends UDP from inside from to dst (an address of to, either
 // family) and returns the source address a socket inside to received it
 // from: the container's own address, or the one a masquerade rewrote it to.
-// It sends a few datagrams, since the first may wait for neighbour
-// resolution, and reads one.
 func UDPSource(from, to *ns.NetNS, dst string) (string, error) {
-	ip := net.ParseIP(dst)
-	if ip == nil {
-		return "", fmt.Errorf("%q is not an IP address", dst)
+	return UDPDeliver(from, to, dst, dst, 10*time.Second)
+}
+
+// UDPDeliver listens inside to on listen (an address of to), sends UDP from
+// inside from to send:<the listener's port> (listen itself, or an address
+// the network rewrites to it, such as a DNAT'd service address), and
+// returns the source address the listener saw. It sends a few datagrams,
+// since the first may wait for neighbour resolution, and waits at most wait
+// for one: the bound turns a lost datagram into an error instead of a hang
+// (or, for a caller expecting none, into the evidence); it asserts no timing.
+func UDPDeliver(from, to *ns.NetNS, listen, send string, wait time.Duration) (string, error) {
+	lip, sip := net.ParseIP(listen), net.ParseIP(send)
+	if lip == nil || sip == nil {
+		return "", fmt.Errorf("%q or %q is not an IP address", listen, send)
 	}
 	var conn *net.UDPConn
 	if err := to.Do(func() (err error) {
 		// The socket belongs to `to` for its life, wherever it is read.
-		conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip})
+		conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: lip})
 		return err
 	}); err != nil {
-		return "", fmt.Errorf("listen on %s in %s: %w", dst, to.Path(), err)
+		return "", fmt.Errorf("listen on %s in %s: %w", listen, to.Path(), err)
 	}
 	defer conn.Close()
 	port := conn.LocalAddr().(*net.UDPAddr).Port
 	if err := from.Do(func() error {
-		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: ip, Port: port})
+		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: sip, Port: port})
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		for range 3 {
-			if _, err := c.Write([]byte("masq?")); err != nil {
+			if _, err := c.Write([]byte("who?")); err != nil {
 				return err
 			}
 		}
 		return nil
 	}); err != nil {
-		return "", fmt.Errorf("send to %s from %s: %w", dst, from.Path(), err)
+		return "", fmt.Errorf("send to %s from %s: %w", send, from.Path(), err)
 	}
-	// A deadline so a lost datagram fails the test instead of hanging it,
-	// not a timing assertion.
-	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return "", err
 	}
 	buf := make([]byte, 16)
 	_, src, err := conn.ReadFromUDP(buf)
 	if err != nil {
-		return "", fmt.Errorf("receive on %s in %s: %w", dst, to.Path(), err)
+		return "", fmt.Errorf("receive on %s in %s (sent to %s): %w", listen, to.Path(), send, err)
 	}
 	return src.IP.String(), nil
 }
