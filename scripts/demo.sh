@@ -230,6 +230,20 @@ EOF
 	added=("${added[@]/demo-bridge eth0/}")
 	show ip -n "$ctrns" -br link show
 	show ls "$tmp/host-local/demo-bridge"
+
+	step "a leaked attachment, and GC reclaiming it"
+	echo "attach again, then let the container die without a DEL (a runtime that crashed):"
+	printf '%s$ cni add demo-bridge eth0 >/dev/null%s\n' "$bold" "$plain"
+	cni add demo-bridge eth0 >/dev/null
+	added+=("demo-bridge eth0")
+	show ip netns del "$ctrns"
+	echo "its addresses stay reserved; upstream host-local has no GC, so they leak for good:"
+	show ls "$tmp/host-local/demo-bridge"
+	echo "GC, given the attachments the runtime still has (cnitool passes none):"
+	show cni gc demo-bridge eth0
+	echo "gc: ok"
+	added=("${added[@]/demo-bridge eth0/}")
+	show ls "$tmp/host-local/demo-bridge"
 fi
 
 step "done"
