@@ -202,43 +202,66 @@ func (m *iptablesMasq) Check(o Owner, addrs []*net.IPNet) error {
 }
 
 func (m *iptablesMasq) GC(network string, keep []Owner) error {
+	var errs []error
+	for _, f := range families {
+		if m.usable(f) != nil {
+			continue
+		}
+		errs = append(errs, m.gcFamily(f, network, keep))
+	}
+	return errors.Join(errs...)
+}
+
+// gcFamily is GC for one family. When the nat table of f cannot be used
+// here, the error wraps ErrUnavailable.
+func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
 	keepChains := map[string]bool{}
 	for _, o := range keep {
 		if o.Network == network {
 			keepChains[iptablesChain(o)] = true
 		}
 	}
+	t, err := m.save(f)
+	if err != nil {
+		if uerr := m.natUsable(f); uerr != nil {
+			err = uerr // say it is unusable here (ErrUnavailable), not just failing
+		}
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+	}
+	var stale []string
+	for chain, nw := range t.ownedChains() {
+		if nw == network && !keepChains[chain] {
+			stale = append(stale, chain)
+		}
+	}
+	var all []string
+	for _, chain := range stale {
+		all = append(all, t.deleteLines(chain)...)
+	}
+	if len(all) == 0 || m.restore(f, all) == nil {
+		return nil
+	}
+	// One bad chain must not keep the others: retry them one by one.
+	var errs []error
+	for _, chain := range stale {
+		if err := m.restore(f, t.deleteLines(chain)); err != nil {
+			errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gcIfUsable is GC for GCMasqAll: a family whose iptables cannot be used
+// (binary missing, nat table not loadable) holds no rules. It decides per
+// family, so an unusable IPv6 nat table does not hide an IPv4 failure.
+func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 	var errs []error
 	for _, f := range families {
 		if m.usable(f) != nil {
 			continue
 		}
-		t, err := m.save(f)
-		if err != nil {
-			if uerr := m.natUsable(f); uerr != nil {
-				err = uerr // say it is unusable here (ErrUnavailable), not just failing
-			}
-			errs = append(errs, fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err))
-			continue
-		}
-		var stale []string
-		for chain, nw := range t.ownedChains() {
-			if nw == network && !keepChains[chain] {
-				stale = append(stale, chain)
-			}
-		}
-		var all []string
-		for _, chain := range stale {
-			all = append(all, t.deleteLines(chain)...)
-		}
-		if len(all) == 0 || m.restore(f, all) == nil {
-			continue
-		}
-		// One bad chain must not keep the others: retry them one by one.
-		for _, chain := range stale {
-			if err := m.restore(f, t.deleteLines(chain)); err != nil {
-				errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
-			}
+		if err := m.gcFamily(f, network, keep); err != nil && !errors.Is(err, ErrUnavailable) {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -143,3 +143,16 @@ func TeardownMasqAll(o Owner) error {
 func teardownMasqAll(o Owner, ipt *iptablesMasq, nft *nftablesMasq) error {
 	return errors.Join(ipt.teardownIfUsable(o), nft.teardownIfUsable(o))
 }
+
+// GCMasqAll removes the rules of network whose owner is not in keep from
+// both backends, for GC: rules may have been made by either (config changed,
+// other suite). A backend that cannot be used here holds no rules and is
+// skipped; the other errors of both backends are joined. Like GC, it keeps
+// going on errors. It acts on the calling thread's network namespace.
+func GCMasqAll(network string, keep []Owner) error {
+	return gcMasqAll(network, keep, newIPTablesMasq(), newNFTablesMasq())
+}
+
+func gcMasqAll(network string, keep []Owner, ipt *iptablesMasq, nft *nftablesMasq) error {
+	return errors.Join(ipt.gcIfUsable(network, keep), nft.gcIfUsable(network, keep))
+}

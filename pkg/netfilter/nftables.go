@@ -290,3 +290,13 @@ func (m *nftablesMasq) teardownIfUsable(o Owner) error {
 	}
 	return err
 }
+
+// gcIfUsable is GC for GCMasqAll: without nf_tables there are no rules to
+// collect.
+func (m *nftablesMasq) gcIfUsable(network string, keep []Owner) error {
+	err := m.GC(network, keep)
+	if errors.Is(err, ErrUnavailable) {
+		return nil
+	}
+	return err
+}
