@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	_ "github.com/cniforge/plugins/pkg/ns" // locks the main OS thread
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // Version is the suite's version, set at build time by build_linux.sh with
@@ -50,7 +51,27 @@ func suiteVersion() string {
 
 // Main runs p through skel and exits: the result or CNI error JSON on stdout.
 func Main(p Plugin) {
-	skel.PluginMainFuncs(p.Funcs, p.Versions, p.About())
+	skel.PluginMainFuncs(p.SkelFuncs(), p.Versions, p.About())
+}
+
+// SkelFuncs is p.Funcs as skel should call them: each command's error is
+// flattened (result.Flatten) so the runtime sees its whole message with
+// the code of the CNI error inside it.
+func (p Plugin) SkelFuncs() skel.CNIFuncs {
+	return skel.CNIFuncs{
+		Add:    flattened(p.Funcs.Add),
+		Del:    flattened(p.Funcs.Del),
+		Check:  flattened(p.Funcs.Check),
+		GC:     flattened(p.Funcs.GC),
+		Status: flattened(p.Funcs.Status),
+	}
+}
+
+func flattened(fn func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
+	if fn == nil {
+		return nil
+	}
+	return func(args *skel.CmdArgs) error { return result.Flatten(fn(args)) }
 }
 
 // Logger returns the logger a command uses: stderr, quiet (warnings and

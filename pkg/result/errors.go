@@ -60,3 +60,24 @@ func Code(err error) uint {
 	}
 	return types.ErrInternal
 }
+
+// Flatten returns err as one CNI error carrying err's whole message and the
+// code of the first CNI error wrapped inside it (999 when there is none).
+//
+// skel reports the innermost *types.Error it finds in a command's error, so
+// without this, context wrapped around a coded error ("ipam host-local ADD:
+// ...") and the other failures joined beside it in a DEL would not reach
+// the runtime. pkg/plugin applies it to every command.
+func Flatten(err error) error {
+	if err == nil {
+		return nil
+	}
+	if te, ok := err.(*types.Error); ok {
+		return te
+	}
+	var e *types.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	return &types.Error{Code: e.Code, Msg: err.Error()}
+}

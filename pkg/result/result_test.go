@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -100,5 +101,26 @@ func TestCheckRoutes(t *testing.T) {
 	err := CheckRoutes("eth0", want, have)
 	if err == nil || err.Error() != `"eth0" lacks route 0.0.0.0/0 via 10.0.0.1` {
 		t.Errorf("wrong gateway: %v", err)
+	}
+}
+
+func TestFlattenKeepsContext(t *testing.T) {
+	inner := types.NewError(types.ErrInvalidNetNS, "bad netns", "")
+	err := Flatten(errors.Join(errors.New("other failure"), fmt.Errorf("open: %w", inner)))
+	te, ok := err.(*types.Error)
+	if !ok || te.Code != types.ErrInvalidNetNS {
+		t.Fatalf("Flatten = %#v", err)
+	}
+	for _, want := range []string{"bad netns", "other failure", "open: "} {
+		if !strings.Contains(te.Msg, want) {
+			t.Errorf("message %q lacks %q", te.Msg, want)
+		}
+	}
+	if Flatten(inner) != error(inner) {
+		t.Error("a bare CNI error must pass through unchanged")
+	}
+	plain := errors.New("plain")
+	if Flatten(plain) != plain || Flatten(nil) != nil {
+		t.Error("uncoded errors and nil pass through")
 	}
 }

@@ -101,7 +101,7 @@ func Run(p plugin.Plugin, c Call) (Output, error) {
 
 	oldIn, oldOut := os.Stdin, os.Stdout
 	os.Stdin, os.Stdout = stdinR, stdoutW
-	cniErr := skel.PluginMainFuncsWithError(p.Funcs, p.Versions, p.About())
+	cniErr := skel.PluginMainFuncsWithError(p.SkelFuncs(), p.Versions, p.About())
 	if cniErr != nil {
 		_ = cniErr.Print() // as skel.PluginMainFuncs does, to our pipe
 	}

@@ -22,7 +22,6 @@ import (
 // forwarding, masquerade, announcement. Each change registers its undo as
 // soon as it exists; a failure runs them in reverse, IPAM release included.
 func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
-	defer func() { err = coded(err) }()
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err

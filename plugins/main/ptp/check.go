@@ -24,7 +24,6 @@ import (
 // gateway addresses and host routes; the masquerade rules; the IPAM
 // reservation. It changes nothing.
 func (p *ptp) cmdCheck(args *skel.CmdArgs) (err error) {
-	defer func() { err = coded(err) }()
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err

@@ -19,7 +19,6 @@ import (
 // gone is success, and a failing step does not stop the later ones: the
 // IPAM reservation is released even when the namespace is gone.
 func (p *ptp) cmdDel(args *skel.CmdArgs) (err error) {
-	defer func() { err = coded(err) }()
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 // from an ADD with another ipMasqBackend). Veths need no collection: they
 // die with their namespace.
 func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
-	defer func() { err = coded(err) }()
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
@@ -46,7 +45,6 @@ func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
 // cmdStatus forwards to IPAM: ptp itself needs nothing that could be
 // unavailable.
 func (p *ptp) cmdStatus(args *skel.CmdArgs) (err error) {
-	defer func() { err = coded(err) }()
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package ptp
 
 import (
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -120,17 +119,3 @@ func TestValidateIPAMResult(t *testing.T) {
 		})
 	}
 }
-
-func TestCodedKeepsContext(t *testing.T) {
-	inner := types.NewError(types.ErrInvalidNetNS, "bad netns", "")
-	err := coded(errorsJoin(inner))
-	te, ok := err.(*types.Error)
-	if !ok || te.Code != types.ErrInvalidNetNS || !strings.Contains(te.Msg, "bad netns") || !strings.Contains(te.Msg, "other") {
-		t.Errorf("coded = %#v", err)
-	}
-	if coded(nil) != nil {
-		t.Error("coded(nil) != nil")
-	}
-}
-
-func errorsJoin(err error) error { return errors.Join(errors.New("other"), err) }
