@@ -18,7 +18,6 @@ import (
 	"runtime"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/result"
@@ -122,7 +121,15 @@ func (n *NetNS) Do(fn func() error) error {
 // Handle returns a netlink handle whose sockets live in n, usable from any
 // thread. The caller closes it with Delete.
 func (n *NetNS) Handle() (*netlink.Handle, error) {
-	h, err := netlink.NewHandleAt(netns.NsHandle(n.Fd()))
+	// The sockets are made inside Do (a socket belongs to the namespace it
+	// was created in, for life) rather than with netlink.NewHandleAt, which
+	// switches the calling thread and unlocks it even when switching back
+	// failed.
+	var h *netlink.Handle
+	err := n.Do(func() (err error) {
+		h, err = netlink.NewHandle()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("netlink handle in %s: %w", n.path, err)
 	}

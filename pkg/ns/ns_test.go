@@ -2,7 +2,11 @@ package ns_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
+	"sync"
+	"syscall"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -46,6 +50,45 @@ var _ = Describe("NetNS", func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer after.Close()
 		Expect(after.Same(before)).To(BeTrue())
+	})
+
+	It("returns every thread it used to the namespace it came from", func() {
+		// A thread left in a test namespace and handed back to the Go
+		// scheduler would run unrelated goroutines there; Do must restore
+		// it or let it die. Exercise many threads at once, then look at
+		// every thread of the process.
+		n := testutil.NewNS()
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = n.Do(func() error { runtime.Gosched(); return nil })
+			}()
+		}
+		wg.Wait()
+
+		pid := os.Getpid()
+		want, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/ns/net", pid, pid))
+		Expect(err).NotTo(HaveOccurred())
+		inTest, err := os.Readlink(n.Path())
+		if err != nil {
+			// A bind mount of a namespace reads as a file; compare inodes.
+			var st syscall.Stat_t
+			Expect(syscall.Stat(n.Path(), &st)).To(Succeed())
+			inTest = fmt.Sprintf("net:[%d]", st.Ino)
+		}
+		Expect(inTest).NotTo(Equal(want))
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		Expect(err).NotTo(HaveOccurred())
+		for _, t := range tasks {
+			link, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%s/ns/net", pid, t.Name()))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread ended meanwhile
+			}
+			Expect(err).NotTo(HaveOccurred())
+			Expect(link).To(Equal(want), "thread %s is in another network namespace", t.Name())
+		}
 	})
 
 	It("nests: Do inside Do sees the inner namespace, then the outer again", func() {

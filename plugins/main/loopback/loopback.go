@@ -79,9 +79,16 @@ func cmdDel(args *skel.CmdArgs) error {
 	if args.Netns == "" {
 		return nil
 	}
-	if _, err := os.Stat(args.Netns); errors.Is(err, os.ErrNotExist) {
-		return nil // the namespace, and lo with it, is gone
+	n, err := ns.Open(args.Netns)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+		// The namespace, and lo with it, is gone; a path that is no longer
+		// a namespace is what a runtime leaves after unmounting one.
+		return nil
 	}
+	if err != nil {
+		return result.InvalidNetNS(err)
+	}
+	n.Close()
 	h, closeNS, err := openHandle(args.Netns)
 	if err != nil {
 		return err

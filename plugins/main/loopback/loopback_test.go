@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -148,6 +149,15 @@ var _ = Describe("loopback", func() {
 
 		c.Command = "DEL"
 		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(run(hostNS, c).Err).To(BeNil())
+	})
+
+	It("succeeds on DEL when the netns path is no longer a namespace", func() {
+		// What a runtime leaves after unmounting a namespace it then lost.
+		stale := GinkgoT().TempDir() + "/netns"
+		Expect(os.WriteFile(stale, nil, 0o644)).To(Succeed())
+		c := call("DEL", "1.1.0")
+		c.Netns = stale
 		Expect(run(hostNS, c).Err).To(BeNil())
 	})
 
