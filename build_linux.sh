@@ -16,6 +16,8 @@ for d in cmd/*/; do
 done
 
 echo "building ${#plugins[@]} plugins ($version) into $out/"
-CGO_ENABLED=0 GOOS=linux go build -trimpath \
+# -buildvcs=false: the version comes in through -X; VCS stamping would only
+# fail in a checkout owned by another user ("dubious ownership").
+CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false \
 	-ldflags "-s -w -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
 	-o "$out/" "${plugins[@]}"

@@ -82,7 +82,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# cni NETWORK IFNAME VERB [ENV=VALUE...]: runs cnitool VERB inside the
+# cni VERB NETWORK IFNAME [ENV=VALUE...]: runs cnitool VERB inside the
 # stand-in host. `ip netns exec` gives cnitool a private mount namespace in
 # which the result cache it keeps under /var/lib/cni is bind-mounted from the
 # demo's temp folder, so nothing is written to the real /var/lib/cni.

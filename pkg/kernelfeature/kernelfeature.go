@@ -80,6 +80,7 @@ func Require(fs ...Feature) {
 		if fail {
 			ginkgo.Fail(msg)
 		}
+		recordSkip(f)
 		ginkgo.Skip(msg)
 	}
 }
@@ -96,4 +97,27 @@ func verdict(f Feature, probeErr error, inLane bool) (msg string, fail bool) {
 	}
 	return fmt.Sprintf("kernel lacks %s (%s failed: %v); runs in the VM lane: scripts/vmtest.sh (see scripts/vm/README.md)",
 		f.Name, f.Tries, probeErr), false
+}
+
+// SkipLogEnv names a file to which Require appends one line per spec it
+// skips. test_linux.sh reads it to credit exactly those specs to the VM
+// lane, which runs every kernel spec and fails unless all pass; a host
+// kernel that has the features records nothing, so nothing is counted twice.
+const SkipLogEnv = "CNIFORGE_KERNEL_SKIPS"
+
+func recordSkip(f Feature) {
+	path := os.Getenv(SkipLogEnv)
+	if path == "" {
+		return
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		ginkgo.Fail(fmt.Sprintf("%s: %v", SkipLogEnv, err))
+	}
+	defer file.Close()
+	// One short O_APPEND write per line: whole even with test binaries of
+	// several packages appending at once.
+	if _, err := fmt.Fprintf(file, "%s\t%s\n", f.Name, ginkgo.CurrentSpecReport().FullText()); err != nil {
+		ginkgo.Fail(fmt.Sprintf("%s: %v", SkipLogEnv, err))
+	}
 }

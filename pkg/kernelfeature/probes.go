@@ -3,6 +3,7 @@ package kernelfeature
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/vishvananda/netlink"
 
@@ -133,6 +134,14 @@ func probeBridgeVLANFiltering(p *prober) error {
 }
 
 func probeDummy(p *prober) error {
+	// Creating a dummy link where dummy.ko is not loaded makes the kernel
+	// load it with its default numdummies=1, which creates "dummy0" in the
+	// host's namespace: a test must never do that. Only probe a dummy that
+	// is already there (built in, or loaded as the VM lane does, with
+	// numdummies=0).
+	if _, err := os.Stat("/sys/module/dummy"); err != nil {
+		return fmt.Errorf("the dummy module is not loaded, and loading it on demand would create dummy0 in the host namespace: %w", err)
+	}
 	_, err := p.add(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "probedummy"}})
 	return err
 }
