@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/result"
@@ -64,10 +65,13 @@ func cmdStatus(args *skel.CmdArgs) error {
 	return status(conf)
 }
 
-// options let tests stop a command between its steps, as a crash would.
+// options let tests stop a command between its steps, as a crash would,
+// or see the network folder as an older kernel shows it.
 type options struct {
 	// afterStep, when set, runs after each step that changes the disk.
 	afterStep func(step string)
+	// statDir, when set, replaces stat(2) of the network folder.
+	statDir func(path string, st *unix.Stat_t) error
 }
 
 // add reserves one address per range set for (id, ifName).
@@ -93,7 +97,7 @@ func addWith(conf *Config, id, ifName string, log *slog.Logger, opts options) (*
 		return nil, result.IOFailure(err)
 	}
 	defer s.close()
-	s.afterStep = opts.afterStep
+	s.afterStep, s.statDir = opts.afterStep, opts.statDir
 
 	ips, err := allocate(conf, s, id, ifName, log)
 	if err != nil {
@@ -125,7 +129,7 @@ func delWith(conf *Config, id, ifName string, opts options) error {
 		return result.IOFailure(err)
 	}
 	defer s.close()
-	s.afterStep = opts.afterStep
+	s.afterStep, s.statDir = opts.afterStep, opts.statDir
 
 	ix, err := s.loadIndex()
 	if err != nil {
@@ -176,6 +180,10 @@ func delWith(conf *Config, id, ifName string, opts options) error {
 // prev; with no addresses in prev, unless it holds at least one. It reads
 // the reservation files themselves, not the index.
 func check(conf *Config, id, ifName string, prev *current.Result) error {
+	return checkWith(conf, id, ifName, prev, options{})
+}
+
+func checkWith(conf *Config, id, ifName string, prev *current.Result, opts options) error {
 	if err := validateAttachment(id, ifName); err != nil {
 		return err
 	}
@@ -188,6 +196,7 @@ func check(conf *Config, id, ifName string, prev *current.Result) error {
 		return result.IOFailure(err)
 	}
 	defer s.close()
+	s.statDir = opts.statDir
 
 	var want []netip.Addr
 	if prev != nil {

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,16 +39,26 @@ import (
 // entry). by-id files never outnumber the live attachments plus the
 // snapshot's entries, so nothing needs compacting.
 //
-// Staleness: the stamp records the network folder's inode, mtime, ctime and
-// size, taken after our own changes. Anything else that adds or removes a
-// reservation (an upstream plugin during a switch of suites, an admin, a
-// crash of ours midway) changes the folder's mtime, so the stamp no longer
-// matches and the index is rebuilt. Since Linux 6.13 a directory whose
-// timestamps were read (we stat it for the stamp) gets a fine-grained
-// timestamp on its next change, so two changes inside one clock tick still
-// differ. Before each change of ours the stamp is removed, so a crash midway
-// leaves no stamp and forces a rebuild; that is also why the index files can
-// be written in place.
+// Staleness: before stamping, commit sets the network folder's mtime
+// itself, to a value no later change can give it: two seconds before now,
+// with a random fraction (see markDir). The stamp records the folder's
+// inode, that mtime, its ctime and its size. Anything else that adds or
+// removes a reservation (an upstream plugin during a switch of suites, an
+// admin, a crash of ours midway) makes the kernel set the folder's mtime to
+// the current time, which is not the value we set, so the stamp no longer
+// matches and the index is rebuilt.
+//
+// Why not simply stamp the timestamps our own last change left: before
+// Linux 6.13 a folder's timestamps move once per clock tick (a few ms, or
+// whole seconds on ext4 with 128-byte inodes), and an entry more leaves its
+// size alone, so a foreign change in the tick of our last change would look
+// like no change. The ctime cannot be set and cannot help: utimensat sets
+// it to now, which a foreign change in the same tick repeats. It stays in
+// the stamp because it costs nothing and catches what the mtime alone
+// would not after a wall clock stepped back to within our value's second.
+// Before each change of ours the stamp is removed, so a crash midway leaves
+// no stamp and forces a rebuild; that is also why the index files can be
+// written in place.
 //
 // Upstream walks the network folder recursively and compares each file's
 // whole content (trimmed) with "<id>\r\n<ifname>" or "<id>"; every file we
@@ -113,7 +125,11 @@ func (s *store) loadIndex() (*index, error) {
 // dirStamp identifies the network folder's current list of entries.
 func (s *store) dirStamp() (string, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(s.dir, &st); err != nil {
+	stat := unix.Stat
+	if s.statDir != nil {
+		stat = s.statDir
+	}
+	if err := stat(s.dir, &st); err != nil {
 		return "", fmt.Errorf("stat %s: %w", s.dir, err)
 	}
 	return fmt.Sprintf("dir %d %d.%09d %d.%09d %d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Size), nil
@@ -395,6 +411,11 @@ func (ix *index) commit() error {
 	if !ix.dirty {
 		return nil
 	}
+	if err := ix.s.markDir(); err != nil {
+		// Without our own mtime on the folder a stamp could hide a foreign
+		// change; with no stamp every command rebuilds: slower, still right.
+		return nil
+	}
 	stamp, err := ix.s.dirStamp()
 	if err != nil {
 		return err
@@ -408,5 +429,21 @@ func (ix *index) commit() error {
 		return fmt.Errorf("stamp index: %w", err)
 	}
 	ix.dirty = false
+	return nil
+}
+
+// markDir sets the network folder's mtime to a value the kernel will not
+// give it on a later change (see Staleness above). The kernel stamps a
+// change with its coarse clock, which lags the time read here by at most a
+// tick, so a later change's second is at least now's second minus one: two
+// seconds back can never equal it, even where only seconds are stored. The
+// random fraction keeps the value unpredictable where nanoseconds are.
+func (s *store) markDir() error {
+	sec := time.Now().Unix() - 2
+	mtime := unix.NsecToTimespec(sec*int64(time.Second) + rand.Int64N(int64(time.Second)))
+	atime := unix.Timespec{Nsec: unix.UTIME_OMIT}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.dir, []unix.Timespec{atime, mtime}, 0); err != nil {
+		return fmt.Errorf("set mtime of %s: %w", s.dir, err)
+	}
 	return nil
 }

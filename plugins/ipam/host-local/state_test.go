@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"golang.org/x/sys/unix"
 )
 
 // prevWith is a prevResult holding the given addresses.
@@ -138,6 +139,25 @@ var _ = Describe("on-disk state", func() {
 			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.20"))
 			_, err = add(c, "up1", "eth1", quiet) // its old address is gone: no duplicate
 			Expect(err).NotTo(HaveOccurred())
+		})
+
+		It("notices what upstream adds or removes in the same clock tick as our last change", func() {
+			// On kernels before 6.13 a folder's timestamps move once per clock
+			// tick (whole seconds on ext4 with 128-byte inodes) and one more
+			// entry leaves its size alone; frozenClock makes that happen every time.
+			opts := options{statDir: frozenClock}
+			_, err := addWith(c, "ours", "eth0", quiet, opts)
+			Expect(err).NotTo(HaveOccurred())
+			writeFile(filepath.Join(netDir, "10.1.0.20"), "up2\r\neth0")
+			Expect(checkWith(c, "up2", "eth0", nil, opts)).To(Succeed())
+			Expect(delWith(c, "up2", "eth0", opts)).To(Succeed())
+			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.20"), "DEL leaked the address")
+
+			Expect(os.Remove(filepath.Join(netDir, "10.1.0.5"))).To(Succeed()) // upstream DELs up1/eth0
+			writeFile(filepath.Join(netDir, "10.1.0.21"), "up1\r\neth0")       // and ADDs it again
+			Expect(checkWith(c, "up1", "eth0", nil, opts)).To(Succeed())
+			Expect(delWith(c, "up1", "eth0", opts)).To(Succeed())
+			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.21"), "DEL leaked the address")
 		})
 	})
 
@@ -282,3 +302,22 @@ var _ = Describe("on-disk state", func() {
 		})
 	})
 })
+
+// frozenClock stats like a kernel whose clock did not tick since our last
+// change: every timestamp the kernel set itself reads as one instant, and
+// the folder's size stays put (ext4 grows a directory by whole blocks). On
+// a create or unlink the kernel sets a directory's mtime and ctime to the
+// same value, so an mtime equal to the ctime is one the kernel set; any
+// other was set with utimensat and reads as it is.
+func frozenClock(path string, st *unix.Stat_t) error {
+	if err := unix.Stat(path, st); err != nil {
+		return err
+	}
+	frozen := unix.Timespec{Sec: 1_700_000_000}
+	if st.Mtim == st.Ctim {
+		st.Mtim = frozen
+	}
+	st.Ctim = frozen
+	st.Size = 4096
+	return nil
+}

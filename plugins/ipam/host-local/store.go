@@ -65,7 +65,8 @@ type store struct {
 	lock *os.File
 	ix   *index // loaded by loadIndex
 
-	afterStep func(step string) // see options
+	afterStep func(step string)                        // see options
+	statDir   func(path string, st *unix.Stat_t) error // see options; nil = stat(2)
 }
 
 // step marks the end of a step that changed the disk (for crash tests).
