@@ -143,7 +143,7 @@ func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) (fresh
 	if err != nil {
 		return false, fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
 	}
-	lines := t.reconcileLines(want)
+	lines := t.mergeLines(o, f, want)
 	if lines == nil {
 		return false, nil
 	}
@@ -173,7 +173,7 @@ func (m *iptablesMasq) teardownFamily(o Owner, f family) error {
 	if err != nil {
 		return fmt.Errorf("tear down %s masquerade for %s: %w", f, o, err)
 	}
-	lines := t.deleteLines(chain)
+	lines := t.teardownLines(o, f)
 	if len(lines) == 0 {
 		return nil
 	}
@@ -215,11 +215,18 @@ func (m *iptablesMasq) GC(network string, keep []Owner) error {
 // gcFamily is GC for one family. When the nat table of f cannot be used
 // here, the error wraps ErrUnavailable.
 func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
-	keepChains := map[string]bool{}
+	// Chains with a kept owner stay; in them, the interfaces not kept go.
+	keepIfs := map[string]map[string]bool{}
+	chainOwner := map[string]Owner{}
 	for _, o := range keep {
-		if o.Network == network {
-			keepChains[iptablesChain(o)] = true
+		if o.Network != network {
+			continue
 		}
+		chain := iptablesChain(o)
+		if keepIfs[chain] == nil {
+			keepIfs[chain], chainOwner[chain] = map[string]bool{}, o
+		}
+		keepIfs[chain][o.IfName] = true
 	}
 	t, err := m.save(f)
 	if err != nil {
@@ -228,23 +235,28 @@ func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
 		}
 		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
 	}
-	var stale []string
-	for chain, nw := range t.ownedChains() {
-		if nw == network && !keepChains[chain] {
-			stale = append(stale, chain)
-		}
-	}
+	changes := map[string][]string{}
 	var all []string
-	for _, chain := range stale {
-		all = append(all, t.deleteLines(chain)...)
+	for chain, nw := range t.ownedChains() {
+		if nw != network {
+			continue
+		}
+		lines := t.deleteLines(chain)
+		if keepIfs[chain] != nil {
+			lines = t.gcLines(chainOwner[chain], f, keepIfs[chain])
+		}
+		if len(lines) > 0 {
+			changes[chain] = lines
+			all = append(all, lines...)
+		}
 	}
 	if len(all) == 0 || m.restore(f, all) == nil {
 		return nil
 	}
 	// One bad chain must not keep the others: retry them one by one.
 	var errs []error
-	for _, chain := range stale {
-		if err := m.restore(f, t.deleteLines(chain)); err != nil {
+	for chain, lines := range changes {
+		if err := m.restore(f, lines); err != nil {
 			errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
 		}
 	}

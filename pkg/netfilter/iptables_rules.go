@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -16,13 +17,33 @@ var multicast = map[family]string{ipv4: "224.0.0.0/4", ipv6: "ff00::/8"}
 // iptablesRules is the desired nat-table content of one attachment in one
 // family, as iptables-save prints it (without the leading "-A <chain> "), so
 // that desired and current state compare as text.
+//
+// The chain is per network and container (upstream's name), so two
+// attachments of one container to one network (eth0, eth1) share it. To tell
+// their rules apart, each attachment adds to the chain one marker per
+// address: a rule without a target (it only counts packets) matching the
+// address and its subnet, whose comment names the interface. Upstream's DEL
+// flushes and deletes the chain, markers included, and deletes the
+// POSTROUTING jumps by their exact spec, so the jumps and the ACCEPT and
+// MASQUERADE rules keep upstream's form and comment.
 type iptablesRules struct {
-	chain string
-	// rules of chain, in order: an ACCEPT per container subnet, then one
-	// MASQUERADE.
-	rules []string
+	chain  string
+	ifName string
+	// markers of this attachment, one per address.
+	markers []string
+	// accepts: an ACCEPT per container subnet.
+	accepts []string
+	// masq: the MASQUERADE rule, last in the chain.
+	masq string
 	// jumps in POSTROUTING, one per container address.
 	jumps []string
+}
+
+// rules returns the chain's content on a clean table: markers, ACCEPTs,
+// MASQUERADE.
+func (r iptablesRules) rules() []string {
+	out := slices.Concat(r.markers, r.accepts)
+	return append(out, r.masq)
 }
 
 // desiredIPTables returns the rules of o for addrs, all of family f.
@@ -31,20 +52,33 @@ type iptablesRules struct {
 // one family lands its ACCEPT after the first MASQUERADE; here every ACCEPT
 // precedes the single MASQUERADE.
 func desiredIPTables(o Owner, f family, addrs []*net.IPNet) iptablesRules {
-	r := iptablesRules{chain: iptablesChain(o)}
+	r := iptablesRules{chain: iptablesChain(o), ifName: o.IfName}
 	comment := saveQuote(iptablesComment(o))
+	marker := saveQuote(iptablesMarkerComment(o))
 	for _, a := range addrs {
-		accept := fmt.Sprintf("-d %s -m comment --comment %s -j ACCEPT", subnetOf(a), comment)
-		if !slices.Contains(r.rules, accept) {
-			r.rules = append(r.rules, accept)
+		m := fmt.Sprintf("-s %s -d %s -m comment --comment %s", hostAddr(a), subnetOf(a), marker)
+		if !slices.Contains(r.markers, m) {
+			r.markers = append(r.markers, m)
+		}
+		accept := acceptSpec(subnetOf(a).String(), comment)
+		if !slices.Contains(r.accepts, accept) {
+			r.accepts = append(r.accepts, accept)
 		}
 		jump := fmt.Sprintf("-s %s -m comment --comment %s -j %s", hostAddr(a), comment, r.chain)
 		if !slices.Contains(r.jumps, jump) {
 			r.jumps = append(r.jumps, jump)
 		}
 	}
-	r.rules = append(r.rules, fmt.Sprintf("! -d %s -m comment --comment %s -j MASQUERADE", multicast[f], comment))
+	r.masq = masqSpec(f, comment)
 	return r
+}
+
+func acceptSpec(subnet, quotedComment string) string {
+	return fmt.Sprintf("-d %s -m comment --comment %s -j ACCEPT", subnet, quotedComment)
+}
+
+func masqSpec(f family, quotedComment string) string {
+	return fmt.Sprintf("! -d %s -m comment --comment %s -j MASQUERADE", multicast[f], quotedComment)
 }
 
 // saveQuote quotes s the way iptables-save does and iptables-restore reads.
@@ -68,10 +102,10 @@ func restorePayload(lines []string) []byte {
 
 // freshLines installs r where its chain does not exist yet. "-N" fails when
 // the chain exists, which aborts the whole restore without a change: the
-// caller then reconciles against what is there.
+// caller then merges into what is there.
 func (r iptablesRules) freshLines() []string {
 	lines := []string{"-N " + r.chain}
-	for _, s := range r.rules {
+	for _, s := range r.rules() {
 		lines = append(lines, "-A "+r.chain+" "+s)
 	}
 	for _, j := range r.jumps {
@@ -151,42 +185,222 @@ func (t natTable) deleteLines(chain string) []string {
 	return lines
 }
 
-// reconcileLines turns t into one holding r exactly: the chain is declared
-// (which flushes it under --noflush) and refilled, stale or duplicate jumps
-// are deleted, missing jumps appended. It returns nil when t already holds r.
-func (t natTable) reconcileLines(r iptablesRules) []string {
-	current := t.jumpsTo(r.chain)
-	if t.chains[r.chain] && slices.Equal(t.rules[r.chain], r.rules) && sameSet(current, r.jumps) {
-		return nil
+// iptablesMarker is a marker rule read back from a chain.
+type iptablesMarker struct {
+	spec, host, subnet, ifName string
+}
+
+// iptablesMarkerRE reads a marker as iptables-save prints it.
+var iptablesMarkerRE = regexp.MustCompile(`^-s (\S+) -d (\S+) -m comment --comment "name: \\"[^"\\]*\\" id: \\"[^"\\]*\\" if: \\"([^"\\]*)\\""$`)
+
+// chainView is what a chain holds of attachments: their markers and the
+// ACCEPT rules (any attachment's, as they are not told apart).
+type chainView struct {
+	markers []iptablesMarker
+	accepts []string
+}
+
+func (t natTable) view(chain string) chainView {
+	var v chainView
+	for _, spec := range t.rules[chain] {
+		if m := iptablesMarkerRE.FindStringSubmatch(spec); m != nil {
+			v.markers = append(v.markers, iptablesMarker{spec: spec, host: m[1], subnet: m[2], ifName: m[3]})
+		} else if strings.HasSuffix(spec, " -j ACCEPT") && strings.HasPrefix(spec, "-d ") {
+			v.accepts = append(v.accepts, spec)
+		}
 	}
-	lines := []string{":" + r.chain + " - [0:0]"}
-	for _, j := range current {
+	return v
+}
+
+func (v chainView) hasMarkers(ifName string) bool {
+	return slices.ContainsFunc(v.markers, func(m iptablesMarker) bool { return m.ifName == ifName })
+}
+
+// jumpHost returns the source address of a POSTROUTING jump ("" if none).
+func jumpHost(spec string) string {
+	rest, ok := strings.CutPrefix(spec, "-s ")
+	if !ok {
+		return ""
+	}
+	host, _, _ := strings.Cut(rest, " ")
+	return host
+}
+
+// chainPlan says how to change an attachment chain shared by the
+// interfaces of one container on one network.
+type chainPlan struct {
+	chain string
+	f     family
+	// comment is upstream's comment, quoted as iptables-save prints it.
+	comment string
+	// drop selects the interfaces whose markers and jumps go.
+	drop func(ifName string) bool
+	// dropUnmarked removes jumps that no marker accounts for (made by
+	// upstream, whose layout has no markers).
+	dropUnmarked bool
+	// add is the attachment to merge in, or nil.
+	add *iptablesRules
+}
+
+// planLines returns the iptables-restore lines that carry out p on t, nil
+// when t already is as p wants it. The chain ends up holding the markers
+// of the interfaces that stay (sorted by interface name so that the result
+// does not depend on who wrote last), an ACCEPT per subnet of theirs, and
+// one MASQUERADE; jumps of dropped interfaces and duplicate jumps go. When
+// nothing stays, the chain and its jumps are deleted.
+//
+// Jumps that no marker accounts for come from upstream's plugins. They are
+// kept unless dropUnmarked, and while any is kept, so is every ACCEPT rule
+// of the chain (their subnets are not known).
+func (t natTable) planLines(p chainPlan) []string {
+	v := t.view(p.chain)
+	var markers []iptablesMarker
+	for _, m := range v.markers {
+		if !p.drop(m.ifName) {
+			markers = append(markers, m)
+		}
+	}
+	var wantJumps []string
+	if p.add != nil {
+		for _, spec := range p.add.markers {
+			m := iptablesMarkerRE.FindStringSubmatch(spec)
+			markers = append(markers, iptablesMarker{spec: spec, host: m[1], subnet: m[2], ifName: m[3]})
+		}
+		wantJumps = p.add.jumps
+	}
+	slices.SortStableFunc(markers, func(a, b iptablesMarker) int { return strings.Compare(a.ifName, b.ifName) })
+	keptHosts, oldHosts := map[string]bool{}, map[string]bool{}
+	for _, m := range markers {
+		keptHosts[m.host] = true
+	}
+	for _, m := range v.markers {
+		oldHosts[m.host] = true
+	}
+
+	var del, add []string
+	kept, unmarked := 0, false
+	seen := map[string]bool{}
+	for _, j := range t.jumpsTo(p.chain) {
+		h := jumpHost(j)
+		switch {
+		case seen[j]:
+			del = append(del, j) // a duplicate
+		case slices.Contains(wantJumps, j), keptHosts[h]:
+			kept++
+		case oldHosts[h], p.dropUnmarked:
+			del = append(del, j)
+		default:
+			kept++
+			unmarked = true
+		}
+		seen[j] = true
+	}
+	for _, j := range wantJumps {
+		if !seen[j] {
+			add = append(add, j)
+		}
+	}
+	if len(markers) == 0 && kept == 0 && len(add) == 0 {
+		return t.deleteLines(p.chain)
+	}
+
+	var rules, accepts []string
+	for _, m := range markers {
+		rules = append(rules, m.spec)
+	}
+	if unmarked {
+		accepts = slices.Clone(v.accepts)
+	}
+	for _, m := range markers {
+		if a := acceptSpec(m.subnet, p.comment); !slices.Contains(accepts, a) {
+			accepts = append(accepts, a)
+		}
+	}
+	rules = append(append(rules, accepts...), masqSpec(p.f, p.comment))
+
+	var lines []string
+	if !t.chains[p.chain] || !slices.Equal(t.rules[p.chain], rules) {
+		// Declaring the chain flushes it under --noflush; the refill is
+		// part of the same transaction.
+		lines = append(lines, ":"+p.chain+" - [0:0]")
+		for _, s := range rules {
+			lines = append(lines, "-A "+p.chain+" "+s)
+		}
+	}
+	for _, j := range del {
 		lines = append(lines, "-D POSTROUTING "+j)
 	}
-	for _, s := range r.rules {
-		lines = append(lines, "-A "+r.chain+" "+s)
-	}
-	for _, j := range r.jumps {
+	for _, j := range add {
 		lines = append(lines, "-A POSTROUTING "+j)
 	}
 	return lines
 }
 
-// missing names what of r is absent from t, for Check.
+// mergeLines merges r into t: r's interface's markers and jumps are
+// replaced by r's, every other interface's stay. Nil when t already holds
+// that.
+func (t natTable) mergeLines(o Owner, f family, r iptablesRules) []string {
+	return t.planLines(chainPlan{
+		chain:   r.chain,
+		f:       f,
+		comment: saveQuote(iptablesComment(o)),
+		drop:    func(ifName string) bool { return ifName == o.IfName },
+		add:     &r,
+	})
+}
+
+// teardownLines removes o's markers and jumps from its chain, and the chain
+// when nothing else is left in it. A chain without any marker has upstream's
+// layout, which cannot tell interfaces apart: it goes whole (as upstream's
+// DEL does). When the chain has other interfaces' markers but none of o's,
+// o's jumps, if any, are the ones no marker accounts for.
+func (t natTable) teardownLines(o Owner, f family) []string {
+	chain := iptablesChain(o)
+	return t.planLines(chainPlan{
+		chain:        chain,
+		f:            f,
+		comment:      saveQuote(iptablesComment(o)),
+		drop:         func(ifName string) bool { return ifName == o.IfName },
+		dropUnmarked: !t.view(chain).hasMarkers(o.IfName),
+	})
+}
+
+// gcLines removes from o's chain the interfaces not in keep, keeping jumps
+// no marker accounts for (they may be a kept interface's).
+func (t natTable) gcLines(o Owner, f family, keep map[string]bool) []string {
+	return t.planLines(chainPlan{
+		chain:   iptablesChain(o),
+		f:       f,
+		comment: saveQuote(iptablesComment(o)),
+		drop:    func(ifName string) bool { return !keep[ifName] },
+	})
+}
+
+// missing names what of r is absent from t, for Check. r's markers are
+// required unless the chain has no marker at all: then the chain has
+// upstream's layout, and its jumps are r's.
 func (t natTable) missing(r iptablesRules) []string {
-	var miss []string
 	if !t.chains[r.chain] {
 		return []string{fmt.Sprintf("nat chain %s", r.chain)}
 	}
-	if !slices.Equal(t.rules[r.chain], r.rules) {
-		for _, s := range r.rules {
-			if !slices.Contains(t.rules[r.chain], s) {
+	var miss []string
+	have := t.rules[r.chain]
+	if len(t.view(r.chain).markers) > 0 {
+		for _, s := range r.markers {
+			if !slices.Contains(have, s) {
 				miss = append(miss, "nat rule -A "+r.chain+" "+s)
 			}
 		}
-		if len(miss) == 0 {
-			miss = append(miss, fmt.Sprintf("nat chain %s in order (has %q)", r.chain, t.rules[r.chain]))
+	}
+	last := len(have) - 1
+	masqAt := slices.Index(have, r.masq)
+	for _, s := range r.accepts {
+		if i := slices.Index(have, s); i < 0 || (masqAt >= 0 && i > masqAt) {
+			miss = append(miss, "nat rule -A "+r.chain+" "+s+" (before the MASQUERADE)")
 		}
+	}
+	if masqAt < 0 || masqAt != last {
+		miss = append(miss, "nat rule -A "+r.chain+" "+r.masq+" (last)")
 	}
 	for _, j := range r.jumps {
 		if !slices.Contains(t.rules["POSTROUTING"], j) {
@@ -213,14 +427,4 @@ func (t natTable) ownedChains() map[string]string {
 		}
 	}
 	return out
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }

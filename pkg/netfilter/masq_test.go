@@ -63,7 +63,7 @@ func iptablesCase(variant string) backendCase {
 				for _, j := range r.jumps {
 					fmt.Fprintf(&b, "%s -A POSTROUTING %s\n", f, j)
 				}
-				for _, s := range r.rules {
+				for _, s := range r.rules() {
 					fmt.Fprintf(&b, "%s -A %s %s\n", f, r.chain, s)
 				}
 			}
@@ -71,8 +71,9 @@ func iptablesCase(variant string) backendCase {
 		},
 		breakRule: func(o Owner) error {
 			// Drop the MASQUERADE rule (the chain's last) of IPv4.
+			masq := masqSpec(ipv4, saveQuote(iptablesComment(o)))
 			cmd := exec.Command(restore(ipv4), "--noflush")
-			cmd.Stdin = strings.NewReader(fmt.Sprintf("*nat\n-D %s 2\nCOMMIT\n", iptablesChain(o)))
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("*nat\n-D %s %s\nCOMMIT\n", iptablesChain(o), masq))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("%w: %s", err, out)
 			}
@@ -216,6 +217,57 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 
 		Expect(in(hostNS, func() error { return m.Teardown(b) })).To(Succeed())
 		Expect(kernel()).NotTo(ContainSubstring("10.1.0.6"))
+	})
+
+	It("keeps two attachments of one container to one network apart", func() {
+		// Same container, same network, two interfaces: iptables gives
+		// both one chain (upstream's naming), so each Setup and Teardown
+		// must leave the other's rules alone.
+		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
+		eth2 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth2"}
+		addrs0 := mustCIDRs("10.1.0.5/24", "fd00:1::5/64")
+		addrs1 := mustCIDRs("10.2.0.5/24")
+		Expect(in(hostNS, func() error { return m.Setup(eth0, addrs0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(eth1, addrs1) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth1, addrs1) })).To(Succeed())
+
+		// A repeated Setup of either changes nothing.
+		before := kernel()
+		Expect(in(hostNS, func() error { return m.Setup(eth0, addrs0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(eth1, addrs1) })).To(Succeed())
+		Expect(kernel()).To(Equal(before))
+
+		// Rolling back an interface that never got set up touches nothing.
+		Expect(in(hostNS, func() error { return m.Teardown(eth2) })).To(Succeed())
+		Expect(kernel()).To(Equal(before))
+
+		Expect(in(hostNS, func() error { return m.Teardown(eth1) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth1, addrs1) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(Succeed())
+		Expect(kernel()).NotTo(ContainSubstring("10.2.0"))
+		Expect(in(hostNS, func() error { return m.Teardown(eth1) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(Succeed())
+		// What is left is exactly what eth0 alone makes.
+		Expect(kernel()).To(Equal(bc.want(eth0, addrs0)))
+
+		Expect(in(hostNS, func() error { return m.Teardown(eth0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(MatchError(ErrMissing))
+		Expect(kernel()).NotTo(ContainSubstring("10.1.0.5"))
+	})
+
+	It("collects one attachment of a container and keeps its other one", func() {
+		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
+		addrs0 := mustCIDRs("10.1.0.5/24")
+		addrs1 := mustCIDRs("10.1.0.6/24")
+		Expect(in(hostNS, func() error { return m.Setup(eth0, addrs0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(eth1, addrs1) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.GC("net1", []Owner{eth0}) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(eth1, addrs1) })).To(MatchError(ErrMissing))
+		Expect(kernel()).To(Equal(bc.want(eth0, addrs0)))
 	})
 
 	It("is removed by TeardownMasqAll, whichever backend made it", func() {

@@ -21,9 +21,20 @@
 //     SHA-512(network + containerID); in POSTROUTING a jump to it per container
 //     address; in the chain an ACCEPT for the container's subnet and a
 //     MASQUERADE for everything but multicast. Every rule carries the comment
-//     `name: "<network>" id: "<containerID>"`. The iptables layout cannot
-//     record the interface name, so two attachments of one container to one
-//     network share a chain (as upstream).
+//     `name: "<network>" id: "<containerID>"`. The chain name cannot carry
+//     the interface name, so two attachments of one container to one network
+//     share a chain (as upstream). Each attachment therefore also puts in the
+//     chain, per address, a marker: a rule with no target (a no-op) matching
+//     "-s <address> -d <subnet>" with the comment
+//     `name: "<network>" id: "<containerID>" if: "<ifname>"`. Setup merges
+//     (other interfaces' markers and jumps stay, ACCEPTs for every subnet,
+//     one MASQUERADE last); Teardown removes its own markers and jumps, and
+//     the chain only when nothing else is in it. Upstream's DEL deletes its
+//     jump by exact spec and then flushes and deletes the chain, markers
+//     included, so the jumps keep upstream's exact form. A chain with no
+//     marker at all was made by upstream: Check does not ask for markers
+//     there, and Teardown of any interface removes it whole, as upstream's
+//     DEL does (upstream cannot tell its interfaces apart either).
 //   - nftables: table "inet cni_plugins_masquerade"; a base chain
 //     "postrouting" (nat hook, priority srcnat) returns for multicast and
 //     jumps to "masq_checks", which holds one rule per container address:

@@ -28,6 +28,12 @@ func iptablesComment(o Owner) string {
 	return fmt.Sprintf("name: %q id: %q", o.Network, o.ContainerID)
 }
 
+// iptablesMarkerComment is the comment of an attachment's marker rules
+// (see iptablesRules): upstream's comment and the interface name.
+func iptablesMarkerComment(o Owner) string {
+	return fmt.Sprintf("name: %q id: %q if: %q", o.Network, o.ContainerID, o.IfName)
+}
+
 // iptablesCommentRE reads the network and container ID back from a comment
 // as iptables-save prints it (quotes escaped with backslashes).
 var iptablesCommentRE = regexp.MustCompile(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)

@@ -66,9 +66,12 @@ func TestRenderIPTables(t *testing.T) {
 		cidr(t, "10.1.0.5/24"), cidr(t, "fd00:1::5/64"), cidr(t, "10.2.0.7/16"), cidr(t, "10.1.0.5/24"),
 	})
 	const c = `-m comment --comment "name: \"mynet\" id: \"dummy\""`
+	const mark = `-m comment --comment "name: \"mynet\" id: \"dummy\" if: \"eth0\""`
 	want4 := strings.Join([]string{
 		"*nat",
 		"-N CNI-1b29d9511ed2bb3134d925d5",
+		"-A CNI-1b29d9511ed2bb3134d925d5 -s 10.1.0.5/32 -d 10.1.0.0/24 " + mark,
+		"-A CNI-1b29d9511ed2bb3134d925d5 -s 10.2.0.7/32 -d 10.2.0.0/16 " + mark,
 		"-A CNI-1b29d9511ed2bb3134d925d5 -d 10.1.0.0/24 " + c + " -j ACCEPT",
 		"-A CNI-1b29d9511ed2bb3134d925d5 -d 10.2.0.0/16 " + c + " -j ACCEPT",
 		"-A CNI-1b29d9511ed2bb3134d925d5 ! -d 224.0.0.0/4 " + c + " -j MASQUERADE",
@@ -79,6 +82,7 @@ func TestRenderIPTables(t *testing.T) {
 	want6 := strings.Join([]string{
 		"*nat",
 		"-N CNI-1b29d9511ed2bb3134d925d5",
+		"-A CNI-1b29d9511ed2bb3134d925d5 -s fd00:1::5/128 -d fd00:1::/64 " + mark,
 		"-A CNI-1b29d9511ed2bb3134d925d5 -d fd00:1::/64 " + c + " -j ACCEPT",
 		"-A CNI-1b29d9511ed2bb3134d925d5 ! -d ff00::/8 " + c + " -j MASQUERADE",
 		"-A POSTROUTING -s fd00:1::5/128 " + c + " -j CNI-1b29d9511ed2bb3134d925d5",
@@ -153,15 +157,24 @@ func TestNATSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Owner{Network: "mynet", ContainerID: "dummy"}
+	o := Owner{Network: "mynet", ContainerID: "dummy", IfName: "eth0"}
 	want := desiredIPTables(o, ipv4, []*net.IPNet{cidr(t, "10.1.0.5/24")})
+	// The chain has upstream's layout (no markers): its jumps are o's.
 	if miss := tab.missing(want); len(miss) != 0 {
 		t.Errorf("missing = %q, want none", miss)
 	}
-	// The duplicated jump makes the state differ from the desired one.
-	lines := tab.reconcileLines(want)
-	if n := countPrefix(lines, "-D POSTROUTING"); n != 2 || countPrefix(lines, "-A POSTROUTING") != 1 || lines[0] != ":CNI-1b29d9511ed2bb3134d925d5 - [0:0]" {
-		t.Errorf("reconcileLines = %q", lines)
+	// Merging adds the marker (the chain is rewritten) and drops the
+	// duplicated jump.
+	lines := tab.mergeLines(o, ipv4, want)
+	if countPrefix(lines, "-D POSTROUTING") != 1 || countPrefix(lines, "-A POSTROUTING") != 0 ||
+		lines[0] != ":CNI-1b29d9511ed2bb3134d925d5 - [0:0]" || !slices.Contains(lines, "-A CNI-1b29d9511ed2bb3134d925d5 "+want.markers[0]) {
+		t.Errorf("mergeLines = %q", lines)
+	}
+	// Tearing down any interface of an upstream-made chain removes it whole,
+	// as upstream's DEL does.
+	other := Owner{Network: "mynet", ContainerID: "dummy", IfName: "eth1"}
+	if got := tab.teardownLines(other, ipv4); !slices.Equal(got, tab.deleteLines(iptablesChain(o))) {
+		t.Errorf("teardownLines of an upstream chain = %q", got)
 	}
 	// A second address is missing: Check names its jump and ACCEPT.
 	want2 := desiredIPTables(o, ipv4, []*net.IPNet{cidr(t, "10.1.0.5/24"), cidr(t, "10.3.0.5/24")})

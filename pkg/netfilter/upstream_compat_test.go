@@ -1,0 +1,83 @@
+package netfilter
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// These run the iptables commands upstream's ADD and DEL run (its argument
+// order; iptables canonicalises), to show that a node can switch suites with
+// attachments in place.
+var _ = Describe("iptables backend next to upstream's plugins", func() {
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	addrs := mustCIDRs("10.1.0.5/24")
+	chain := iptablesChain(o)
+	comment := iptablesComment(o)
+	iptables := func(args ...string) error {
+		out, err := exec.Command("iptables-nft", append([]string{"-w", "-t", "nat"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	upstreamAdd := func() error {
+		return iptablesSteps(
+			func() error { return iptables("-N", chain) },
+			func() error {
+				return iptables("-A", chain, "-d", "10.1.0.5/24", "-j", "ACCEPT", "-m", "comment", "--comment", comment)
+			},
+			func() error {
+				return iptables("-A", chain, "!", "-d", "224.0.0.0/4", "-j", "MASQUERADE", "-m", "comment", "--comment", comment)
+			},
+			func() error {
+				return iptables("-A", "POSTROUTING", "-s", "10.1.0.5", "-j", chain, "-m", "comment", "--comment", comment)
+			},
+		)
+	}
+	upstreamDel := func() error {
+		return iptablesSteps(
+			func() error {
+				return iptables("-D", "POSTROUTING", "-s", "10.1.0.5", "-j", chain, "-m", "comment", "--comment", comment)
+			},
+			func() error { return iptables("-F", chain) },
+			func() error { return iptables("-X", chain) },
+		)
+	}
+
+	It("checks and tears down what upstream's ADD made", func() {
+		hostNS := testutil.NewNS()
+		m := &iptablesMasq{variant: "nft"}
+		Expect(in(hostNS, upstreamAdd)).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Teardown(o) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(MatchError(ErrMissing))
+		var kernel string
+		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
+		Expect(kernel).To(BeEmpty())
+	})
+
+	It("is removed by upstream's DEL", func() {
+		hostNS := testutil.NewNS()
+		m := &iptablesMasq{variant: "nft"}
+		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
+		Expect(in(hostNS, upstreamDel)).To(Succeed())
+		var kernel string
+		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
+		Expect(kernel).To(BeEmpty())
+	})
+})
+
+func iptablesSteps(steps ...func() error) error {
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
