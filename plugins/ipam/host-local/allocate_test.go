@@ -299,13 +299,37 @@ var _ = Describe("GC", func() {
 		Expect(reservations(dataDir)).To(BeEmpty())
 	})
 
-	It("with no attachments listed releases everything, and succeeds on a network never used", func() {
+	DescribeTable("with no attachments listed releases everything, and succeeds on a network never used",
+		func(list any) {
+			stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
+			gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": list})
+			Expect(run("GC", "", "", gcIn, "").Err).To(BeNil())
+			Expect(filepath.Join(dataDir, testNet)).NotTo(BeADirectory())
+			Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
+			Expect(run("GC", "", "", gcIn, "").Err).To(BeNil())
+			Expect(reservations(dataDir)).To(BeEmpty())
+		},
+		Entry("null (as libcni sends an empty list)", nil),
+		Entry("[]", []any{}),
+	)
+
+	It("refuses with code 7, releasing nothing, when cni.dev/valid-attachments is absent", func() {
 		stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
-		Expect(run("GC", "", "", stdin, "").Err).To(BeNil())
-		Expect(filepath.Join(dataDir, testNet)).NotTo(BeADirectory())
 		Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
-		Expect(run("GC", "", "", stdin, "").Err).To(BeNil())
-		Expect(reservations(dataDir)).To(BeEmpty())
+		out := run("GC", "", "", stdin, "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("cni.dev/valid-attachments: missing"))
+		Expect(out.Err.Msg).To(ContainSubstring("release every address"))
+		Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0"}))
+	})
+
+	It("refuses a cni.dev/valid-attachments that is not a list with code 7", func() {
+		gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": "a"})
+		out := run("GC", "", "", gcIn, "")
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(HavePrefix("cni.dev/valid-attachments: want"))
 	})
 })
 

@@ -245,6 +245,11 @@ func checkWith(conf *Config, id, ifName string, prev *current.Result, opts optio
 // reservation file: GC is the authoritative sweep that puts right whatever
 // a crash or a foreign writer left.
 func gc(conf *Config) error {
+	if !conf.HasValidAttachments {
+		// An absent list would read as "keep nothing". libcni always sends
+		// the key (null when empty), so its absence is a caller's mistake.
+		return result.InvalidConfig(errors.New("cni.dev/valid-attachments: missing; GC without it would release every address"))
+	}
 	s, err := openStore(conf.DataDir, conf.Name, false)
 	if errors.Is(err, errNoStore) {
 		return nil

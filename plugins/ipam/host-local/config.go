@@ -31,8 +31,10 @@ type Config struct {
 	RangeSets []RangeSet
 	// Requested maps a range set index to the address asked for in it.
 	Requested map[int]netip.Addr
-	// ValidAttachments is GC's list of attachments to keep.
-	ValidAttachments []types.GCAttachment
+	// ValidAttachments is GC's list of attachments to keep;
+	// HasValidAttachments tells an empty list from none given.
+	ValidAttachments    []types.GCAttachment
+	HasValidAttachments bool
 }
 
 // RangeSet is the pool one address is drawn from.
@@ -63,7 +65,22 @@ type netConf struct {
 			IPs []string `json:"ips"`
 		} `json:"cni"`
 	} `json:"args"`
-	ValidAttachments []types.GCAttachment `json:"cni.dev/valid-attachments"`
+	ValidAttachments validAttachments `json:"cni.dev/valid-attachments"`
+}
+
+// validAttachments tells an absent key from null or []: libcni always
+// sends the key with GC, null when the runtime keeps no attachment, so
+// only its absence means that no list was given.
+type validAttachments struct {
+	set  bool
+	list []types.GCAttachment
+}
+
+func (v *validAttachments) UnmarshalJSON(data []byte) error {
+	v.set = true
+	// A type error is returned as is: encoding/json prefixes its Field
+	// with the key, which decodeConfig then names.
+	return json.Unmarshal(data, &v.list)
 }
 
 type ipamIn struct {
@@ -139,11 +156,12 @@ func buildConfig(in *netConf) (*Config, error) {
 		return nil, errors.New("ipam: missing")
 	}
 	conf := &Config{
-		CNIVersion:       in.CNIVersion,
-		Name:             in.Name,
-		DataDir:          in.IPAM.DataDir,
-		ResolvConf:       in.IPAM.ResolvConf,
-		ValidAttachments: in.ValidAttachments,
+		CNIVersion:          in.CNIVersion,
+		Name:                in.Name,
+		DataDir:             in.IPAM.DataDir,
+		ResolvConf:          in.IPAM.ResolvConf,
+		ValidAttachments:    in.ValidAttachments.list,
+		HasValidAttachments: in.ValidAttachments.set,
 	}
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir

@@ -91,7 +91,8 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 	})
 
 	It("GC and STATUS exist from 1.1.0 on", func() {
-		gcOut := run("GC", "", "", stdin, "")
+		gcIn := conf(ver, dataDir, ranges("10.1.0.0/24", "fd00:1::/64"), map[string]any{"cni.dev/valid-attachments": nil})
+		gcOut := run("GC", "", "", gcIn, "")
 		statusOut := run("STATUS", "", "", stdin, "")
 		if testutil.AtLeast(ver, "1.1.0") {
 			Expect(gcOut.Err).To(BeNil())
