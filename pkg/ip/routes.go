@@ -1,0 +1,33 @@
+package ip
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// RoutesOn returns the main-table routes of link in h's namespace in the
+// form result.CheckRoutes compares, a default route as 0.0.0.0/0 or ::/0.
+func RoutesOn(h *netlink.Handle, link netlink.Link) ([]result.Route, error) {
+	routes, err := RouteList(h, link, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("routes of %q: %w", link.Attrs().Name, err)
+	}
+	out := make([]result.Route, 0, len(routes))
+	for _, r := range routes {
+		rr := result.Route{GW: r.Gw}
+		switch {
+		case r.Dst != nil:
+			rr.Dst = *r.Dst
+		case r.Family == netlink.FAMILY_V6:
+			rr.Dst = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+		default:
+			rr.Dst = net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+		}
+		out = append(out, rr)
+	}
+	return out, nil
+}
