@@ -62,7 +62,8 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 	}
 
 	hostName := hostVethName(conf.Name, args.ContainerID, args.IfName)
-	hostLink, err := setupVeth(hostH, contNS, hostName, args.IfName, conf.MTU, hasV6(res))
+	alias := ip.AttachmentAlias(args.ContainerID, args.IfName)
+	hostLink, err := setupVeth(hostH, contH, contNS, hostName, args.IfName, alias, conf.MTU, hasV6(res))
 	if err != nil {
 		return err
 	}
@@ -108,12 +109,12 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 		if err != nil {
 			return err
 		}
-		// Registered first: Setup is one transaction per family, so a
-		// failure in the second family leaves the first one's rules.
-		undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
+		// A failed Setup leaves nothing (nftables: one batch; iptables:
+		// undoes the families it made), so the undo follows success.
 		if err := masq.Setup(owner, addrsOf(res)); err != nil {
 			return fmt.Errorf("masquerade (%s) in %s: %w", masq.Backend(), hostNS.Path(), err)
 		}
+		undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
 	}
 	if err := p.after(StepMasquerade); err != nil {
 		return err
@@ -152,15 +153,10 @@ func buildResult(conf *netConf, args *skel.CmdArgs, ipamRes *current.Result, hos
 		c.Interface = &contIdx
 		out.IPs = append(out.IPs, &c)
 	}
-	if !isEmptyDNS(conf) {
+	if !conf.DNS.IsEmpty() {
 		out.DNS = conf.DNS
 	}
 	return out
-}
-
-func isEmptyDNS(conf *netConf) bool {
-	d := conf.DNS
-	return len(d.Nameservers) == 0 && d.Domain == "" && len(d.Search) == 0 && len(d.Options) == 0
 }
 
 func ipsOf(res *current.Result) []net.IP {

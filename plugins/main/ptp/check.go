@@ -117,7 +117,7 @@ func checkContainer(contH *netlink.Handle, nsPath string, iface *current.Interfa
 			want = append(want, r)
 		}
 	}
-	routes, err := routesOn(contH, link)
+	routes, err := ip.RoutesOn(contH, link)
 	if err != nil {
 		return nil, fmt.Errorf("in %s: %w", nsPath, err)
 	}
@@ -172,7 +172,7 @@ func checkHost(hostH *netlink.Handle, hostPath string, contH *netlink.Handle, co
 	if err := result.CheckAddrs(name, wantAddrs, have); err != nil {
 		return fmt.Errorf("in %s: %w", hostPath, err)
 	}
-	routes, err := routesOn(hostH, link)
+	routes, err := ip.RoutesOn(hostH, link)
 	if err != nil {
 		return fmt.Errorf("in %s: %w", hostPath, err)
 	}
@@ -201,26 +201,6 @@ func addrsOn(h *netlink.Handle, link netlink.Link) ([]net.IPNet, error) {
 	out := make([]net.IPNet, 0, len(addrs))
 	for _, a := range addrs {
 		out = append(out, *a.IPNet)
-	}
-	return out, nil
-}
-
-func routesOn(h *netlink.Handle, link netlink.Link) ([]result.Route, error) {
-	routes, err := ip.RouteList(h, link, netlink.FAMILY_ALL)
-	if err != nil {
-		return nil, fmt.Errorf("routes of %q: %w", link.Attrs().Name, err)
-	}
-	out := make([]result.Route, 0, len(routes))
-	for _, r := range routes {
-		dst := r.Dst
-		if dst == nil { // the default route
-			if r.Family == netlink.FAMILY_V6 {
-				dst = &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
-			} else {
-				dst = &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
-			}
-		}
-		out = append(out, result.Route{Dst: *dst, GW: r.Gw})
 	}
 	return out, nil
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
-	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/result"
 )
 
 // cmdDel undoes ADD in reverse: masquerade, veth, IPAM. Anything already
@@ -44,11 +41,14 @@ func (p *ptp) cmdDel(args *skel.CmdArgs) (err error) {
 // is reachable, then the host end by name: an ADD from upstream has a
 // random host name (its container end's removal takes it along), and a
 // namespace unmounted but still alive keeps the pair until the host end
-// goes.
+// goes. Either end is deleted only when it is ours (see
+// ip.DeleteContainerVeth, ip.DeleteOwnedVeth): an eth0 another plugin made
+// and a host link that got the same hashed name later stay.
 func deleteVeth(args *skel.CmdArgs, network string) error {
 	var errs []error
-	if args.Netns != "" {
-		errs = append(errs, deleteContainerEnd(args.Netns, args.IfName))
+	alias := ip.AttachmentAlias(args.ContainerID, args.IfName)
+	if _, err := ip.DeleteContainerVeth(args.Netns, args.IfName, alias); err != nil {
+		errs = append(errs, err)
 	}
 	hostNS, hostH, err := openHost()
 	if err != nil {
@@ -57,30 +57,8 @@ func deleteVeth(args *skel.CmdArgs, network string) error {
 	defer hostNS.Close()
 	defer hostH.Close()
 	name := hostVethName(network, args.ContainerID, args.IfName)
-	if err := ip.DelLinkByName(hostH, name); err != nil {
+	if err := ip.DeleteOwnedVeth(hostH, name, alias); err != nil {
 		errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
 	}
 	return errors.Join(errs...)
-}
-
-// deleteContainerEnd deletes ifName in the namespace at nsPath; a missing
-// namespace or interface is success.
-func deleteContainerEnd(nsPath, ifName string) error {
-	contNS, err := ns.Open(nsPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return result.InvalidNetNS(err)
-	}
-	defer contNS.Close()
-	contH, err := contNS.Handle()
-	if err != nil {
-		return result.InvalidNetNS(err)
-	}
-	defer contH.Close()
-	if err := ip.DelLinkByName(contH, ifName); err != nil {
-		return fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	return nil
 }

@@ -29,15 +29,8 @@ func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
 	for _, a := range conf.ValidAttachments {
 		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: a.ContainerID, IfName: a.IfName})
 	}
-	for _, backend := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
-		masq, err := netfilter.NewMasq(backend)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := masq.GC(conf.Name, keep); err != nil && !errors.Is(err, netfilter.ErrUnavailable) {
-			errs = append(errs, fmt.Errorf("masquerade (%s) GC: %w", backend, err))
-		}
+	if err := netfilter.GCMasqAll(conf.Name, keep); err != nil {
+		errs = append(errs, fmt.Errorf("masquerade GC: %w", err))
 	}
 	return errors.Join(errs...)
 }

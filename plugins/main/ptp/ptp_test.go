@@ -340,6 +340,70 @@ var _ = Describe("ptp", func() {
 		})
 	})
 
+	Describe("DEL deletes only what it owns", func() {
+		It("treats a netns path that is no longer a namespace as gone", func() {
+			gone, cleanup, err := testutil.CreateNS()
+			Expect(err).NotTo(HaveOccurred())
+			held, err := ns.Open(gone.Path()) // keeps the pair alive
+			Expect(err).NotTo(HaveOccurred())
+			defer held.Close()
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+			res := add(o, "c1", gone)
+			Expect(cleanup()).To(Succeed())
+			// The runtime unmounted the namespace but left its file.
+			Expect(os.WriteFile(gone.Path(), nil, 0o444)).To(Succeed())
+			DeferCleanup(os.Remove, gone.Path())
+
+			c := call("DEL", "c1", gone, o.json())
+			testutil.MustRunIn(hostNS, ptpPlugin, c)
+			Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(res.Interfaces[0].Name))
+			Expect(testutil.LinkNames(held)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+			Expect(natRules(hostNS)).To(BeEmpty())
+			testutil.MustRunIn(hostNS, ptpPlugin, c)
+		})
+
+		It("leaves a host link that got the attachment's hashed name later alone", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			res := add(o, "a", contNS)
+			name := res.Interfaces[0].Name
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "a", contNS, o.json()))
+			// Another attachment's host end, named like a's by a hash
+			// collision, tagged as its own.
+			h := testutil.Handle(hostNS)
+			la := netlink.NewLinkAttrs()
+			la.Name = name
+			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peerb"})).To(Succeed())
+			l, err := h.LinkByName(name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetAlias(l, "cni:b:eth0")).To(Succeed())
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "a", nil, o.json()))
+			Expect(testutil.LinkNames(hostNS)).To(ContainElements(name, "peerb"))
+		})
+
+		It("leaves another plugin's interface of the same name alone", func() {
+			h := testutil.Handle(contNS)
+			la := netlink.NewLinkAttrs()
+			la.Name = "eth0"
+			Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed()) // not a veth: another plugin's
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			Expect(testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json())).Err).NotTo(BeNil())
+			// The runtime cleans up after the failed ADD.
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "eth0"))
+		})
+
+		It("tags both ends with the attachment's alias", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir}
+			res := add(o, "c1", contNS)
+			for n, name := range map[*ns.NetNS]string{hostNS: res.Interfaces[0].Name, contNS: "eth0"} {
+				l, err := testutil.Handle(n).LinkByName(name)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(l.Attrs().Alias).To(Equal("cni:c1:eth0"), name)
+			}
+		})
+	})
+
 	DescribeTable("CHECK catches",
 		func(breakIt func(res *current.Result), errHas string) {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, routes: []string{"10.200.0.0/16"}}
@@ -483,10 +547,8 @@ var _ = Describe("ptp", func() {
 			expectNothingMade()
 		})
 		It("passes an IPAM failure through and makes nothing", func() {
-			o := netOpts{ver: "1.1.0", dataDir: dataDir}
 			stdin := []byte(`{"cniVersion": "1.1.0", "name": "n", "type": "ptp", "ipam": {"type": "host-local", "dataDir": "` +
 				dataDir + `", "ranges": [[{"subnet": "10.1.1.0/33"}]]}}`)
-			_ = o
 			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("10.1.1.0/33"))

@@ -16,15 +16,18 @@ import (
 // picking a random one, so DEL can find and remove a host end whose
 // container namespace is no longer reachable by path (unmounted, but kept
 // alive by a stray reference: the pair then outlives the DEL that would
-// have removed it through the container end).
+// have removed it through the container end). 32 bits of hash can collide,
+// so DEL deletes the link of that name only when it carries the
+// attachment's alias (ip.AttachmentAlias).
 func hostVethName(network, containerID, ifName string) string {
 	sum := sha256.Sum256([]byte(network + "\x00" + containerID + "\x00" + ifName))
 	return "veth" + hex.EncodeToString(sum[:4])
 }
 
 // setupVeth creates the pair, hostName in the host namespace (hostH),
-// contIfName in contNS, and brings the host end up; the container end stays
-// down until configureContainer. With ipv6 set, the host end skips
+// contIfName in contNS, tags both ends with alias so DEL deletes only its
+// own links, and brings the host end up; the container end stays down until
+// configureContainer. With ipv6 set, the host end skips
 // duplicate-address detection (see disableDAD) before it comes up.
 //
 // The host end goes up first on purpose: the container end's coming up then
@@ -33,7 +36,7 @@ func hostVethName(network, containerID, ifName string) string {
 // end's operstate can wait up to a second in linkwatch when both ends have
 // the same ifindex (common in a fresh namespace), and IPv6 holds its
 // traffic until then.
-func setupVeth(hostH *netlink.Handle, contNS *ns.NetNS, hostName, contIfName string, mtu int, ipv6 bool) (netlink.Link, error) {
+func setupVeth(hostH, contH *netlink.Handle, contNS *ns.NetNS, hostName, contIfName, alias string, mtu int, ipv6 bool) (netlink.Link, error) {
 	l, err := ip.SetupVeth(hostH, ip.VethOptions{
 		ContIfName: contIfName,
 		HostIfName: hostName,
@@ -44,6 +47,14 @@ func setupVeth(hostH *netlink.Handle, contNS *ns.NetNS, hostName, contIfName str
 		return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
 	}
 	// The caller has no undo for the pair yet.
+	if err := hostH.LinkSetAlias(l, alias); err != nil {
+		_ = ip.DelLinkByName(hostH, hostName) // best effort: the error returned is what matters
+		return nil, fmt.Errorf("set alias of %q: %w", hostName, err)
+	}
+	if err := setContainerAlias(contH, contIfName, alias); err != nil {
+		_ = ip.DelLinkByName(hostH, hostName) // best effort: the error returned is what matters
+		return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+	}
 	if ipv6 {
 		if err := disableDAD(hostName); err != nil {
 			_ = ip.DelLinkByName(hostH, hostName) // best effort: the error returned is what matters
@@ -55,6 +66,17 @@ func setupVeth(hostH *netlink.Handle, contNS *ns.NetNS, hostName, contIfName str
 		return nil, fmt.Errorf("set %q up: %w", hostName, err)
 	}
 	return l, nil
+}
+
+func setContainerAlias(contH *netlink.Handle, ifName, alias string) error {
+	l, err := ip.LinkByName(contH, ifName)
+	if err != nil {
+		return err
+	}
+	if err := contH.LinkSetAlias(l, alias); err != nil {
+		return fmt.Errorf("set alias of %q: %w", ifName, err)
+	}
+	return nil
 }
 
 // disableDAD turns duplicate-address detection off on ifName, in the
