@@ -193,12 +193,20 @@ func renderNFTTable(base, masq []nftRule) string {
 // anything else is printed as its Go value, so an unknown rule never renders
 // like one of ours. The family dependency (meta nfproto) is folded into the
 // following "ip"/"ip6" match as nft does.
+//
+// Equivalent address matches render alike, whoever compiled them: this
+// package loads the whole address and masks it, while nft loads only the
+// prefix's bytes (ip6 daddr ff00::/8 is a 1-byte load, ip daddr 10.1.0.0/24
+// a 3-byte one) and masks only a prefix that ends inside a byte. A load of
+// L bytes from the start of an address field is a /L*8 prefix, narrowed by
+// a mask over it.
 func renderExprs(es []expr.Any) string {
 	var (
 		out    []string
 		regs   = map[uint32]string{} // register -> what it holds
 		isAddr = map[uint32]bool{}
 		masks  = map[uint32][]byte{}
+		loaded = map[uint32]uint32{} // register -> bytes of the address loaded
 		curFam *family
 	)
 	for _, e := range es {
@@ -219,9 +227,11 @@ func renderExprs(es []expr.Any) string {
 			}
 			regs[e.DestRegister] = name
 			isAddr[e.DestRegister] = true
+			loaded[e.DestRegister] = e.Len
 			delete(masks, e.DestRegister)
 		case *expr.Bitwise:
-			if e.SourceRegister != e.DestRegister || !isAddr[e.SourceRegister] || !bytes.Equal(e.Xor, make([]byte, len(e.Xor))) {
+			if e.SourceRegister != e.DestRegister || !isAddr[e.SourceRegister] || e.Len != loaded[e.SourceRegister] ||
+				len(e.Mask) != int(e.Len) || !bytes.Equal(e.Xor, make([]byte, len(e.Xor))) {
 				out = append(out, fmt.Sprintf("%#v", *e))
 				continue
 			}
@@ -245,12 +255,14 @@ func renderExprs(es []expr.Any) string {
 				}
 			}
 			rhs := fmt.Sprintf("%x", e.Data)
-			if isAddr[e.Register] {
-				rhs = net.IP(e.Data).String()
-				if m, ok := masks[e.Register]; ok {
-					ones, _ := net.IPMask(m).Size()
-					rhs = fmt.Sprintf("%s/%d", rhs, ones)
+			if isAddr[e.Register] && curFam != nil {
+				r, ok := addrPrefix(*curFam, e.Data, masks[e.Register])
+				ok = ok && len(e.Data) == int(loaded[e.Register])
+				if !ok {
+					out = append(out, fmt.Sprintf("%#v", *e))
+					continue
 				}
+				rhs = r
 			}
 			op := map[expr.CmpOp]string{expr.CmpOpEq: "", expr.CmpOpNeq: "!= ", expr.CmpOpLt: "< ",
 				expr.CmpOpLte: "<= ", expr.CmpOpGt: "> ", expr.CmpOpGte: ">= "}[e.Op]
@@ -283,17 +295,48 @@ func renderExprs(es []expr.Any) string {
 	return strings.Join(out, " ")
 }
 
-// payloadName names an address load of the family matched before it.
+// payloadName names a load of the leading bytes (at least one, at most all)
+// of an address of the family matched before it.
 func payloadName(f *family, p *expr.Payload) string {
-	if f == nil || p.OperationType != expr.PayloadLoad || p.Base != expr.PayloadBaseNetworkHeader {
+	if f == nil || p.OperationType != expr.PayloadLoad || p.Base != expr.PayloadBaseNetworkHeader ||
+		p.Len == 0 || p.Len > addrField[*f].len {
 		return ""
 	}
 	proto := map[family]string{ipv4: "ip", ipv6: "ip6"}[*f]
-	switch {
-	case p.Offset == addrField[*f].saddr && p.Len == addrField[*f].len:
+	switch p.Offset {
+	case addrField[*f].saddr:
 		return proto + " saddr"
-	case p.Offset == addrField[*f].daddr && p.Len == addrField[*f].len:
+	case addrField[*f].daddr:
 		return proto + " daddr"
 	}
 	return ""
+}
+
+// addrPrefix renders the compare of the leading len(data) bytes of an
+// address of f with data, after mask (nil for none), the way nft prints it:
+// "10.1.0.5" for a whole address, "10.1.0.0/24" for a prefix. ok is false
+// when the match is not a prefix (a mask that is not one, bits set past
+// it), which the caller then prints raw.
+func addrPrefix(f family, data, mask []byte) (string, bool) {
+	full := int(addrField[f].len)
+	if len(data) == 0 || len(data) > full || (mask != nil && len(mask) != len(data)) {
+		return "", false
+	}
+	ones := len(data) * 8
+	if mask != nil {
+		var bits int
+		if ones, bits = net.IPMask(mask).Size(); bits == 0 {
+			return "", false // not a prefix mask
+		}
+	}
+	ip := make(net.IP, full)
+	copy(ip, data)
+	m := net.CIDRMask(ones, full*8)
+	if !ip.Mask(m).Equal(ip) {
+		return "", false // bits past the prefix can never match
+	}
+	if ones == full*8 {
+		return ip.String(), true
+	}
+	return fmt.Sprintf("%s/%d", ip, ones), true
 }

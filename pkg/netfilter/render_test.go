@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/nftables/expr"
 )
 
 func cidr(t testing.TB, s string) *net.IPNet {
@@ -228,6 +230,48 @@ func TestAddrForms(t *testing.T) {
 	} {
 		if h, s := hostAddr(tc.in).String(), subnetOf(tc.in).String(); h != tc.host || s != tc.subn {
 			t.Errorf("%v: host %s subnet %s, want %s %s", tc.in, h, s, tc.host, tc.subn)
+		}
+	}
+}
+
+func TestRenderShortAddressLoads(t *testing.T) {
+	v6 := matchFamily(ipv6)
+	v4 := matchFamily(ipv4)
+	load := func(off, n uint32) expr.Any {
+		return &expr.Payload{OperationType: expr.PayloadLoad, DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n}
+	}
+	mask := func(m ...byte) expr.Any {
+		return &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: uint32(len(m)), Mask: m, Xor: make([]byte, len(m))}
+	}
+	cmp := func(op expr.CmpOp, d ...byte) expr.Any { return &expr.Cmp{Op: op, Register: 1, Data: d} }
+	for _, c := range []struct {
+		exprs []expr.Any
+		want  string
+	}{
+		// As nft compiles them.
+		{append(slices.Clone(v6), load(24, 1), cmp(expr.CmpOpEq, 0xff)), "ip6 daddr ff00::/8"},
+		{append(slices.Clone(v4), load(16, 3), cmp(expr.CmpOpNeq, 10, 1, 0)), "ip daddr != 10.1.0.0/24"},
+		{append(slices.Clone(v4), load(16, 1), mask(0xf0), cmp(expr.CmpOpEq, 0xe0)), "ip daddr 224.0.0.0/4"},
+		{append(slices.Clone(v6), load(8, 8), cmp(expr.CmpOpEq, 0xfd, 0, 0, 1, 0, 0, 0, 0)), "ip6 saddr fd00:1::/64"},
+		// As this package builds them.
+		{append(slices.Clone(v6), matchAddr(ipv6, false, expr.CmpOpEq, mustCIDR("ff00::/8"))...), "ip6 daddr ff00::/8"},
+		{append(slices.Clone(v4), matchAddr(ipv4, false, expr.CmpOpNeq, mustCIDR("10.1.0.0/24"))...), "ip daddr != 10.1.0.0/24"},
+		{append(slices.Clone(v4), matchAddr(ipv4, true, expr.CmpOpEq, mustCIDR("10.1.0.5/32"))...), "ip saddr 10.1.0.5"},
+	} {
+		if got := renderExprs(c.exprs); got != c.want {
+			t.Errorf("renderExprs = %q, want %q", got, c.want)
+		}
+	}
+	// Not prefixes: printed raw, so they never equal one of ours.
+	for _, es := range [][]expr.Any{
+		append(slices.Clone(v4), load(16, 1), mask(0x0f), cmp(expr.CmpOpEq, 0x0e)),        // mask not a prefix
+		append(slices.Clone(v4), load(16, 1), mask(0xf0), cmp(expr.CmpOpEq, 0xe1)),        // bits past the prefix
+		append(slices.Clone(v4), load(17, 2), cmp(expr.CmpOpEq, 1, 0)),                    // not the field's start
+		append(slices.Clone(v4), load(16, 3), cmp(expr.CmpOpEq, 10, 1)),                   // compare shorter than the load
+		append(slices.Clone(v4), load(16, 4), mask(0xff, 0xff), cmp(expr.CmpOpEq, 10, 1)), // mask shorter than the load
+	} {
+		if got := renderExprs(es); !strings.Contains(got, "expr.") {
+			t.Errorf("renderExprs rendered a non-prefix match as %q", got)
 		}
 	}
 }

@@ -1,0 +1,95 @@
+package netfilter
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/google/nftables"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// nftRun runs nft with script on stdin in the calling thread's namespace.
+func nftRun(script string, args ...string) (string, error) {
+	cmd := exec.Command("nft", args...)
+	cmd.Stdin = strings.NewReader(script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("nft %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// nftListing is the table with rule handles, which change when a rule is
+// rewritten.
+func nftListing(n *ns.NetNS) string {
+	GinkgoHelper()
+	var out string
+	Expect(in(n, func() (err error) {
+		out, err = nftRun("", "-a", "list", "table", "inet", nftTableName)
+		return err
+	})).To(Succeed())
+	return out
+}
+
+var _ = Describe("nftables rules compiled by nft", func() {
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	addrs := mustCIDRs("10.1.0.5/24", "fd00:1::5/64")
+
+	It("are the same as ours to Check and Setup", func() {
+		hostNS := testutil.NewNS()
+		// What upstream's plugins (through nft) write: nft compiles prefix
+		// matches to short payload loads, not to a full load and a mask.
+		script := renderNFTables(o, addrs)
+		Expect(in(hostNS, func() error { _, err := nftRun(script, "-f", "-"); return err })).To(Succeed())
+		before := nftListing(hostNS)
+
+		m := newNFTablesMasq()
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
+		Expect(nftListing(hostNS)).To(Equal(before), "Setup rewrote equivalent rules")
+
+		// Another attachment merges in without touching the base chain.
+		o2 := Owner{Network: "net1", ContainerID: "ctr-b", IfName: "eth0"}
+		Expect(in(hostNS, func() error { return m.Setup(o2, mustCIDRs("10.1.0.6/24")) })).To(Succeed())
+		after := nftListing(hostNS)
+		base := func(s string) string {
+			_, rest, _ := strings.Cut(s, "chain "+nftBaseChain)
+			head, _, _ := strings.Cut(rest, "}")
+			return head
+		}
+		Expect(base(after)).To(Equal(base(before)))
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed())
+	})
+
+	It("render like ours", func() {
+		hostNS := testutil.NewNS()
+		script := renderNFTables(o, addrs)
+		Expect(in(hostNS, func() error { _, err := nftRun(script, "-f", "-"); return err })).To(Succeed())
+		var s nftState
+		Expect(in(hostNS, func() error {
+			m := newNFTablesMasq()
+			c, err := m.conn()
+			if err != nil {
+				return err
+			}
+			defer c.CloseLasting()
+			s, err = m.read(c)
+			return err
+		})).To(Succeed())
+		Expect(renderNFTTable(nftRulesFrom(s.baseRules), nftRulesFrom(s.masqRules))).To(Equal(script))
+	})
+})
+
+func nftRulesFrom(rs []*nftables.Rule) []nftRule {
+	out := make([]nftRule, len(rs))
+	for i, r := range rs {
+		out[i] = nftRuleFrom(r)
+	}
+	return out
+}
