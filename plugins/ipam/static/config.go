@@ -63,8 +63,8 @@ type address struct {
 
 func (a address) is4() bool { return a.net.IP.To4() != nil }
 
-// parseConfig decodes and validates stdin and CNI_ARGS. It is pure: every
-// command (ADD, DEL, CHECK, GC, STATUS) calls it first.
+// parseConfig decodes and validates stdin and CNI_ARGS. It is pure: ADD and
+// CHECK call it first (DEL, GC and STATUS call decodeOnly).
 //
 // Addresses come from the first of these that is set, as upstream static
 // does: runtimeConfig.ips (capability "ips"), then args.cni.ips, then
@@ -90,6 +90,20 @@ func parseConfig(stdin []byte, cniArgs string) (*netConf, error) {
 	}
 	conf.prevResult = prev
 	return conf, nil
+}
+
+// decodeOnly is all DEL, GC and STATUS parse: the config must be a JSON
+// object (code 6 otherwise), nothing more. static keeps no state, so they
+// have nothing to do with its values, and refusing a per-call input (an
+// unknown CNI_ARGS key, a bad runtimeConfig.ips) or a value that changed
+// since ADD (a route dst with host bits) would only block a pod's teardown;
+// ADD and CHECK report those.
+func decodeOnly(stdin []byte) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(stdin, &obj); err != nil {
+		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	}
+	return nil
 }
 
 func (conf *netConf) validate(raw *rawConf, cniArgs string) error {

@@ -68,7 +68,7 @@ var _ = Describe("parseConfig", func() {
 		Expect(conf.cniVersion).To(Equal("0.1.0"))
 	})
 
-	It("accepts no addresses at all (DEL, GC and STATUS carry no per-call ones)", func() {
+	It("accepts no addresses at all (an interface with routes or DNS only)", func() {
 		conf, err := parseConfig(netconf("1.1.0", "", ""), "")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conf.addresses).To(BeEmpty())

@@ -44,11 +44,10 @@ func (conf *netConf) result() *current.Result {
 	return res
 }
 
-// cmdDel has nothing to release: static keeps no state. It still parses the
-// config so that a broken one is reported, as on every command.
+// cmdDel has nothing to release: static keeps no state. It parses no more
+// than the JSON (see decodeOnly), so no input can block a teardown.
 func cmdDel(args *skel.CmdArgs) error {
-	_, err := parseConfig(args.StdinData, args.Args)
-	return err
+	return decodeOnly(args.StdinData)
 }
 
 // cmdCheck verifies the config and, when the runtime passes the
@@ -83,12 +82,11 @@ func hasAddress(res *current.Result, a address) bool {
 
 // cmdGC has nothing to collect: static reserves nothing.
 func cmdGC(args *skel.CmdArgs) error {
-	_, err := parseConfig(args.StdinData, args.Args)
-	return err
+	return decodeOnly(args.StdinData)
 }
 
-// cmdStatus: static depends on nothing that could run out or go away.
+// cmdStatus: static depends on nothing that could run out or go away. An
+// invalid config value is ADD's to report, naming the key.
 func cmdStatus(args *skel.CmdArgs) error {
-	_, err := parseConfig(args.StdinData, args.Args)
-	return err
+	return decodeOnly(args.StdinData)
 }

@@ -230,8 +230,8 @@ var _ = Describe("static", func() {
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 			Expect(out.Err.Msg).To(Equal(`ipam.addresses[1].address: "10.0.0.1" has no prefix length (write it as 10.0.0.1/<prefix>)`))
 		})
-		It("rejects a bad CNI_ARGS IP on every command with code 7", func() {
-			for _, cmd := range []string{"ADD", "CHECK", "DEL"} {
+		It("rejects a bad CNI_ARGS IP on ADD and CHECK with code 7", func() {
+			for _, cmd := range []string{"ADD", "CHECK"} {
 				c := call(cmd, dualStack("1.1.0"))
 				c.Args = "IP=10.9.9.9"
 				out := run(c)
@@ -240,7 +240,41 @@ var _ = Describe("static", func() {
 				Expect(out.Err.Msg).To(ContainSubstring(`CNI_ARGS IP[0]: "10.9.9.9" has no prefix length`), cmd)
 			}
 		})
+		It("rejects malformed JSON with code 6 on DEL, GC and STATUS too", func() {
+			for _, cmd := range []string{"DEL", "GC", "STATUS"} {
+				out := run(call(cmd, []byte(`{"cniVersion": "1.1.0", "name": `)))
+				Expect(out.Err).NotTo(BeNil(), cmd)
+				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure), cmd)
+			}
+		})
 	})
+
+	// static keeps no state, so nothing in a call can stop DEL, GC or STATUS
+	// from doing their (empty) job: refusing would only block pod teardown.
+	DescribeTable("DEL, GC and STATUS succeed on input ADD and CHECK refuse",
+		func(ipam, top, cniArgs, msg string) {
+			stdin := []byte(`{"cniVersion": "1.1.0", "name": "n", "ipam": {"type": "static"` + ipam + `}` + top + `}`)
+			for _, cmd := range []string{"ADD", "CHECK"} {
+				c := call(cmd, stdin)
+				c.Args = cniArgs
+				out := run(c)
+				Expect(out.Err).NotTo(BeNil(), cmd)
+				Expect(out.Err.Msg).To(ContainSubstring(msg), cmd)
+			}
+			for _, cmd := range []string{"DEL", "GC", "STATUS"} {
+				c := call(cmd, stdin)
+				c.Args = cniArgs
+				Expect(run(c).Err).To(BeNil(), cmd)
+			}
+		},
+		Entry("an unknown CNI_ARGS key without IgnoreUnknown", "", "", "K8S_POD_NAME=p", `CNI_ARGS: unknown key "K8S_POD_NAME"`),
+		Entry("a malformed CNI_ARGS pair", "", "", "IP", `CNI_ARGS: "IP" is not a KEY=VALUE pair`),
+		Entry("a CNI_ARGS IP without prefix", "", "", "IP=10.9.9.9", `CNI_ARGS IP[0]: "10.9.9.9" has no prefix length`),
+		Entry("a route dst with host bits", `, "routes": [{"dst": "10.0.0.5/24"}]`, "", "", `ipam.routes[0].dst: "10.0.0.5/24" has host bits set`),
+		Entry("an address without prefix", `, "addresses": [{"address": "10.0.0.1"}]`, "", "", `ipam.addresses[0].address: "10.0.0.1" has no prefix length`),
+		Entry("a bad runtimeConfig.ips", "", `, "runtimeConfig": {"ips": ["10.3.0.3"]}`, "", `runtimeConfig.ips[0]: "10.3.0.3" has no prefix length`),
+		Entry("a runtimeConfig.ips of the wrong type", "", `, "runtimeConfig": {"ips": "10.3.0.3/24"}`, "", "parse config"),
+	)
 
 	It("works as the built binary", func() {
 		out, err := testutil.Exec("static", call("ADD", dualStack("1.0.0")))
