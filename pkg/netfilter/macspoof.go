@@ -2,8 +2,10 @@ package netfilter
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -154,35 +156,90 @@ func TeardownMacSpoofCheck(o Owner) error {
 	return nil
 }
 
-// CheckMacSpoofCheck verifies that the check of m is installed: the jump
-// from the base chain and the attachment chain accepting m.MAC.
+// Check verifies, read-only, that the check of m is installed: the jump
+// from the base chain for m.Port (it is what sends the port's frames to the
+// check), and the attachment chain returning for m.MAC and dropping the
+// rest. The error wraps ErrMissing and names every missing rule.
 func (m MacSpoofCheck) Check() error {
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
 	}
 	name := macspoofChainName(m.Owner)
+	where := "table bridge " + macspoofTableName
 	for _, ch := range []string{macspoofBaseChain, name} {
 		ok, err := macspoofChainExists(c, ch)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: table bridge %s chain %s", ErrMissing, macspoofTableName, ch)
+			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, ch)
 		}
 	}
-	rules, err := c.GetRules(macspoofTable, &nftables.Chain{Name: name, Table: macspoofTable})
+	base, err := c.GetRules(macspoofTable, macspoofBase())
+	if err != nil {
+		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
+	}
+	own, err := c.GetRules(macspoofTable, &nftables.Chain{Name: name, Table: macspoofTable})
 	if err != nil {
 		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, name, err)
 	}
-	for _, r := range rules {
-		for _, e := range r.Exprs {
-			if cmp, ok := e.(*expr.Cmp); ok && bytes.Equal(cmp.Data, m.MAC) {
-				return nil
-			}
-		}
+	var miss []error
+	hash := nftOwnerHash(m.Owner)
+	if !slices.ContainsFunc(base, func(r *nftables.Rule) bool {
+		h, _, ok := macspoofOwner(r)
+		return ok && h == hash && isMacspoofJump(r, m.Port, name)
+	}) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: iifname %q jump %s", ErrMissing, where, macspoofBaseChain, m.Port, name))
 	}
-	return fmt.Errorf("%w: table bridge %s chain %s: ether saddr %s return", ErrMissing, macspoofTableName, name, m.MAC)
+	if !slices.ContainsFunc(own, func(r *nftables.Rule) bool { return isMacReturn(r, m.MAC) }) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: ether saddr %s return", ErrMissing, where, name, m.MAC))
+	}
+	if len(own) == 0 || !isDrop(own[len(own)-1]) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: drop (last)", ErrMissing, where, name))
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("mac spoof check of %s: %w", m.Owner, errors.Join(miss...))
+	}
+	return nil
+}
+
+// isMacspoofJump reports whether r is `iifname "<port>" jump <chain>`. The
+// name compares NUL-trimmed: nft pads it to its own length, Setup to
+// IFNAMSIZ.
+func isMacspoofJump(r *nftables.Rule, port, chain string) bool {
+	if len(r.Exprs) != 3 {
+		return false
+	}
+	meta, ok1 := r.Exprs[0].(*expr.Meta)
+	cmp, ok2 := r.Exprs[1].(*expr.Cmp)
+	v, ok3 := r.Exprs[2].(*expr.Verdict)
+	return ok1 && ok2 && ok3 &&
+		meta.Key == expr.MetaKeyIIFNAME && !meta.SourceRegister && cmp.Register == meta.Register &&
+		cmp.Op == expr.CmpOpEq && string(bytes.TrimRight(cmp.Data, "\x00")) == port &&
+		v.Kind == expr.VerdictJump && v.Chain == chain
+}
+
+// isMacReturn reports whether r is `ether saddr <mac> return`.
+func isMacReturn(r *nftables.Rule, mac net.HardwareAddr) bool {
+	if len(r.Exprs) != 3 {
+		return false
+	}
+	p, ok1 := r.Exprs[0].(*expr.Payload)
+	cmp, ok2 := r.Exprs[1].(*expr.Cmp)
+	v, ok3 := r.Exprs[2].(*expr.Verdict)
+	return ok1 && ok2 && ok3 &&
+		p.OperationType == expr.PayloadLoad && p.Base == expr.PayloadBaseLLHeader && p.Offset == 6 && p.Len == 6 &&
+		cmp.Register == p.DestRegister && cmp.Op == expr.CmpOpEq && bytes.Equal(cmp.Data, mac) &&
+		v.Kind == expr.VerdictReturn
+}
+
+func isDrop(r *nftables.Rule) bool {
+	if len(r.Exprs) != 1 {
+		return false
+	}
+	v, ok := r.Exprs[0].(*expr.Verdict)
+	return ok && v.Kind == expr.VerdictDrop
 }
 
 // macspoofOwner reads the owner hash and network from a jump rule's comment.
