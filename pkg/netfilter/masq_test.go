@@ -274,10 +274,16 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
 		Expect(in(hostNS, func() error { return m.Setup(c, addrsC) })).To(Succeed())
 		teardownAll := TeardownMasqAll
-		if ipt, ok := m.(*iptablesMasq); ok && ipt.variant == "legacy" {
-			// TeardownMasqAll uses the iptables on PATH, which is the
-			// nf_tables variant here; point it at legacy explicitly.
-			teardownAll = func(o Owner) error { return teardownMasqAll(o, ipt, newNFTablesMasq()) }
+		if ipt, ok := m.(*iptablesMasq); ok {
+			onPath, err := pathIPTablesVariant()
+			Expect(err).NotTo(HaveOccurred())
+			if ipt.variant != onPath {
+				// TeardownMasqAll uses the iptables on PATH, another
+				// variant than this case's, whose rules it cannot see;
+				// the same code pointed at this case's variant is tested.
+				By(fmt.Sprintf("iptables on PATH is %s: tearing down through %s explicitly", onPath, ipt.variant))
+				teardownAll = func(o Owner) error { return teardownMasqAll(o, ipt, newNFTablesMasq()) }
+			}
 		}
 		Expect(in(hostNS, func() error { return teardownAll(a) })).To(Succeed())
 		Expect(in(hostNS, func() error { return teardownAll(a) })).To(Succeed())
@@ -341,6 +347,23 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 )
 
 func (bc backendCase) String() string { return bc.name }
+
+// pathIPTablesVariant names the variant of the iptables on PATH, "nft" or
+// "legacy", from what `iptables -V` says ("iptables v1.8.9 (nf_tables)").
+func pathIPTablesVariant() (string, error) {
+	out, err := exec.Command("iptables", "-V").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("iptables -V: %w: %s", err, out)
+	}
+	switch v := string(out); {
+	case strings.Contains(v, "nf_tables"):
+		return "nft", nil
+	case strings.Contains(v, "legacy"):
+		return "legacy", nil
+	default:
+		return "", fmt.Errorf("iptables -V: unknown variant in %q", strings.TrimSpace(v))
+	}
+}
 
 var _ = Describe("iptables backend", func() {
 	It("costs one process per family for a fresh Setup", func() {
