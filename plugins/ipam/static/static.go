@@ -1,6 +1,7 @@
 package static
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -87,6 +88,21 @@ func cmdGC(args *skel.CmdArgs) error {
 
 // cmdStatus: static depends on nothing that could run out or go away. An
 // invalid config value is ADD's to report, naming the key.
+// cmdStatus reports whether ADD can work: it validates the network's own
+// config (addresses, routes, dns) and ignores what a single call brings
+// (CNI_ARGS, runtimeConfig, args), which STATUS does not have.
 func cmdStatus(args *skel.CmdArgs) error {
-	return decodeOnly(args.StdinData)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args.StdinData, &obj); err != nil {
+		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	}
+	for _, perCall := range []string{"runtimeConfig", "args", "prevResult"} {
+		delete(obj, perCall)
+	}
+	own, err := json.Marshal(obj)
+	if err != nil {
+		return result.Decoding(err)
+	}
+	_, err = parseConfig(own, "")
+	return err
 }

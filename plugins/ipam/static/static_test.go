@@ -249,10 +249,12 @@ var _ = Describe("static", func() {
 		})
 	})
 
-	// static keeps no state, so nothing in a call can stop DEL, GC or STATUS
-	// from doing their (empty) job: refusing would only block pod teardown.
-	DescribeTable("DEL, GC and STATUS succeed on input ADD and CHECK refuse",
-		func(ipam, top, cniArgs, msg string) {
+	// static keeps no state, so nothing in a call can stop DEL or GC from
+	// doing their (empty) job: refusing would only block pod teardown.
+	// STATUS answers "can ADD work": a bad value in the network's own config
+	// fails it (code 7), a bad per-call input does not.
+	DescribeTable("DEL and GC succeed on input ADD and CHECK refuse; STATUS fails only on the network's own config",
+		func(ipam, top, cniArgs, msg string, ownConfig bool) {
 			stdin := []byte(`{"cniVersion": "1.1.0", "name": "n", "ipam": {"type": "static"` + ipam + `}` + top + `}`)
 			for _, cmd := range []string{"ADD", "CHECK"} {
 				c := call(cmd, stdin)
@@ -261,19 +263,27 @@ var _ = Describe("static", func() {
 				Expect(out.Err).NotTo(BeNil(), cmd)
 				Expect(out.Err.Msg).To(ContainSubstring(msg), cmd)
 			}
-			for _, cmd := range []string{"DEL", "GC", "STATUS"} {
+			for _, cmd := range []string{"DEL", "GC"} {
 				c := call(cmd, stdin)
 				c.Args = cniArgs
 				Expect(run(c).Err).To(BeNil(), cmd)
 			}
+			status := run(call("STATUS", stdin))
+			if ownConfig {
+				Expect(status.Err).NotTo(BeNil())
+				Expect(status.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				Expect(status.Err.Msg).To(ContainSubstring(msg))
+			} else {
+				Expect(status.Err).To(BeNil())
+			}
 		},
-		Entry("an unknown CNI_ARGS key without IgnoreUnknown", "", "", "K8S_POD_NAME=p", `CNI_ARGS: unknown key "K8S_POD_NAME"`),
-		Entry("a malformed CNI_ARGS pair", "", "", "IP", `CNI_ARGS: "IP" is not a KEY=VALUE pair`),
-		Entry("a CNI_ARGS IP without prefix", "", "", "IP=10.9.9.9", `CNI_ARGS IP[0]: "10.9.9.9" has no prefix length`),
-		Entry("a route dst with host bits", `, "routes": [{"dst": "10.0.0.5/24"}]`, "", "", `ipam.routes[0].dst: "10.0.0.5/24" has host bits set`),
-		Entry("an address without prefix", `, "addresses": [{"address": "10.0.0.1"}]`, "", "", `ipam.addresses[0].address: "10.0.0.1" has no prefix length`),
-		Entry("a bad runtimeConfig.ips", "", `, "runtimeConfig": {"ips": ["10.3.0.3"]}`, "", `runtimeConfig.ips[0]: "10.3.0.3" has no prefix length`),
-		Entry("a runtimeConfig.ips of the wrong type", "", `, "runtimeConfig": {"ips": "10.3.0.3/24"}`, "", "parse config"),
+		Entry("an unknown CNI_ARGS key without IgnoreUnknown", "", "", "K8S_POD_NAME=p", `CNI_ARGS: unknown key "K8S_POD_NAME"`, false),
+		Entry("a malformed CNI_ARGS pair", "", "", "IP", `CNI_ARGS: "IP" is not a KEY=VALUE pair`, false),
+		Entry("a CNI_ARGS IP without prefix", "", "", "IP=10.9.9.9", `CNI_ARGS IP[0]: "10.9.9.9" has no prefix length`, false),
+		Entry("a route dst with host bits", `, "routes": [{"dst": "10.0.0.5/24"}]`, "", "", `ipam.routes[0].dst: "10.0.0.5/24" has host bits set`, true),
+		Entry("an address without prefix", `, "addresses": [{"address": "10.0.0.1"}]`, "", "", `ipam.addresses[0].address: "10.0.0.1" has no prefix length`, true),
+		Entry("a bad runtimeConfig.ips", "", `, "runtimeConfig": {"ips": ["10.3.0.3"]}`, "", `runtimeConfig.ips[0]: "10.3.0.3" has no prefix length`, false),
+		Entry("a runtimeConfig.ips of the wrong type", "", `, "runtimeConfig": {"ips": "10.3.0.3/24"}`, "", "parse config", false),
 	)
 
 	It("works as the built binary", func() {
