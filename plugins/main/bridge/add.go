@@ -125,6 +125,12 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 		}
 		res.IPs, res.Routes, res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
 	}
+	// Refuse a result the gateway settings cannot work with before any
+	// link exists (pure: it only fills in gateways and default routes).
+	gws, err := applyGateways(conf, res)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.stepDone("ipam"); err != nil {
 		return nil, err
 	}
@@ -157,10 +163,6 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 	contIdx := 2
 	for _, ipc := range res.IPs {
 		ipc.Interface = &contIdx
-	}
-	gws, err := applyGateways(conf, res)
-	if err != nil {
-		return nil, err
 	}
 	if err := a.configureContainer(res, contLink); err != nil {
 		return nil, err
@@ -225,7 +227,7 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 	}
 	res.Interfaces[0].Mac = br.Attrs().HardwareAddr.String()
 	res.Interfaces[1].Mac = hostVeth.Attrs().HardwareAddr.String()
-	if len(conf.DNS.Nameservers) > 0 || len(conf.DNS.Search) > 0 || len(conf.DNS.Options) > 0 || conf.DNS.Domain != "" {
+	if !conf.DNS.IsEmpty() {
 		res.DNS = conf.DNS
 	}
 	return res, nil
@@ -243,6 +245,8 @@ func (a *attachment) setupMasq(res *current.Result, undo *rollback.Stack) error 
 	}
 	// The rules live in the host namespace: this runs on the plugin's
 	// thread, which is in it (pkg/netfilter works on the calling thread's).
+	// A failed Setup leaves nothing (nftables: one batch; iptables: undoes
+	// the families it made), so the undo follows success.
 	if err := m.Setup(a.owner(), addrs); err != nil {
 		return fmt.Errorf("masquerade (%s): %w", m.Backend(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -70,12 +71,12 @@ var _ = Describe("bridge", func() {
 			if testutil.AtLeast(ver, "0.4.0") {
 				Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 			}
-			Expect(rulesText(hostNS)).To(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).To(MatchRegexp(ownerRE("c1")))
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 		})
 
@@ -85,7 +86,7 @@ var _ = Describe("bridge", func() {
 			c.Netns = ""
 			Expect(run(hostNS, c).Err).To(BeNil())
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 		})
 	}, testutil.VersionEntries())
 
@@ -137,11 +138,12 @@ var _ = Describe("bridge", func() {
 			}
 		}
 		Expect(sawDefault).To(BeTrue())
-		Expect(hostNS.Do(func() error {
-			v, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
-			Expect(string(v)).To(Equal("1\n"))
+		var forward []byte
+		Expect(hostNS.Do(func() (err error) {
+			forward, err = os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 			return err
 		})).To(Succeed())
+		Expect(string(forward)).To(Equal("1\n"))
 	})
 
 	It("adds no default route with isGateway alone", func() {
@@ -273,7 +275,7 @@ var _ = Describe("bridge", func() {
 			Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 		})
 	}
 
@@ -313,11 +315,101 @@ var _ = Describe("bridge", func() {
 			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"), "before: %s", before)
 		},
 		stepEntries(),
 	)
+
+	DescribeTable("leaves a bridge with another attachment as it was when ADD fails after a step",
+		func(step string) {
+			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
+				hostLocal(dataDir, "10.39.0.0/24", "fd00:39::/64"))
+			other := testutil.NewNS()
+			c0 := call("ADD", stdin)
+			c0.ContainerID, c0.Netns = "c0", other.Path()
+			r0 := mustAdd(hostNS, c0)
+			hostLinks, bridgeAddrs := testutil.LinkNames(hostNS), testutil.Addrs(hostNS, "cnibr0")
+			reservations := testutil.Reservations(dataDir)
+
+			out := testutil.RunIn(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("injected failure after step %q", step))
+			Expect(testutil.LinkNames(hostNS)).To(Equal(hostLinks))
+			Expect(testutil.Addrs(hostNS, "cnibr0")).To(Equal(bridgeAddrs))
+			Expect(testutil.Reservations(dataDir)).To(Equal(reservations))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			rules := rulesText(hostNS)
+			Expect(rules).NotTo(MatchRegexp(ownerRE("c1")))
+			Expect(rules).To(MatchRegexp(ownerRE("c0")))
+			chk := c0
+			chk.Command, chk.Stdin = "CHECK", testutil.WithPrev(stdin, resultJSON(r0))
+			Expect(run(hostNS, chk).Err).To(BeNil())
+			Expect(testutil.Ping(other, "10.39.0.1")).To(Succeed())
+		},
+		stepEntries(),
+	)
+
+	It("puts back the addresses forceAddress replaced when ADD fails", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "cnibr0"
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+		br, err := h.LinkByName("cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.AddrAdd(br, mustAddr("10.40.0.1/24"))).To(Succeed())
+		stdin := netConf("1.1.0", `"isGateway": true, "forceAddress": true`, hostLocal(dataDir, "10.41.0.0/24"))
+		out := testutil.RunIn(hostNS, bridge.FailingAfter("gateway"), call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.40.0.1/24"))
+	})
+
+	It("pins a bridge it did not create to the MAC it had before the port joined", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "cnibr0"
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+		br, err := h.LinkByName("cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		mac := br.Attrs().HardwareAddr.String()
+		res := mustAdd(hostNS, call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.42.0.0/24"))))
+		Expect(res.Interfaces[0].Mac).To(Equal(mac))
+		br, err = h.LinkByName("cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(br.Attrs().HardwareAddr.String()).To(Equal(mac), "not the port's %s", res.Interfaces[1].Mac)
+	})
+
+	It("removes masquerade rules on DEL even when ipMasq was turned off since ADD", func() {
+		mustAdd(hostNS, call("ADD", netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.43.0.0/24"))))
+		Expect(rulesText(hostNS)).To(MatchRegexp(ownerRE("c1")))
+		Expect(run(hostNS, call("DEL", netConf("1.1.0", "", hostLocal(dataDir, "10.43.0.0/24")))).Err).To(BeNil())
+		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+	})
+
+	It("rejects an IPAM result it cannot use before making the veth", func() {
+		ipamConf := fmt.Sprintf(`{"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": "10.44.0.0/24"}]],
+			"routes": [{"dst": "0.0.0.0/0", "gw": "10.44.0.254"}]}`, dataDir)
+		// Failing after the veth step would win if the check came later.
+		out := testutil.RunIn(hostNS, bridge.FailingAfter("veth"), call("ADD", netConf("1.1.0", `"isDefaultGateway": true`, ipamConf)))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("isDefaultGateway"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+	})
+
+	It("leaves another attachment's interface of the same name alone on DEL", func() {
+		h := testutil.Handle(contNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "eth0"
+		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer0"})).To(Succeed())
+		l, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetAlias(l, "cni:other:eth0")).To(Succeed())
+		stdin := netConf("1.1.0", "", hostLocal(dataDir, "10.45.0.0/24"))
+		Expect(run(hostNS, call("ADD", stdin)).Err).NotTo(BeNil())
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "eth0", "peer0"))
+	})
 
 	It("cleans up on DEL when the netns is gone", func() {
 		gone, cleanup, err := testutil.CreateNS()
@@ -332,7 +424,7 @@ var _ = Describe("bridge", func() {
 		Expect(run(hostNS, c).Err).To(BeNil())
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
 		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-		Expect(rulesText(hostNS)).NotTo(ContainSubstring("c1"))
+		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 		Expect(run(hostNS, c).Err).To(BeNil())
 	})
 
@@ -423,7 +515,9 @@ var _ = Describe("bridge", func() {
 
 		It("catches a released IPAM reservation", func() {
 			Expect(os.Remove(fmt.Sprintf("%s/%s/%s", dataDir, netName, res.IPs[0].Address.IP))).To(Succeed())
-			Expect(run(hostNS, call("CHECK", stdin)).Err).NotTo(BeNil())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(res.IPs[0].Address.IP.String()))
 		})
 	})
 
@@ -480,6 +574,28 @@ var _ = Describe("bridge", func() {
 				Expect(vlans).To(HaveKeyWithValue(v, "tagged"))
 			}
 			Expect(vlans).To(HaveKey(uint16(1)))
+		})
+		It("keeps the per-vlan gateway it created when another attachment joined before the rollback", func() {
+			requireBridgeVLANFiltering()
+			h := testutil.Handle(hostNS)
+			joinBridge := func() {
+				defer GinkgoRecover()
+				// What a concurrent ADD on the VLAN would have done.
+				la := netlink.NewLinkAttrs()
+				la.Name = "other0"
+				Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "otherpeer0"})).To(Succeed())
+				l, err := h.LinkByName("other0")
+				Expect(err).NotTo(HaveOccurred())
+				br, err := h.LinkByName("cnibr0")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(h.LinkSetMaster(l, br)).To(Succeed())
+			}
+			stdin := netConf("1.1.0", `"vlan": 300, "isGateway": true`, hostLocal(dataDir, "10.46.0.0/24"))
+			out := testutil.RunIn(hostNS, bridge.FailingAfterWith("gateway", joinBridge), call("ADD", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(testutil.LinkNames(hostNS)).To(ContainElements("cnibr0", "cnibr0.300", "other0"))
+			Expect(testutil.Addrs(hostNS, "cnibr0.300")).To(ConsistOf("10.46.0.1/24"))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 		})
 		It("puts the gateway on a per-vlan interface", func() {
 			requireBridgeVLANFiltering()
@@ -550,6 +666,13 @@ func stepEntries() []TableEntry {
 		es = append(es, Entry(s, s))
 	}
 	return es
+}
+
+// ownerRE matches container id as a rule owner: `id: "c1"` in iptables
+// comments (quotes escaped by iptables-save), `id: c1"` at the end of an
+// nftables comment; a bare "c1" could be hex inside a hashed chain name.
+func ownerRE(id string) string {
+	return `id: (\\"` + regexp.QuoteMeta(id) + `\\"|` + regexp.QuoteMeta(id) + `")`
 }
 
 func resultJSON(r *current.Result) []byte {

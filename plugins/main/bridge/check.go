@@ -138,21 +138,9 @@ func (a *attachment) checkAddrsRoutes(contLink netlink.Link, want []*current.IPC
 	if err := result.CheckAddrs(ifName, want, have); err != nil {
 		return fmt.Errorf("in %s: %w", a.args.Netns, err)
 	}
-	routes, err := ip.RouteList(a.contH, contLink, netlink.FAMILY_ALL)
+	haveRoutes, err := ip.RoutesOn(a.contH, contLink)
 	if err != nil {
-		return fmt.Errorf("routes of %q in %s: %w", ifName, a.args.Netns, err)
-	}
-	haveRoutes := make([]result.Route, 0, len(routes))
-	for _, r := range routes {
-		rr := result.Route{GW: r.Gw}
-		if r.Dst != nil {
-			rr.Dst = *r.Dst
-		} else if r.Family == netlink.FAMILY_V6 {
-			rr.Dst = net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
-		} else {
-			rr.Dst = net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
-		}
-		haveRoutes = append(haveRoutes, rr)
+		return fmt.Errorf("in %s: %w", a.args.Netns, err)
 	}
 	if err := result.CheckRoutes(ifName, prev.Routes, haveRoutes); err != nil {
 		return fmt.Errorf("in %s: %w", a.args.Netns, err)

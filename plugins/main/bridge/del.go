@@ -3,16 +3,12 @@ package bridge
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
-	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // cmdDel undoes ADD in reverse order. Everything already gone is success,
@@ -35,11 +31,10 @@ func (p *bridgePlugin) cmdDel(args *skel.CmdArgs) error {
 	if conf.MacSpoofChk {
 		errs = append(errs, teardownMacSpoofCheck(a.owner()))
 	}
-	if conf.IPMasq {
-		// Both backends: the one used at ADD may not be the configured one
-		// (config changed, or an upstream ADD). No netns needed.
-		errs = append(errs, netfilter.TeardownMasqAll(a.owner()))
-	}
+	// Whatever ipMasq says now, and on both backends: the ADD may have run
+	// with another ipMasq or ipMasqBackend, or be an upstream one. No netns
+	// needed, and cheap when there is nothing.
+	errs = append(errs, netfilter.TeardownMasqAll(a.owner()))
 	errs = append(errs, a.deleteVeth())
 	if conf.layer3 {
 		errs = append(errs, ipam.Del(context.TODO(), conf.IPAM.Type, conf.raw))
@@ -50,60 +45,12 @@ func (p *bridgePlugin) cmdDel(args *skel.CmdArgs) error {
 // deleteVeth removes the veth pair. Deleting the container end removes the
 // host end with it. When the container end cannot be reached (no netns,
 // namespace gone, interface already deleted) the host end is looked up by
-// the alias ADD gave it, in case it leaked.
+// the alias ADD gave it, in case it leaked. An interface of that name that
+// is not ours (another plugin's eth0) is left alone.
 func (a *attachment) deleteVeth() error {
-	if deleted, err := a.deleteContainerEnd(); err != nil || deleted {
+	alias := ip.AttachmentAlias(a.args.ContainerID, a.args.IfName)
+	if deleted, err := ip.DeleteContainerVeth(a.args.Netns, a.args.IfName, alias); err != nil || deleted {
 		return err
 	}
-	return a.deleteHostEndByAlias()
-}
-
-func (a *attachment) deleteContainerEnd() (bool, error) {
-	nsPath, ifName := a.args.Netns, a.args.IfName
-	if nsPath == "" {
-		return false, nil
-	}
-	contNS, err := ns.Open(nsPath)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return false, nil // the namespace is gone (a file left at the path is not one)
-	}
-	if err != nil {
-		return false, fmt.Errorf("DEL %q: %w", ifName, err)
-	}
-	defer contNS.Close()
-	h, err := contNS.Handle()
-	if err != nil {
-		return false, err
-	}
-	defer h.Close()
-	l, err := ip.LinkByName(h, ifName)
-	if errors.Is(err, ip.ErrLinkNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	if _, ok := l.(*netlink.Veth); !ok {
-		// Not ours: another plugin's interface of that name is left alone.
-		return false, nil
-	}
-	if err := ip.DelLinkByName(h, ifName); err != nil {
-		return false, fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	return true, nil
-}
-
-func (a *attachment) deleteHostEndByAlias() error {
-	links, err := ip.LinkList(a.hostH)
-	if err != nil {
-		return err
-	}
-	alias := vethAlias(a.args.ContainerID, a.args.IfName)
-	var errs []error
-	for _, l := range links {
-		if _, ok := l.(*netlink.Veth); ok && l.Attrs().Alias == alias {
-			errs = append(errs, ip.DelLinkByName(a.hostH, l.Attrs().Name))
-		}
-	}
-	return errors.Join(errs...)
+	return ip.DeleteVethsByAlias(a.hostH, alias)
 }

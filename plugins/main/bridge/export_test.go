@@ -12,6 +12,14 @@ func FailingAfter(step string) plugin.Plugin {
 	return p.descriptor()
 }
 
+// FailingAfterWith is FailingAfter, running hook before the undos.
+func FailingAfterWith(step string, hook func()) plugin.Plugin {
+	p := newPlugin()
+	p.failAfter = step
+	p.beforeUndo = hook
+	return p.descriptor()
+}
+
 // ParseConfig exposes parseConfig to the config tests.
 var ParseConfig = parseConfig
 

@@ -92,8 +92,9 @@ func containsIPNet(list []net.IPNet, n net.IPNet) bool {
 // ensureGateway puts the gateway addresses on the bridge, or with vlan set
 // on the per-VLAN gateway interface "<bridge>.<vlan>". An address of the
 // same family and an overlapping subnet already there is an error, unless
-// forceAddress replaces it. Addresses this ADD added are removed on undo when
-// no other port is left on the bridge.
+// forceAddress replaces it (undo puts it back). Addresses this ADD added are
+// removed on undo when no other port is left on the bridge. br is the bridge
+// as ensureBridge saw it, before this ADD's port joined.
 func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *rollback.Stack) error {
 	var link netlink.Link = br
 	if a.conf.Vlan != 0 {
@@ -105,7 +106,12 @@ func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *ro
 	}
 	name := link.Attrs().Name
 	for _, gw := range gws {
-		added, err := ensureAddr(a.hostH, link, gw, a.conf.ForceAddress, a.conf.EnableDad)
+		added, removed, err := ensureAddr(a.hostH, link, gw, a.conf.ForceAddress, a.conf.EnableDad)
+		if len(removed) > 0 {
+			// Pushed before the gateway's undo, so it runs after it: the
+			// replaced addresses come back once the gateway is gone.
+			undo.Push("restore addresses of "+name, func() error { return restoreAddrs(a.hostH, link, removed) })
+		}
 		if err != nil {
 			return err
 		}
@@ -125,13 +131,11 @@ func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *ro
 	}
 	if a.conf.Vlan == 0 {
 		// Pin the bridge's MAC: without an explicit one it takes the lowest
-		// of its ports', and changes as containers come and go.
-		cur, err := ip.LinkByName(a.hostH, name)
-		if err != nil {
-			return err
-		}
-		if mac := cur.Attrs().HardwareAddr; len(mac) == 6 {
-			if err := a.hostH.LinkSetHardwareAddr(cur, mac); err != nil {
+		// of its ports', and changes as containers come and go. The MAC
+		// pinned is the one it had before this ADD's port joined (upstream's
+		// choice), not the container veth's it may have taken since.
+		if mac := br.Attrs().HardwareAddr; len(mac) == 6 {
+			if err := a.hostH.LinkSetHardwareAddr(br, mac); err != nil {
 				return fmt.Errorf("pin MAC %s of bridge %q: %w", mac, name, err)
 			}
 		}
@@ -140,16 +144,17 @@ func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *ro
 }
 
 // ensureAddr adds gw to link unless it is there; added reports whether it
-// did.
-func ensureAddr(h *netlink.Handle, link netlink.Link, gw net.IPNet, force, dad bool) (added bool, err error) {
+// did. With force, addresses in gw's way are removed first and returned in
+// removed (also when a later step fails) so the caller can put them back.
+func ensureAddr(h *netlink.Handle, link netlink.Link, gw net.IPNet, force, dad bool) (added bool, removed []netlink.Addr, err error) {
 	name := link.Attrs().Name
 	addrs, err := ip.AddrList(h, link, ip.Family(gw.IP))
 	if err != nil {
-		return false, fmt.Errorf("addresses of %q: %w", name, err)
+		return false, nil, fmt.Errorf("addresses of %q: %w", name, err)
 	}
 	for _, have := range addrs {
 		if have.IPNet.String() == gw.String() {
-			return false, nil
+			return false, removed, nil
 		}
 		if have.IP.IsLinkLocalUnicast() {
 			continue
@@ -159,12 +164,13 @@ func ensureAddr(h *netlink.Handle, link netlink.Link, gw net.IPNet, force, dad b
 			continue
 		}
 		if !force {
-			return false, fmt.Errorf("bridge %q already has address %s, not the gateway %s (set forceAddress to replace it)",
+			return false, removed, fmt.Errorf("bridge %q already has address %s, not the gateway %s (set forceAddress to replace it)",
 				name, have.IPNet, gw.String())
 		}
 		if err := h.AddrDel(link, &have); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
-			return false, fmt.Errorf("remove %s from %q: %w", have.IPNet, name, err)
+			return false, removed, fmt.Errorf("remove %s from %q: %w", have.IPNet, name, err)
 		}
+		removed = append(removed, have)
 	}
 	addr := &netlink.Addr{IPNet: &gw}
 	if gw.IP.To4() == nil && !dad {
@@ -172,15 +178,32 @@ func ensureAddr(h *netlink.Handle, link netlink.Link, gw net.IPNet, force, dad b
 		addr.Flags = unix.IFA_F_NODAD
 	}
 	if err := ip.AddrAdd(h, link, addr); err != nil {
-		return false, err
+		return false, removed, err
 	}
-	return true, nil
+	return true, removed, nil
+}
+
+// restoreAddrs adds back addresses forceAddress removed, as they were
+// (label, scope, broadcast); lifetimes are not restored, the addresses
+// a bridge is given are permanent.
+func restoreAddrs(h *netlink.Handle, link netlink.Link, addrs []netlink.Addr) error {
+	var errs []error
+	for _, have := range addrs {
+		a := &netlink.Addr{IPNet: have.IPNet, Label: have.Label, Scope: have.Scope, Broadcast: have.Broadcast}
+		if have.IP.To4() == nil {
+			// It was in use before this ADD; DAD would only hold it back.
+			a.Flags = unix.IFA_F_NODAD
+		}
+		errs = append(errs, ip.AddrAdd(h, link, a))
+	}
+	return errors.Join(errs...)
 }
 
 // ensureVlanGateway returns the per-VLAN gateway interface "<bridge>.<vlan>":
 // one end of a veth pair in the host namespace whose other end is an
 // untagged port of the VLAN on the bridge. Shared by every attachment of
-// the VLAN, so it is only undone when this ADD created it.
+// the VLAN, so it is only undone when this ADD created it and no other
+// attachment joined the bridge meanwhile (the gateway addresses' check).
 func (a *attachment) ensureVlanGateway(br *netlink.Bridge, undo *rollback.Stack) (netlink.Link, error) {
 	name := fmt.Sprintf("%s.%d", br.Attrs().Name, a.conf.Vlan)
 	if len(name) > 15 {
@@ -195,7 +218,12 @@ func (a *attachment) ensureVlanGateway(br *netlink.Bridge, undo *rollback.Stack)
 	if err != nil {
 		return nil, fmt.Errorf("vlan gateway: %w", err)
 	}
-	undo.Push("delete vlan gateway "+name, func() error { return ip.DelLinkByName(a.hostH, name) })
+	undo.Push("delete vlan gateway "+name, func() error {
+		if inUse, err := a.bridgeInUse(br); err != nil || inUse {
+			return err // another attachment of the VLAN may route through it
+		}
+		return ip.DelLinkByName(a.hostH, name)
+	})
 	a.ownPorts[peer.Attrs().Index] = true
 	err = ip.AttachPort(a.hostH, br, peer, ip.PortOptions{Vlan: a.conf.Vlan, KeepDefaultVlan: a.conf.PreserveDefaultVlan})
 	if err != nil {

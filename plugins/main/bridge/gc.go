@@ -27,17 +27,7 @@ func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
 	for _, va := range conf.ValidAttachments {
 		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: va.ContainerID, IfName: va.IfName})
 	}
-	for _, backend := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
-		m, err := netfilter.NewMasq(backend)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		// A backend this host cannot use holds no rules of ours.
-		if err := m.GC(conf.Name, keep); err != nil && !errors.Is(err, netfilter.ErrUnavailable) {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, netfilter.GCMasqAll(conf.Name, keep))
 	errs = append(errs, netfilter.GCMacSpoofChecks(conf.Name, keep))
 	return errors.Join(errs...)
 }

@@ -69,14 +69,10 @@ func deleteBridgeIfUnused(h *netlink.Handle, name string) error {
 	return ip.DelLinkByName(h, name)
 }
 
-// vethAlias tags the host end with its attachment, so DEL finds a leaked
-// host end when the container namespace is gone.
-func vethAlias(containerID, ifName string) string {
-	return "cni:" + containerID + ":" + ifName
-}
-
 // setupVeth creates the veth pair, the container end directly in the
-// container namespace.
+// container namespace. Both ends carry the attachment's alias: DEL finds a
+// leaked host end by it when the container namespace is gone, and deletes
+// the container end only when it is ours.
 func (a *attachment) setupVeth(undo *rollback.Stack) (netlink.Link, error) {
 	hostVeth, err := ip.SetupVeth(a.hostH, ip.VethOptions{
 		ContIfName: a.args.IfName,
@@ -90,8 +86,16 @@ func (a *attachment) setupVeth(undo *rollback.Stack) (netlink.Link, error) {
 	name := hostVeth.Attrs().Name
 	undo.Push("delete veth "+name, func() error { return ip.DelLinkByName(a.hostH, name) })
 	a.ownPorts[hostVeth.Attrs().Index] = true
-	if err := a.hostH.LinkSetAlias(hostVeth, vethAlias(a.args.ContainerID, a.args.IfName)); err != nil {
+	alias := ip.AttachmentAlias(a.args.ContainerID, a.args.IfName)
+	if err := a.hostH.LinkSetAlias(hostVeth, alias); err != nil {
 		return nil, fmt.Errorf("set alias of %q: %w", name, err)
+	}
+	contLink, err := ip.LinkByName(a.contH, a.args.IfName)
+	if err != nil {
+		return nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
+	}
+	if err := a.contH.LinkSetAlias(contLink, alias); err != nil {
+		return nil, fmt.Errorf("set alias of %q in %s: %w", a.args.IfName, a.args.Netns, err)
 	}
 	return hostVeth, nil
 }

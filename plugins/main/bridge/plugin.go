@@ -36,6 +36,10 @@ type bridgePlugin struct {
 	// failAfter makes ADD fail right after the step of that name succeeded
 	// (see the package doc for the names).
 	failAfter string
+	// beforeUndo, when set, runs after the injected failure and before the
+	// undos: tests use it to make the kernel change under a failing ADD as
+	// a concurrent ADD would.
+	beforeUndo func()
 	// portTimeout bounds the wait for the host veth to come up.
 	portTimeout time.Duration
 }
@@ -62,6 +66,9 @@ func (p *bridgePlugin) descriptor() plugin.Plugin {
 // stepDone is called after each ADD step; it fails where a test asked.
 func (p *bridgePlugin) stepDone(name string) error {
 	if p.failAfter == name {
+		if p.beforeUndo != nil {
+			p.beforeUndo()
+		}
 		return fmt.Errorf("injected failure after step %q", name)
 	}
 	return nil
