@@ -86,6 +86,9 @@ type index struct {
 	legacy bool // some reservation has an old upstream (ID-only) owner
 	// dirty: the stamp is removed and must be rewritten by commit.
 	dirty bool
+	// unsure: commit saw a change it did not make, which the index may
+	// miss; no commit of this command may stamp it.
+	unsure bool
 
 	snap        *os.File // opened on first use, closed with the store
 	snapCount   int
@@ -124,15 +127,30 @@ func (s *store) loadIndex() (*index, error) {
 
 // dirStamp identifies the network folder's current list of entries.
 func (s *store) dirStamp() (string, error) {
+	stamp, _, err := s.statStamp()
+	return stamp, err
+}
+
+// statStamp is dirStamp, also returning the mtime the stamp holds.
+func (s *store) statStamp() (string, unix.Timespec, error) {
 	var st unix.Stat_t
 	stat := unix.Stat
 	if s.statDir != nil {
 		stat = s.statDir
 	}
 	if err := stat(s.dir, &st); err != nil {
-		return "", fmt.Errorf("stat %s: %w", s.dir, err)
+		return "", unix.Timespec{}, fmt.Errorf("stat %s: %w", s.dir, err)
 	}
-	return fmt.Sprintf("dir %d %d.%09d %d.%09d %d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Size), nil
+	return fmt.Sprintf("dir %d %d.%09d %d.%09d %d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Size), st.Mtim, nil
+}
+
+// sameSetMtime reports whether got is the mtime markDir set. Filesystems
+// store it at their own granularity, truncating (whole seconds on ext4
+// with 128-byte inodes), so a shorter fraction of the same second is
+// still ours; the second alone already rules out a change by the kernel
+// (see markDir).
+func sameSetMtime(got, set unix.Timespec) bool {
+	return got.Sec == set.Sec && got.Nsec <= set.Nsec
 }
 
 // rebuildIndex replaces the index with one made from res.
@@ -408,17 +426,25 @@ func (ix *index) put(id, ifName string, addrs []netip.Addr) error {
 
 // commit stamps the index as matching the network folder as it is now.
 func (ix *index) commit() error {
-	if !ix.dirty {
+	if !ix.dirty || ix.unsure {
 		return nil
 	}
-	if err := ix.s.markDir(); err != nil {
+	set, err := ix.s.markDir()
+	if err != nil {
 		// Without our own mtime on the folder a stamp could hide a foreign
 		// change; with no stamp every command rebuilds: slower, still right.
 		return nil
 	}
-	stamp, err := ix.s.dirStamp()
+	stamp, mtime, err := ix.s.statStamp()
 	if err != nil {
 		return err
+	}
+	if !sameSetMtime(mtime, set) {
+		// A writer that ignores the lock (an admin) changed the folder
+		// after markDir: stamping now would record its change as ours and
+		// hide it. Leave no stamp, so the next command rebuilds.
+		ix.unsure = true
+		return nil
 	}
 	legacy := "legacy 0"
 	if ix.legacy {
@@ -438,12 +464,13 @@ func (ix *index) commit() error {
 // tick, so a later change's second is at least now's second minus one: two
 // seconds back can never equal it, even where only seconds are stored. The
 // random fraction keeps the value unpredictable where nanoseconds are.
-func (s *store) markDir() error {
+// It returns the value set, for commit to compare with what it stats.
+func (s *store) markDir() (unix.Timespec, error) {
 	sec := time.Now().Unix() - 2
 	mtime := unix.NsecToTimespec(sec*int64(time.Second) + rand.Int64N(int64(time.Second)))
 	atime := unix.Timespec{Nsec: unix.UTIME_OMIT}
 	if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.dir, []unix.Timespec{atime, mtime}, 0); err != nil {
-		return fmt.Errorf("set mtime of %s: %w", s.dir, err)
+		return unix.Timespec{}, fmt.Errorf("set mtime of %s: %w", s.dir, err)
 	}
-	return nil
+	return mtime, nil
 }

@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"fmt"
+	"github.com/containernetworking/cni/pkg/types"
 	"net"
 	"net/netip"
 	"os"
@@ -121,10 +122,8 @@ var _ = Describe("on-disk state", func() {
 		})
 
 		It("GCs them", func() {
-			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
-				"cni.dev/valid-attachments": []map[string]string{{"containerID": "up1", "ifname": "eth1"}, {"containerID": "old", "ifname": "eth0"}},
-			}), "")
-			Expect(gc(gcConf)).To(Succeed())
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "up1", IfName: "eth1"}, {ContainerID: "old", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.6": "up1\r\neth1", "10.1.0.7": "old\n"}))
 		})
 
@@ -158,6 +157,27 @@ var _ = Describe("on-disk state", func() {
 			Expect(checkWith(c, "up1", "eth0", nil, opts)).To(Succeed())
 			Expect(delWith(c, "up1", "eth0", opts)).To(Succeed())
 			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.21"), "DEL leaked the address")
+		})
+
+		It("does not stamp a folder changed between setting its mtime and reading it back", func() {
+			// A writer that ignores the lock (an admin) reserves right after
+			// commit set the folder's mtime: the stat commit stamps is the
+			// first to see a set mtime (it differs from the ctime).
+			injected := false
+			opts := options{statDir: func(path string, st *unix.Stat_t) error {
+				if err := unix.Stat(path, st); err != nil || injected || st.Mtim == st.Ctim {
+					return err
+				}
+				injected = true
+				writeFile(filepath.Join(netDir, "10.1.0.20"), "admin\r\neth0")
+				return unix.Stat(path, st)
+			}}
+			_, err := addWith(c, "ours", "eth0", quiet, opts)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(injected).To(BeTrue())
+			Expect(check(c, "admin", "eth0", nil)).To(Succeed())
+			Expect(del(c, "admin", "eth0")).To(Succeed())
+			Expect(reservations(dataDir)).NotTo(HaveKey("10.1.0.20"), "DEL leaked the address")
 		})
 	})
 
@@ -267,10 +287,8 @@ var _ = Describe("on-disk state", func() {
 			Expect(err).NotTo(HaveOccurred())
 			writeFile(filepath.Join(netDir, metaName, "tmp.123"), "x\r\neth0")
 			writeFile(filepath.Join(netDir, "10.1.0.30"), "x\r\neth0") // linked, index never updated
-			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
-				"cni.dev/valid-attachments": []map[string]string{{"containerID": "a", "ifname": "eth0"}},
-			}), "")
-			Expect(gc(gcConf)).To(Succeed())
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "a", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0", "fd00::2": "a\r\neth0"}))
 			Expect(filepath.Join(netDir, metaName, "tmp.123")).NotTo(BeAnExistingFile())
 			Expect(stamp()).To(BeAnExistingFile())
