@@ -124,3 +124,29 @@ func TestFlattenKeepsContext(t *testing.T) {
 		t.Error("uncoded errors and nil pass through")
 	}
 }
+
+func TestGCAttachments(t *testing.T) {
+	list, err := GCAttachments([]byte(`{"name": "n", "cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}]}`))
+	if err != nil || len(list) != 1 || list[0].ContainerID != "a" || list[0].IfName != "eth0" {
+		t.Errorf("listed: %v, %v", list, err)
+	}
+	for _, none := range []string{`{"cni.dev/valid-attachments": null}`, `{"cni.dev/valid-attachments": []}`} {
+		if list, err := GCAttachments([]byte(none)); err != nil || len(list) != 0 {
+			t.Errorf("%s: %v, %v", none, list, err)
+		}
+	}
+	if list, err := GCAttachments([]byte(`{"cni.dev/attachments": [{"containerID": "b", "ifname": "eth1"}]}`)); err != nil || len(list) != 1 {
+		t.Errorf("the draft key: %v, %v", list, err)
+	}
+	_, err = GCAttachments([]byte(`{"name": "n"}`))
+	if Code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), "cni.dev/valid-attachments: missing") {
+		t.Errorf("absent: %v", err)
+	}
+	_, err = GCAttachments([]byte(`{"cni.dev/valid-attachments": "a"}`))
+	if Code(err) != types.ErrInvalidNetworkConfig || !strings.HasPrefix(err.Error(), "cni.dev/valid-attachments: want") {
+		t.Errorf("wrong type: %v", err)
+	}
+	if _, err := GCAttachments([]byte(`{`)); Code(err) != types.ErrDecodingFailure {
+		t.Errorf("malformed: %v", err)
+	}
+}

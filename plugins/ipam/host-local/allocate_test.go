@@ -320,7 +320,7 @@ var _ = Describe("GC", func() {
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(out.Err.Msg).To(ContainSubstring("cni.dev/valid-attachments: missing"))
-		Expect(out.Err.Msg).To(ContainSubstring("release every address"))
+		Expect(out.Err.Msg).To(ContainSubstring("would remove the state of every attachment"))
 		Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0"}))
 	})
 

@@ -54,7 +54,11 @@ func cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	return gc(conf)
+	valid, err := result.GCAttachments(args.StdinData)
+	if err != nil {
+		return err
+	}
+	return gc(conf, valid)
 }
 
 func cmdStatus(args *skel.CmdArgs) error {
@@ -244,12 +248,7 @@ func checkWith(conf *Config, id, ifName string, prev *current.Result, opts optio
 // lists, then rebuilds the index from what is left. It reads every
 // reservation file: GC is the authoritative sweep that puts right whatever
 // a crash or a foreign writer left.
-func gc(conf *Config) error {
-	if !conf.HasValidAttachments {
-		// An absent list would read as "keep nothing". libcni always sends
-		// the key (null when empty), so its absence is a caller's mistake.
-		return result.InvalidConfig(errors.New("cni.dev/valid-attachments: missing; GC without it would release every address"))
-	}
+func gc(conf *Config, listed []types.GCAttachment) error {
 	s, err := openStore(conf.DataDir, conf.Name, false)
 	if errors.Is(err, errNoStore) {
 		return nil
@@ -262,7 +261,7 @@ func gc(conf *Config) error {
 	type key struct{ id, ifName string }
 	valid := map[key]bool{}
 	validID := map[string]bool{}
-	for _, at := range conf.ValidAttachments {
+	for _, at := range listed {
 		valid[key{at.ContainerID, at.IfName}] = true
 		validID[at.ContainerID] = true
 	}

@@ -31,10 +31,6 @@ type Config struct {
 	RangeSets []RangeSet
 	// Requested maps a range set index to the address asked for in it.
 	Requested map[int]netip.Addr
-	// ValidAttachments is GC's list of attachments to keep;
-	// HasValidAttachments tells an empty list from none given.
-	ValidAttachments    []types.GCAttachment
-	HasValidAttachments bool
 }
 
 // RangeSet is the pool one address is drawn from.
@@ -65,22 +61,6 @@ type netConf struct {
 			IPs []string `json:"ips"`
 		} `json:"cni"`
 	} `json:"args"`
-	ValidAttachments validAttachments `json:"cni.dev/valid-attachments"`
-}
-
-// validAttachments tells an absent key from null or []: libcni always
-// sends the key with GC, null when the runtime keeps no attachment, so
-// only its absence means that no list was given.
-type validAttachments struct {
-	set  bool
-	list []types.GCAttachment
-}
-
-func (v *validAttachments) UnmarshalJSON(data []byte) error {
-	v.set = true
-	// A type error is returned as is: encoding/json prefixes its Field
-	// with the key, which decodeConfig then names.
-	return json.Unmarshal(data, &v.list)
 }
 
 type ipamIn struct {
@@ -156,12 +136,10 @@ func buildConfig(in *netConf) (*Config, error) {
 		return nil, errors.New("ipam: missing")
 	}
 	conf := &Config{
-		CNIVersion:          in.CNIVersion,
-		Name:                in.Name,
-		DataDir:             in.IPAM.DataDir,
-		ResolvConf:          in.IPAM.ResolvConf,
-		ValidAttachments:    in.ValidAttachments.list,
-		HasValidAttachments: in.ValidAttachments.set,
+		CNIVersion: in.CNIVersion,
+		Name:       in.Name,
+		DataDir:    in.IPAM.DataDir,
+		ResolvConf: in.IPAM.ResolvConf,
 	}
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir

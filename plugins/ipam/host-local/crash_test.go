@@ -3,6 +3,7 @@ package hostlocal
 import (
 	"errors"
 	"fmt"
+	"github.com/containernetworking/cni/pkg/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,10 +111,8 @@ var _ = Describe("a crash at any step", func() {
 
 		It(fmt.Sprintf("of ADD (after %q) is put right by GC", step), func() {
 			crashDuring("ADD", step, stdin)
-			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
-				"cni.dev/valid-attachments": []map[string]string{{"containerID": "a", "ifname": "eth0"}},
-			}), "")
-			Expect(gc(gcConf)).To(Succeed())
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "a", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(aOnly))
 			expectHealthy()
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // cmdGC forwards GC to IPAM and removes the masquerade rules (on both
@@ -19,12 +20,18 @@ func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	// Refused without the list: "keep nothing" would strip every
+	// attachment of the network of its masquerade and spoof-check.
+	valid, err := result.GCAttachments(args.StdinData)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	if conf.layer3 {
 		errs = append(errs, ipam.GC(context.TODO(), conf.IPAM.Type, conf.raw))
 	}
-	keep := make([]netfilter.Owner, 0, len(conf.ValidAttachments))
-	for _, va := range conf.ValidAttachments {
+	keep := make([]netfilter.Owner, 0, len(valid))
+	for _, va := range valid {
 		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: va.ContainerID, IfName: va.IfName})
 	}
 	errs = append(errs, netfilter.GCMasqAll(conf.Name, keep))

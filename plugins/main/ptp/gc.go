@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // cmdGC forwards to IPAM, which releases reservations of attachments not
@@ -21,12 +22,18 @@ func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
+	// Refused without the list: "keep nothing" would strip every
+	// attachment of the network of its masquerade.
+	valid, err := result.GCAttachments(args.StdinData)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	if err := ipam.GC(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
 		errs = append(errs, fmt.Errorf("ipam %s GC: %w", conf.IPAM.Type, err))
 	}
-	keep := make([]netfilter.Owner, 0, len(conf.ValidAttachments))
-	for _, a := range conf.ValidAttachments {
+	keep := make([]netfilter.Owner, 0, len(valid))
+	for _, a := range valid {
 		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: a.ContainerID, IfName: a.IfName})
 	}
 	if err := netfilter.GCMasqAll(conf.Name, keep); err != nil {

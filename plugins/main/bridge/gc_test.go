@@ -1,0 +1,41 @@
+package bridge_test
+
+import (
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+var _ = Describe("GC without cni.dev/valid-attachments", func() {
+	var hostNS, contNS *ns.NetNS
+	var dataDir string
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		dataDir = GinkgoT().TempDir()
+	})
+
+	// Read as "keep nothing", a missing list would strip every attachment
+	// of the network; libcni always sends the key, so refuse instead.
+	It("is refused with code 7 and removes nothing", func() {
+		stdin := netConf("1.1.0", `"ipMasq": true, "macspoofchk": true`, hostLocal(dataDir, "10.31.0.0/24"))
+		mustAdd(hostNS, testutil.Call{ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin})
+		before := rulesText(hostNS)
+		Expect(before).To(MatchRegexp(ownerRE("c1")))
+
+		gc := testutil.Call{Command: "GC", Stdin: []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge",
+			"bridge": "cnibr0", "ipMasq": true, "macspoofchk": true, "ipam": %s}`, netName, hostLocal(dataDir, "10.31.0.0/24")))}
+		out := run(hostNS, gc)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("cni.dev/valid-attachments: missing"))
+		Expect(rulesText(hostNS)).To(Equal(before))
+		Expect(testutil.Reservations(dataDir)).To(HaveLen(1))
+	})
+})
