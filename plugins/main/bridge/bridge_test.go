@@ -364,6 +364,31 @@ var _ = Describe("bridge", func() {
 		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.40.0.1/24"))
 	})
 
+	It("keeps the replaced addresses out when the rollback keeps the gateway for another port", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "cnibr0"
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+		br, err := h.LinkByName("cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.AddrAdd(br, mustAddr("10.40.0.1/24"))).To(Succeed())
+		joinBridge := func() {
+			defer GinkgoRecover()
+			// What a concurrent ADD would have done: the new gateway is now its gateway too.
+			la := netlink.NewLinkAttrs()
+			la.Name = "other0"
+			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "otherpeer0"})).To(Succeed())
+			l, err := h.LinkByName("other0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetMaster(l, br)).To(Succeed())
+		}
+		stdin := netConf("1.1.0", `"isGateway": true, "forceAddress": true`, hostLocal(dataDir, "10.41.0.0/24"))
+		out := testutil.RunIn(hostNS, bridge.FailingAfterWith("gateway", joinBridge), call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(testutil.Addrs(hostNS, "cnibr0")).To(ConsistOf("10.41.0.1/24"), "one IPv4 gateway, as forceAddress left it")
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
 	It("pins a bridge it did not create to the MAC it had before the port joined", func() {
 		h := testutil.Handle(hostNS)
 		la := netlink.NewLinkAttrs()

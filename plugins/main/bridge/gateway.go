@@ -92,8 +92,9 @@ func containsIPNet(list []net.IPNet, n net.IPNet) bool {
 // ensureGateway puts the gateway addresses on the bridge, or with vlan set
 // on the per-VLAN gateway interface "<bridge>.<vlan>". An address of the
 // same family and an overlapping subnet already there is an error, unless
-// forceAddress replaces it (undo puts it back). Addresses this ADD added are
-// removed on undo when no other port is left on the bridge. br is the bridge
+// forceAddress replaces it. Addresses this ADD added are removed on undo
+// when no other port is left on the bridge, and only then are the ones
+// they replaced put back. br is the bridge
 // as ensureBridge saw it, before this ADD's port joined.
 func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *rollback.Stack) error {
 	var link netlink.Link = br
@@ -107,27 +108,36 @@ func (a *attachment) ensureGateway(br *netlink.Bridge, gws []net.IPNet, undo *ro
 	name := link.Attrs().Name
 	for _, gw := range gws {
 		added, removed, err := ensureAddr(a.hostH, link, gw, a.conf.ForceAddress, a.conf.EnableDad)
-		if len(removed) > 0 {
-			// Pushed before the gateway's undo, so it runs after it: the
-			// replaced addresses come back once the gateway is gone.
-			undo.Push("restore addresses of "+name, func() error { return restoreAddrs(a.hostH, link, removed) })
+		if err != nil || !added {
+			// The gateway is not ours to remove (it failed, or was there):
+			// only what forceAddress removed comes back.
+			if len(removed) > 0 {
+				undo.Push("restore addresses of "+name, func() error { return restoreAddrs(a.hostH, link, removed) })
+			}
+			if err != nil {
+				return err
+			}
+			continue
 		}
-		if err != nil {
-			return err
-		}
-		if added {
-			gw := gw
-			undo.Push("remove gateway "+gw.String(), func() error {
-				if inUse, err := a.bridgeInUse(br); err != nil || inUse {
-					return err // another attachment relies on it: keep it
+		gw := gw
+		// One step: the replaced addresses come back only once the new
+		// gateway is gone. When another attachment keeps it, bringing them
+		// back would leave two IPv4 addresses, the conflict forceAddress
+		// exists to prevent.
+		undo.Push("remove gateway "+gw.String(), func() error {
+			if inUse, err := a.bridgeInUse(br); err != nil || inUse {
+				return err // another attachment relies on it: keep it
+			}
+			if err := a.hostH.AddrDel(link, &netlink.Addr{IPNet: &gw}); err != nil {
+				if errors.Is(err, unix.ENODEV) {
+					return nil // the link is gone, and with it what to restore
 				}
-				if err := a.hostH.AddrDel(link, &netlink.Addr{IPNet: &gw}); err != nil &&
-					!errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENODEV) {
+				if !errors.Is(err, unix.EADDRNOTAVAIL) {
 					return fmt.Errorf("remove %s from %q: %w", gw.String(), name, err)
 				}
-				return nil
-			})
-		}
+			}
+			return restoreAddrs(a.hostH, link, removed)
+		})
 	}
 	if a.conf.Vlan == 0 {
 		// Pin the bridge's MAC: without an explicit one it takes the lowest
