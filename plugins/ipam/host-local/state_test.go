@@ -2,6 +2,7 @@ package hostlocal
 
 import (
 	"fmt"
+	"github.com/containernetworking/cni/pkg/types"
 	"net"
 	"net/netip"
 	"os"
@@ -121,10 +122,8 @@ var _ = Describe("on-disk state", func() {
 		})
 
 		It("GCs them", func() {
-			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
-				"cni.dev/valid-attachments": []map[string]string{{"containerID": "up1", "ifname": "eth1"}, {"containerID": "old", "ifname": "eth0"}},
-			}), "")
-			Expect(gc(gcConf)).To(Succeed())
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "up1", IfName: "eth1"}, {ContainerID: "old", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.6": "up1\r\neth1", "10.1.0.7": "old\n"}))
 		})
 
@@ -288,10 +287,8 @@ var _ = Describe("on-disk state", func() {
 			Expect(err).NotTo(HaveOccurred())
 			writeFile(filepath.Join(netDir, metaName, "tmp.123"), "x\r\neth0")
 			writeFile(filepath.Join(netDir, "10.1.0.30"), "x\r\neth0") // linked, index never updated
-			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), map[string]any{
-				"cni.dev/valid-attachments": []map[string]string{{"containerID": "a", "ifname": "eth0"}},
-			}), "")
-			Expect(gc(gcConf)).To(Succeed())
+			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
+			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "a", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0", "fd00::2": "a\r\neth0"}))
 			Expect(filepath.Join(netDir, metaName, "tmp.123")).NotTo(BeAnExistingFile())
 			Expect(stamp()).To(BeAnExistingFile())
