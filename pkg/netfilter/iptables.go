@@ -103,6 +103,9 @@ func (m *iptablesMasq) save(f family) (natTable, error) {
 }
 
 func (m *iptablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
+	if err := checkIPTablesComment(o); err != nil {
+		return err
+	}
 	var created []family
 	for _, f := range families {
 		as := byFamily(addrs)[f]

@@ -3,6 +3,7 @@ package netfilter
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"regexp"
@@ -30,7 +31,7 @@ type iptablesRules struct {
 	chain  string
 	ifName string
 	// markers of this attachment, one per address.
-	markers []string
+	markers []iptablesMarker
 	// accepts: an ACCEPT per container subnet.
 	accepts []string
 	// masq: the MASQUERADE rule, last in the chain.
@@ -42,7 +43,11 @@ type iptablesRules struct {
 // rules returns the chain's content on a clean table: markers, ACCEPTs,
 // MASQUERADE.
 func (r iptablesRules) rules() []string {
-	out := slices.Concat(r.markers, r.accepts)
+	var out []string
+	for _, m := range r.markers {
+		out = append(out, m.spec)
+	}
+	out = append(out, r.accepts...)
 	return append(out, r.masq)
 }
 
@@ -56,7 +61,8 @@ func desiredIPTables(o Owner, f family, addrs []*net.IPNet) iptablesRules {
 	comment := saveQuote(iptablesComment(o))
 	marker := saveQuote(iptablesMarkerComment(o))
 	for _, a := range addrs {
-		m := fmt.Sprintf("-s %s -d %s -m comment --comment %s", hostAddr(a), subnetOf(a), marker)
+		m := iptablesMarker{host: hostAddr(a).String(), subnet: subnetOf(a).String(), ifName: o.IfName}
+		m.spec = fmt.Sprintf("-s %s -d %s -m comment --comment %s", m.host, m.subnet, marker)
 		if !slices.Contains(r.markers, m) {
 			r.markers = append(r.markers, m)
 		}
@@ -190,8 +196,22 @@ type iptablesMarker struct {
 	spec, host, subnet, ifName string
 }
 
-// iptablesMarkerRE reads a marker as iptables-save prints it.
-var iptablesMarkerRE = regexp.MustCompile(`^-s (\S+) -d (\S+) -m comment --comment "name: \\"[^"\\]*\\" id: \\"[^"\\]*\\" if: \\"([^"\\]*)\\""$`)
+// iptablesMarkerRE reads a marker as iptables-save prints it; the
+// interface name is in hex (see iptablesMarkerComment).
+var iptablesMarkerRE = regexp.MustCompile(`^-s (\S+) -d (\S+) -m comment --comment "name: \\"[^"\\]*\\" id: \\"[^"\\]*\\" if: ((?:[0-9a-f]{2})*)"$`)
+
+// parseIPTablesMarker reads a marker rule; ok is false for any other rule.
+func parseIPTablesMarker(spec string) (m iptablesMarker, ok bool) {
+	sm := iptablesMarkerRE.FindStringSubmatch(spec)
+	if sm == nil {
+		return m, false
+	}
+	ifName, err := hex.DecodeString(sm[3])
+	if err != nil {
+		return m, false
+	}
+	return iptablesMarker{spec: spec, host: sm[1], subnet: sm[2], ifName: string(ifName)}, true
+}
 
 // chainView is what a chain holds of attachments: their markers and the
 // ACCEPT rules (any attachment's, as they are not told apart).
@@ -203,8 +223,8 @@ type chainView struct {
 func (t natTable) view(chain string) chainView {
 	var v chainView
 	for _, spec := range t.rules[chain] {
-		if m := iptablesMarkerRE.FindStringSubmatch(spec); m != nil {
-			v.markers = append(v.markers, iptablesMarker{spec: spec, host: m[1], subnet: m[2], ifName: m[3]})
+		if m, ok := parseIPTablesMarker(spec); ok {
+			v.markers = append(v.markers, m)
 		} else if strings.HasSuffix(spec, " -j ACCEPT") && strings.HasPrefix(spec, "-d ") {
 			v.accepts = append(v.accepts, spec)
 		}
@@ -262,10 +282,7 @@ func (t natTable) planLines(p chainPlan) []string {
 	}
 	var wantJumps []string
 	if p.add != nil {
-		for _, spec := range p.add.markers {
-			m := iptablesMarkerRE.FindStringSubmatch(spec)
-			markers = append(markers, iptablesMarker{spec: spec, host: m[1], subnet: m[2], ifName: m[3]})
-		}
+		markers = append(markers, p.add.markers...)
 		wantJumps = p.add.jumps
 	}
 	slices.SortStableFunc(markers, func(a, b iptablesMarker) int { return strings.Compare(a.ifName, b.ifName) })
@@ -386,9 +403,9 @@ func (t natTable) missing(r iptablesRules) []string {
 	var miss []string
 	have := t.rules[r.chain]
 	if len(t.view(r.chain).markers) > 0 {
-		for _, s := range r.markers {
-			if !slices.Contains(have, s) {
-				miss = append(miss, "nat rule -A "+r.chain+" "+s)
+		for _, m := range r.markers {
+			if !slices.Contains(have, m.spec) {
+				miss = append(miss, "nat rule -A "+r.chain+" "+m.spec)
 			}
 		}
 	}

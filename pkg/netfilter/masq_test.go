@@ -257,6 +257,26 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		Expect(kernel()).NotTo(ContainSubstring("10.1.0.5"))
 	})
 
+	It("keeps apart interfaces whose names hold quotes and backslashes", func() {
+		// skel and the kernel allow any of these in an interface name;
+		// iptables-save escapes them in comments.
+		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		addrs0 := mustCIDRs("10.1.0.5/24")
+		Expect(in(hostNS, func() error { return m.Setup(eth0, addrs0) })).To(Succeed())
+		for i, name := range []string{`e"1`, `e\1`, `e'1`, `'"\`} {
+			odd := Owner{Network: "net1", ContainerID: "ctr-a", IfName: name}
+			addrs := mustCIDRs(fmt.Sprintf("10.2.%d.5/24", i))
+			Expect(in(hostNS, func() error { return m.Setup(odd, addrs) })).To(Succeed(), name)
+			Expect(in(hostNS, func() error { return m.Check(odd, addrs) })).To(Succeed(), name)
+			Expect(in(hostNS, func() error { return m.Check(eth0, addrs0) })).To(Succeed(), name)
+			before := kernel()
+			Expect(in(hostNS, func() error { return m.Setup(odd, addrs) })).To(Succeed(), name)
+			Expect(kernel()).To(Equal(before), "a repeated Setup of %q changes nothing", name)
+			Expect(in(hostNS, func() error { return m.Teardown(odd) })).To(Succeed(), name)
+			Expect(kernel()).To(Equal(bc.want(eth0, addrs0)), "Teardown of %q leaves eth0's rules", name)
+		}
+	})
+
 	It("collects one attachment of a container and keeps its other one", func() {
 		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}

@@ -29,9 +29,27 @@ func iptablesComment(o Owner) string {
 }
 
 // iptablesMarkerComment is the comment of an attachment's marker rules
-// (see iptablesRules): upstream's comment and the interface name.
+// (see iptablesRules): upstream's comment, then the interface name in hex.
+// Interface names may hold '"', '\\' and '\” (skel and the kernel allow
+// them), which iptables-save escapes in ways that do not round-trip through
+// our quoting; hex digits come back from iptables-save exactly as written.
 func iptablesMarkerComment(o Owner) string {
-	return fmt.Sprintf("name: %q id: %q if: %q", o.Network, o.ContainerID, o.IfName)
+	return fmt.Sprintf("%s if: %x", iptablesComment(o), o.IfName)
+}
+
+// iptablesCommentMax is the longest comment the iptables comment match
+// holds (XT_MAX_COMMENT_LEN, 256, counts the terminating NUL).
+const iptablesCommentMax = 255
+
+// checkIPTablesComment fails when the marker comment of o, the longest
+// comment Setup writes, does not fit in an iptables comment; iptables-restore
+// would otherwise reject the line with a message that names neither.
+func checkIPTablesComment(o Owner) error {
+	if n := len(iptablesMarkerComment(o)); n > iptablesCommentMax {
+		return fmt.Errorf("iptables masquerade for network %q: the rule comment (network name, container ID %q, interface name in hex) is %d bytes, more than the %d iptables allows: use a shorter network name",
+			o.Network, o.ContainerID, n, iptablesCommentMax)
+	}
+	return nil
 }
 
 // iptablesCommentRE reads the network and container ID back from a comment

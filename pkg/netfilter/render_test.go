@@ -68,7 +68,7 @@ func TestRenderIPTables(t *testing.T) {
 		cidr(t, "10.1.0.5/24"), cidr(t, "fd00:1::5/64"), cidr(t, "10.2.0.7/16"), cidr(t, "10.1.0.5/24"),
 	})
 	const c = `-m comment --comment "name: \"mynet\" id: \"dummy\""`
-	const mark = `-m comment --comment "name: \"mynet\" id: \"dummy\" if: \"eth0\""`
+	const mark = `-m comment --comment "name: \"mynet\" id: \"dummy\" if: 65746830"`
 	want4 := strings.Join([]string{
 		"*nat",
 		"-N CNI-1b29d9511ed2bb3134d925d5",
@@ -169,7 +169,7 @@ func TestNATSave(t *testing.T) {
 	// duplicated jump.
 	lines := tab.mergeLines(o, ipv4, want)
 	if countPrefix(lines, "-D POSTROUTING") != 1 || countPrefix(lines, "-A POSTROUTING") != 0 ||
-		lines[0] != ":CNI-1b29d9511ed2bb3134d925d5 - [0:0]" || !slices.Contains(lines, "-A CNI-1b29d9511ed2bb3134d925d5 "+want.markers[0]) {
+		lines[0] != ":CNI-1b29d9511ed2bb3134d925d5 - [0:0]" || !slices.Contains(lines, "-A CNI-1b29d9511ed2bb3134d925d5 "+want.markers[0].spec) {
 		t.Errorf("mergeLines = %q", lines)
 	}
 	// Tearing down any interface of an upstream-made chain removes it whole,
@@ -275,3 +275,64 @@ func TestRenderShortAddressLoads(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkerOddIfNames merges and tears down, as iptables-save would print
+// them, the markers of interfaces whose names hold characters that
+// iptables-save escapes.
+func TestMarkerOddIfNames(t *testing.T) {
+	for _, name := range []string{`e"1`, `e\1`, `e'1`} {
+		o := Owner{Network: "mynet", ContainerID: "dummy", IfName: name}
+		eth0 := Owner{Network: "mynet", ContainerID: "dummy", IfName: "eth0"}
+		r0 := desiredIPTables(eth0, ipv4, []*net.IPNet{cidr(t, "10.1.0.5/24")})
+		r := desiredIPTables(o, ipv4, []*net.IPNet{cidr(t, "10.2.0.5/24")})
+		// The table after both Setups, as iptables-save prints it
+		// (markers sorted by interface name: these sort before "eth0").
+		var save strings.Builder
+		save.WriteString("*nat\n:POSTROUTING ACCEPT [0:0]\n:" + r.chain + " - [0:0]\n")
+		for _, j := range slices.Concat(r.jumps, r0.jumps) {
+			save.WriteString("-A POSTROUTING " + j + "\n")
+		}
+		for _, m := range slices.Concat(r.markers, r0.markers) {
+			save.WriteString("-A " + r.chain + " " + m.spec + "\n")
+		}
+		for _, a := range slices.Concat(r.accepts, r0.accepts) {
+			save.WriteString("-A " + r.chain + " " + a + "\n")
+		}
+		save.WriteString("-A " + r.chain + " " + r.masq + "\nCOMMIT\n")
+		tab, err := parseNATSave([]byte(save.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tab.view(r.chain).hasMarkers(name) {
+			t.Errorf("%q: marker not recognised in %q", name, tab.rules[r.chain])
+		}
+		if lines := tab.mergeLines(o, ipv4, r); lines != nil {
+			t.Errorf("%q: repeated merge = %q, want nothing", name, lines)
+		}
+		lines := tab.teardownLines(o, ipv4)
+		if slices.Contains(lines, "-X "+r.chain) || !slices.Contains(lines, "-A "+r.chain+" "+r0.markers[0].spec) {
+			t.Errorf("%q: teardown = %q, want eth0's rules kept", name, lines)
+		}
+	}
+}
+
+func TestMarkerCommentTooLong(t *testing.T) {
+	o := Owner{Network: strings.Repeat("n", 230), ContainerID: "dummy", IfName: "eth0"}
+	calls := 0
+	m := &iptablesMasq{variant: "nft", run: func(string, []string, []byte) ([]byte, error) {
+		calls++
+		return nil, errors.New("iptables-restore: line 3 failed")
+	}}
+	err := m.Setup(o, []*net.IPNet{cidr(t, "10.1.0.5/24")})
+	if err == nil || !strings.Contains(err.Error(), `network "`+o.Network+`"`) || !strings.Contains(err.Error(), "255") {
+		t.Errorf("Setup = %v, want an error naming the network and the 255-byte limit", err)
+	}
+	if calls != 0 {
+		t.Errorf("Setup ran %d processes before failing, want none", calls)
+	}
+	// A short network name fits.
+	if err := checkIPTablesComment(Owner{Network: "mynet", ContainerID: strings.Repeat("c", 64), IfName: "0123456789abcde"}); err != nil {
+		t.Error(err)
+	}
+}
+
