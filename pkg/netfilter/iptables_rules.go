@@ -409,15 +409,17 @@ func (t natTable) missing(r iptablesRules) []string {
 			}
 		}
 	}
-	last := len(have) - 1
+	// Upstream's ADD of another interface appends its ACCEPT and
+	// MASQUERADE after ours, so the MASQUERADE need not be last: this
+	// attachment's ACCEPTs must precede the first one, which must exist.
 	masqAt := slices.Index(have, r.masq)
 	for _, s := range r.accepts {
 		if i := slices.Index(have, s); i < 0 || (masqAt >= 0 && i > masqAt) {
 			miss = append(miss, "nat rule -A "+r.chain+" "+s+" (before the MASQUERADE)")
 		}
 	}
-	if masqAt < 0 || masqAt != last {
-		miss = append(miss, "nat rule -A "+r.chain+" "+r.masq+" (last)")
+	if masqAt < 0 {
+		miss = append(miss, "nat rule -A "+r.chain+" "+r.masq)
 	}
 	for _, j := range r.jumps {
 		if !slices.Contains(t.rules["POSTROUTING"], j) {

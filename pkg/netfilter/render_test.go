@@ -336,3 +336,28 @@ func TestMarkerCommentTooLong(t *testing.T) {
 	}
 }
 
+// TestMissingWithUpstreamAppends checks a chain that upstream's ADD of
+// another interface appended to: its ACCEPT and MASQUERADE come after ours.
+func TestMissingWithUpstreamAppends(t *testing.T) {
+	o := Owner{Network: "mynet", ContainerID: "dummy", IfName: "eth0"}
+	r := desiredIPTables(o, ipv4, []*net.IPNet{cidr(t, "10.1.0.5/24")})
+	c := saveQuote(iptablesComment(o))
+	rules := append(r.rules(), acceptSpec("10.2.0.0/24", c), masqSpec(ipv4, c))
+	tab := natTable{chains: map[string]bool{r.chain: true}, rules: map[string][]string{
+		r.chain:       rules,
+		"POSTROUTING": append(slices.Clone(r.jumps), "-s 10.2.0.5/32 -m comment --comment "+c+" -j "+r.chain),
+	}}
+	if miss := tab.missing(r); len(miss) != 0 {
+		t.Errorf("missing = %q, want none", miss)
+	}
+	// Our ACCEPT after the first MASQUERADE is still missing.
+	tab.rules[r.chain] = []string{r.markers[0].spec, r.masq, r.accepts[0]}
+	if miss := tab.missing(r); len(miss) != 1 || !strings.Contains(miss[0], "-j ACCEPT (before the MASQUERADE)") {
+		t.Errorf("missing = %q, want the ACCEPT", miss)
+	}
+	// No MASQUERADE at all.
+	tab.rules[r.chain] = []string{r.markers[0].spec, r.accepts[0]}
+	if miss := tab.missing(r); len(miss) != 1 || !strings.Contains(miss[0], "MASQUERADE") {
+		t.Errorf("missing = %q, want the MASQUERADE", miss)
+	}
+}
