@@ -106,54 +106,52 @@ func (m *iptablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 	if err := checkIPTablesComment(o); err != nil {
 		return err
 	}
-	var created []family
+	var done []family
 	for _, f := range families {
 		as := byFamily(addrs)[f]
 		if len(as) == 0 {
 			continue
 		}
-		fresh, err := m.setupFamily(o, f, as)
-		if err != nil {
-			// Leave no family half set up: undo what this call created.
-			for _, cf := range created {
-				if uerr := m.teardownFamily(o, cf); uerr != nil {
-					err = errors.Join(err, fmt.Errorf("undo %s: %w", cf, uerr))
+		if err := m.setupFamily(o, f, as); err != nil {
+			// Leave no family half set up: undo this interface's rules in
+			// every family done so far, merged into another interface's
+			// chain or freshly made (teardownFamily removes only o's).
+			for _, df := range done {
+				if uerr := m.teardownFamily(o, df); uerr != nil {
+					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
 				}
 			}
 			return err
 		}
-		if fresh {
-			created = append(created, f)
-		}
+		done = append(done, f)
 	}
 	return nil
 }
 
 // setupFamily installs the rules of o for addrs (all of family f). It first
-// tries the one-process path that only works on a clean table; fresh
-// reports whether it did.
-func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) (fresh bool, err error) {
+// tries the one-process path that only works on a clean table.
+func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) error {
 	if err := m.usable(f); err != nil {
-		return false, err
+		return err
 	}
 	want := desiredIPTables(o, f, addrs)
 	firstErr := m.restore(f, want.freshLines())
 	if firstErr == nil {
-		return true, nil
+		return nil
 	}
 	// Most likely the chain exists (a repeated ADD); read and reconcile.
 	t, err := m.save(f)
 	if err != nil {
-		return false, fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
+		return fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
 	}
 	lines := t.mergeLines(o, f, want)
 	if lines == nil {
-		return false, nil
+		return nil
 	}
 	if err := m.restore(f, lines); err != nil {
-		return false, fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
+		return fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
 	}
-	return false, nil
+	return nil
 }
 
 func (m *iptablesMasq) Teardown(o Owner) error {

@@ -435,6 +435,28 @@ var _ = Describe("iptables backend", func() {
 	})
 })
 
+var _ = Describe("iptables backend rollback", func() {
+	It("undoes its IPv4 rules merged into an existing chain when the IPv6 ones fail", func() {
+		hostNS := testutil.NewNS()
+		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
+		addrs0 := mustCIDRs("10.1.0.5/24")
+		ok := &iptablesMasq{variant: "nft"}
+		Expect(in(hostNS, func() error { return ok.Setup(eth0, addrs0) })).To(Succeed())
+		failing := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+			if name == "ip6tables-nft-restore" {
+				return nil, errors.New("injected failure")
+			}
+			return runCommand(name, args, stdin)
+		}}
+		err := in(hostNS, func() error { return failing.Setup(eth1, mustCIDRs("10.2.0.5/24", "fd00:2::5/64")) })
+		Expect(err).To(MatchError(ContainSubstring("injected failure")))
+		var kernel string
+		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
+		Expect(kernel).To(Equal(iptablesCase("nft").want(eth0, addrs0)), "eth0's rules alone are left")
+	})
+})
+
 var _ = Describe("nftables backend", func() {
 	It("applies all or nothing: a failing batch leaves no rule behind", func() {
 		hostNS := testutil.NewNS()
