@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/coreos/go-iptables/iptables"
@@ -106,6 +108,11 @@ func (m *iptablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 	if err := checkIPTablesComment(o); err != nil {
 		return err
 	}
+	unlock, err := lockIPTablesChain(iptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("set up masquerade for %s: %w", o, err)
+	}
+	defer unlock()
 	var done []family
 	for _, f := range families {
 		as := byFamily(addrs)[f]
@@ -155,6 +162,11 @@ func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) error 
 }
 
 func (m *iptablesMasq) Teardown(o Owner) error {
+	unlock, err := lockIPTablesChain(iptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
+	}
+	defer unlock()
 	var errs []error
 	for _, f := range families {
 		if m.usable(f) != nil {
@@ -165,6 +177,7 @@ func (m *iptablesMasq) Teardown(o Owner) error {
 	return errors.Join(errs...)
 }
 
+// teardownFamily expects the caller to hold the chain's lock.
 func (m *iptablesMasq) teardownFamily(o Owner, f family) error {
 	chain := iptablesChain(o)
 	if m.chainSurelyAbsent(f, chain) {
@@ -236,20 +249,46 @@ func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
 		}
 		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
 	}
-	changes := map[string][]string{}
+	plan := func(t natTable, only map[string][]string) map[string][]string {
+		changes := map[string][]string{}
+		for chain, nw := range t.ownedChains() {
+			if nw != network {
+				continue
+			}
+			if _, ok := only[chain]; only != nil && !ok {
+				continue
+			}
+			lines := t.deleteLines(chain)
+			if keepIfs[chain] != nil {
+				lines = t.gcLines(chainOwner[chain], f, keepIfs[chain])
+			}
+			if len(lines) > 0 {
+				changes[chain] = lines
+			}
+		}
+		return changes
+	}
+	changes := plan(t, nil)
+	if len(changes) == 0 {
+		return nil
+	}
+	// A Setup or Teardown may be changing these chains: take their locks
+	// (in name order; GC is the only holder of several) and read again.
+	// Chains that appear meanwhile wait for the next GC.
+	for _, chain := range slices.Sorted(maps.Keys(changes)) {
+		unlock, err := lockIPTablesChain(chain)
+		if err != nil {
+			return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+		}
+		defer unlock()
+	}
+	if t, err = m.save(f); err != nil {
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+	}
+	changes = plan(t, changes)
 	var all []string
-	for chain, nw := range t.ownedChains() {
-		if nw != network {
-			continue
-		}
-		lines := t.deleteLines(chain)
-		if keepIfs[chain] != nil {
-			lines = t.gcLines(chainOwner[chain], f, keepIfs[chain])
-		}
-		if len(lines) > 0 {
-			changes[chain] = lines
-			all = append(all, lines...)
-		}
+	for _, lines := range changes {
+		all = append(all, lines...)
 	}
 	if len(all) == 0 || m.restore(f, all) == nil {
 		return nil
@@ -283,6 +322,11 @@ func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 // teardownIfUsable is Teardown for TeardownMasqAll: a family whose iptables
 // cannot be used (binary missing, nat table not loadable) holds no rules.
 func (m *iptablesMasq) teardownIfUsable(o Owner) error {
+	unlock, err := lockIPTablesChain(iptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
+	}
+	defer unlock()
 	var errs []error
 	for _, f := range families {
 		if m.usable(f) != nil {

@@ -348,6 +348,46 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		}
 	})
 
+	It("keeps both interfaces of a container right when they set up and tear down at once", func() {
+		// iptables: eth0 and eth1 share one chain (eth2 keeps it in place),
+		// and each change reads the chain and then writes it back.
+		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
+		eth2 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth2"}
+		addrs := map[Owner][]*net.IPNet{
+			eth0: mustCIDRs("10.1.0.5/24", "fd00:1::5/64"),
+			eth1: mustCIDRs("10.2.0.5/24", "fd00:2::5/64"),
+			eth2: mustCIDRs("10.3.0.5/24"),
+		}
+		both := func(fn func(o Owner) error, os ...Owner) {
+			GinkgoHelper()
+			errs := make(chan error, len(os))
+			for _, o := range os {
+				go func() { errs <- in(hostNS, func() error { return fn(o) }) }()
+			}
+			for range os {
+				Expect(<-errs).To(Succeed())
+			}
+		}
+		setup := func(o Owner) error { return m.Setup(o, addrs[o]) }
+		Expect(in(hostNS, func() error { return setup(eth2) })).To(Succeed())
+		for round := range 8 {
+			both(setup, eth0, eth1)
+			for _, o := range []Owner{eth0, eth1, eth2} {
+				Expect(in(hostNS, func() error { return m.Check(o, addrs[o]) })).To(Succeed(), "round %d, %s", round, o)
+			}
+			both(m.Teardown, eth0, eth1)
+			Expect(kernel()).To(Equal(bc.want(eth2, addrs[eth2])), "round %d", round)
+		}
+		both(setup, eth0, eth1)
+		both(m.Teardown, eth0, eth1, eth2)
+		if bc.name == "nftables" {
+			Expect(kernel()).To(Equal(bc.want(eth0, nil)))
+		} else {
+			Expect(kernel()).To(BeEmpty(), "no chain is left behind")
+		}
+	})
+
 	It("masquerades forwarded traffic to the host's address, and stops after Teardown", func() {
 		contNS, outNS := testutil.NewNS(), testutil.NewNS()
 		Expect(wireRouter(hostNS, contNS, outNS)).To(Succeed())
