@@ -26,15 +26,32 @@
 //     share a chain (as upstream). Each attachment therefore also puts in the
 //     chain, per address, a marker: a rule with no target (a no-op) matching
 //     "-s <address> -d <subnet>" with the comment
-//     `name: "<network>" id: "<containerID>" if: "<ifname>"`. Setup merges
+//     `name: "<network>" id: "<containerID>" if: <ifname in hex>` (hex
+//     because interface names may hold quotes and backslashes, which
+//     iptables-save escapes; the whole comment must fit in 255 bytes, which
+//     Setup checks first). Setup merges
 //     (other interfaces' markers and jumps stay, ACCEPTs for every subnet,
 //     one MASQUERADE last); Teardown removes its own markers and jumps, and
-//     the chain only when nothing else is in it. Upstream's DEL deletes its
+//     the chain only when nothing else is in it. Each change holds a flock
+//     per chain (/run/cniforge/iptables/<chain>.lock) from its read to its
+//     write. Upstream's DEL deletes its
 //     jump by exact spec and then flushes and deletes the chain, markers
-//     included, so the jumps keep upstream's exact form. A chain with no
+//     included, so the jumps keep upstream's exact form. Upstream's ADD of
+//     another interface appends its ACCEPT and MASQUERADE after ours; Check
+//     accepts that. A chain with no
 //     marker at all was made by upstream: Check does not ask for markers
 //     there, and Teardown of any interface removes it whole, as upstream's
 //     DEL does (upstream cannot tell its interfaces apart either).
+//
+//     Two consequences of unmarked (upstream-made) jumps, accepted as
+//     such: (a) a repeated Teardown of an interface (its markers already
+//     gone) in a chain that holds only unmarked jumps removes the whole
+//     chain, the jumps of interfaces upstream attached included, exactly
+//     as upstream's own DEL does; (b) GC never collects a stale unmarked jump
+//     in a chain that still has a kept owner, since nothing says which
+//     interface it belongs to (it and the chain's ACCEPTs stay until the
+//     chain's last owner goes).
+//
 //   - nftables: table "inet cni_plugins_masquerade"; a base chain
 //     "postrouting" (nat hook, priority srcnat) returns for multicast and
 //     jumps to "masq_checks", which holds one rule per container address:
