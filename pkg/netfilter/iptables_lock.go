@@ -1,12 +1,11 @@
 package netfilter
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	"github.com/cniforge/plugins/pkg/filelock"
 )
 
 // iptablesLockDir holds one lock file per attachment chain. Every change to
@@ -31,20 +30,9 @@ func lockIPTablesChain(chain string) (unlock func(), err error) {
 	if err := os.MkdirAll(iptablesLockDir, 0o700); err != nil {
 		return nil, fmt.Errorf("lock nat chain %s: %w", chain, err)
 	}
-	path := filepath.Join(iptablesLockDir, chain+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := filelock.Lock(filepath.Join(iptablesLockDir, chain+".lock"), 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock nat chain %s: %w", chain, err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock nat chain %s: flock %s: %w", chain, path, err)
 	}
 	return func() { f.Close() }, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/filelock"
 )
 
 // The on-disk layout is upstream host-local's, so a node can switch suites
@@ -92,19 +94,9 @@ func openStore(dataDir, network string, create bool) (*store, error) {
 	} else if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, errNoStore
 	}
-	f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, filePerm)
+	f, err := filelock.Lock(filepath.Join(dir, lockName), filePerm)
 	if err != nil {
-		return nil, fmt.Errorf("open lock in %s: %w", dir, err)
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		return nil, err
 	}
 	return &store{dir: dir, meta: filepath.Join(dir, metaName), lock: f}, nil
 }

@@ -1,0 +1,34 @@
+// Package filelock takes exclusive flock(2) locks on files: how plugin
+// processes running at once on one node take turns on shared state (a
+// host-local network's reservations, an iptables chain).
+package filelock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock opens path (creating it with perm) and takes an exclusive flock on
+// it, waiting for the current holder. Closing the returned file releases
+// the lock; the kernel releases a crashed holder's lock.
+func Lock(path string, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	for {
+		// A signal can interrupt the wait; only then is it retried.
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
