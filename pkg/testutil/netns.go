@@ -39,7 +39,9 @@ func NewNS() *ns.NetNS {
 }
 
 // CreateNS makes a fresh network namespace with lo up and returns it with the
-// function that removes it. For callers outside Ginkgo (benchmarks).
+// function that removes it, which may run more than once (a spec that
+// removes the namespace itself also registers it with DeferCleanup). For
+// callers outside Ginkgo (benchmarks) and specs that remove it mid-way.
 func CreateNS() (*ns.NetNS, func() error, error) {
 	if err := os.MkdirAll(NSDir, 0o755); err != nil {
 		return nil, nil, err

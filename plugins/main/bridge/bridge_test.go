@@ -439,6 +439,7 @@ var _ = Describe("bridge", func() {
 	It("cleans up on DEL when the netns is gone", func() {
 		gone, cleanup, err := testutil.CreateNS()
 		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
 		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.26.0.0/24"))
 		c := call("ADD", stdin)
 		c.Netns = gone.Path()

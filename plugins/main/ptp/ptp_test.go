@@ -308,6 +308,7 @@ var _ = Describe("ptp", func() {
 		It("succeeds when the namespace was destroyed", func() {
 			gone, cleanup, err := testutil.CreateNS()
 			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 			before := takeSnapshot(hostNS, contNS, dataDir)
 			add(o, "c1", gone)
@@ -325,6 +326,7 @@ var _ = Describe("ptp", func() {
 		It("removes a pair the unmounted namespace kept alive", func() {
 			gone, cleanup, err := testutil.CreateNS()
 			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
 			held, err := ns.Open(gone.Path()) // a stray reference
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
@@ -344,6 +346,7 @@ var _ = Describe("ptp", func() {
 		It("treats a netns path that is no longer a namespace as gone", func() {
 			gone, cleanup, err := testutil.CreateNS()
 			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
 			held, err := ns.Open(gone.Path()) // keeps the pair alive
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
