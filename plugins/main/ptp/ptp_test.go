@@ -326,7 +326,7 @@ var _ = Describe("ptp", func() {
 		It("removes a pair the unmounted namespace kept alive", func() {
 			gone, cleanup, err := testutil.CreateNS()
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
 			held, err := ns.Open(gone.Path()) // a stray reference
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
@@ -346,7 +346,7 @@ var _ = Describe("ptp", func() {
 		It("treats a netns path that is no longer a namespace as gone", func() {
 			gone, cleanup, err := testutil.CreateNS()
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
 			held, err := ns.Open(gone.Path()) // keeps the pair alive
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
