@@ -162,6 +162,19 @@ func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) error 
 }
 
 func (m *iptablesMasq) Teardown(o Owner) error {
+	return m.teardown(o, false)
+}
+
+// teardownIfUsable is Teardown for TeardownMasqAll: a family whose iptables
+// cannot be used (binary missing, nat table not loadable) holds no rules.
+func (m *iptablesMasq) teardownIfUsable(o Owner) error {
+	return m.teardown(o, true)
+}
+
+// teardown removes o's rules from every family whose iptables binary
+// exists. With ifUsable, a failure in a family whose nat table cannot be
+// used is no failure: nothing can have been installed there.
+func (m *iptablesMasq) teardown(o Owner, ifUsable bool) error {
 	unlock, err := lockIPTablesChain(iptablesChain(o))
 	if err != nil {
 		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
@@ -172,7 +185,11 @@ func (m *iptablesMasq) Teardown(o Owner) error {
 		if m.usable(f) != nil {
 			continue // no binary, no rules
 		}
-		errs = append(errs, m.teardownFamily(o, f))
+		err := m.teardownFamily(o, f)
+		if err != nil && ifUsable && m.natUsable(f) != nil {
+			continue
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -315,28 +332,6 @@ func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 		if err := m.gcFamily(f, network, keep); err != nil && !errors.Is(err, ErrUnavailable) {
 			errs = append(errs, err)
 		}
-	}
-	return errors.Join(errs...)
-}
-
-// teardownIfUsable is Teardown for TeardownMasqAll: a family whose iptables
-// cannot be used (binary missing, nat table not loadable) holds no rules.
-func (m *iptablesMasq) teardownIfUsable(o Owner) error {
-	unlock, err := lockIPTablesChain(iptablesChain(o))
-	if err != nil {
-		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
-	}
-	defer unlock()
-	var errs []error
-	for _, f := range families {
-		if m.usable(f) != nil {
-			continue
-		}
-		err := m.teardownFamily(o, f)
-		if err != nil && m.natUsable(f) != nil {
-			continue // nothing can be installed there, so nothing is left
-		}
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -75,6 +75,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/containernetworking/cni/pkg/types"
 )
 
 // Backend names, as accepted by NewMasq and in the ipMasqBackend config key.
@@ -100,6 +102,16 @@ type Owner struct {
 	Network     string // network name from the config ("name")
 	ContainerID string // CNI_CONTAINERID
 	IfName      string // CNI_IFNAME
+}
+
+// Owners turns the attachments a GC call lists as still in use into the
+// owners of network to keep.
+func Owners(network string, attachments []types.GCAttachment) []Owner {
+	keep := make([]Owner, 0, len(attachments))
+	for _, a := range attachments {
+		keep = append(keep, Owner{Network: network, ContainerID: a.ContainerID, IfName: a.IfName})
+	}
+	return keep
 }
 
 func (o Owner) String() string {

@@ -148,6 +148,22 @@ func (n *NetNS) Same(other *NetNS) (bool, error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
+// OpenHost opens the plugin's host namespace, the calling thread's (a
+// plugin's main thread stays in it; see the package doc), with a netlink
+// handle bound to it. The caller closes both (h.Close, n.Close).
+func OpenHost() (*NetNS, *netlink.Handle, error) {
+	n, err := Current()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open host netns: %w", err)
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close()
+		return nil, nil, err
+	}
+	return n, h, nil
+}
+
 // OpenContainer opens the container namespace a CNI command names in
 // CNI_NETNS, with a netlink handle bound to it. Its errors carry the CNI
 // code the runtime should see: 4 when nsPath is empty, 8 when it is not a

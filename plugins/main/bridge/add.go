@@ -39,11 +39,7 @@ type attachment struct {
 func openAttachment(conf *config, args *skel.CmdArgs, cmd string) (*attachment, error) {
 	a := &attachment{conf: conf, args: args, log: plugin.Logger(cmd, args), ownPorts: map[int]bool{}}
 	var err error
-	if a.hostNS, err = ns.Current(); err != nil {
-		return nil, fmt.Errorf("open host netns: %w", err)
-	}
-	if a.hostH, err = a.hostNS.Handle(); err != nil {
-		a.close()
+	if a.hostNS, a.hostH, err = ns.OpenHost(); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -30,10 +30,7 @@ func (p *bridgePlugin) cmdGC(args *skel.CmdArgs) error {
 	if conf.layer3 {
 		errs = append(errs, ipam.GC(context.TODO(), conf.IPAM.Type, conf.raw))
 	}
-	keep := make([]netfilter.Owner, 0, len(valid))
-	for _, va := range valid {
-		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: va.ContainerID, IfName: va.IfName})
-	}
+	keep := netfilter.Owners(conf.Name, valid)
 	errs = append(errs, netfilter.GCMasqAll(conf.Name, keep))
 	errs = append(errs, netfilter.GCMacSpoofChecks(conf.Name, keep))
 	return errors.Join(errs...)

@@ -29,7 +29,7 @@ func (p *ptp) cmdAdd(args *skel.CmdArgs) (err error) {
 	log := plugin.Logger("ADD", args)
 	ctx := context.TODO()
 
-	hostNS, hostH, err := openHost()
+	hostNS, hostH, err := ns.OpenHost()
 	if err != nil {
 		return err
 	}
@@ -177,19 +177,4 @@ func addrsOf(res *current.Result) []*net.IPNet {
 
 func ownerOf(conf *netConf, args *skel.CmdArgs) netfilter.Owner {
 	return netfilter.Owner{Network: conf.Name, ContainerID: args.ContainerID, IfName: args.IfName}
-}
-
-// openHost opens the namespace the plugin runs in (the host's) and a netlink
-// handle in it.
-func openHost() (*ns.NetNS, *netlink.Handle, error) {
-	n, err := ns.Current()
-	if err != nil {
-		return nil, nil, fmt.Errorf("host netns: %w", err)
-	}
-	h, err := n.Handle()
-	if err != nil {
-		n.Close()
-		return nil, nil, err
-	}
-	return n, h, nil
 }

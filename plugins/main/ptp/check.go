@@ -41,7 +41,7 @@ func (p *ptp) cmdCheck(args *skel.CmdArgs) (err error) {
 	}
 	ipcs := result.IPsOf(prev, contIdx)
 
-	hostNS, hostH, err := openHost()
+	hostNS, hostH, err := ns.OpenHost()
 	if err != nil {
 		return err
 	}

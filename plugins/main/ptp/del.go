@@ -10,6 +10,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // cmdDel undoes ADD in reverse: masquerade, veth, IPAM. Anything already
@@ -50,7 +51,7 @@ func deleteVeth(args *skel.CmdArgs, network string) error {
 	if _, err := ip.DeleteContainerVeth(args.Netns, args.IfName, alias); err != nil {
 		errs = append(errs, err)
 	}
-	hostNS, hostH, err := openHost()
+	hostNS, hostH, err := ns.OpenHost()
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}

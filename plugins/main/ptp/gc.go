@@ -32,10 +32,7 @@ func (p *ptp) cmdGC(args *skel.CmdArgs) (err error) {
 	if err := ipam.GC(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
 		errs = append(errs, fmt.Errorf("ipam %s GC: %w", conf.IPAM.Type, err))
 	}
-	keep := make([]netfilter.Owner, 0, len(valid))
-	for _, a := range valid {
-		keep = append(keep, netfilter.Owner{Network: conf.Name, ContainerID: a.ContainerID, IfName: a.IfName})
-	}
+	keep := netfilter.Owners(conf.Name, valid)
 	if err := netfilter.GCMasqAll(conf.Name, keep); err != nil {
 		errs = append(errs, fmt.Errorf("masquerade GC: %w", err))
 	}
