@@ -138,13 +138,30 @@ func TestGCAttachments(t *testing.T) {
 	if list, err := GCAttachments([]byte(`{"cni.dev/attachments": [{"containerID": "b", "ifname": "eth1"}]}`)); err != nil || len(list) != 1 {
 		t.Errorf("the draft key: %v, %v", list, err)
 	}
-	_, err = GCAttachments([]byte(`{"name": "n"}`))
-	if Code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), "cni.dev/valid-attachments: missing") {
-		t.Errorf("absent: %v", err)
+	// An absent key means what null and [] mean: libcni's GC with no list
+	// (cnitool gc) has already run DEL for every cached attachment.
+	if list, err := GCAttachments([]byte(`{"name": "n"}`)); err != nil || list != nil {
+		t.Errorf("absent: %v, %v", list, err)
 	}
 	_, err = GCAttachments([]byte(`{"cni.dev/valid-attachments": "a"}`))
 	if Code(err) != types.ErrInvalidNetworkConfig || !strings.HasPrefix(err.Error(), "cni.dev/valid-attachments: want") {
 		t.Errorf("wrong type: %v", err)
+	}
+	// A malformed entry is refused naming the key and its index, never read
+	// as an empty list (which would release the attachment it meant to keep).
+	for _, bad := range []struct{ stdin, want string }{
+		{`{"cni.dev/valid-attachments": [null]}`, "cni.dev/valid-attachments[0]: "},
+		{`{"cni.dev/valid-attachments": [{}]}`, `cni.dev/valid-attachments[0]: "containerID": missing`},
+		{`{"cni.dev/valid-attachments": [{"containerID": "a", "ifname": "eth0"}, {"containerID": "b"}]}`, `cni.dev/valid-attachments[1]: "ifname": missing`},
+		{`{"cni.dev/valid-attachments": [{"containerID": 5, "ifname": "eth0"}]}`, `cni.dev/valid-attachments[0]: "containerID": 5 is not`},
+		{`{"cni.dev/valid-attachments": [{"containerID": "", "ifname": "eth0"}]}`, `cni.dev/valid-attachments[0]: "containerID": "" is not`},
+		{`{"cni.dev/valid-attachments": ["a"]}`, `cni.dev/valid-attachments[0]: "a": want an object`},
+		{`{"cni.dev/attachments": [null]}`, "cni.dev/attachments[0]: "},
+	} {
+		list, err := GCAttachments([]byte(bad.stdin))
+		if Code(err) != types.ErrInvalidNetworkConfig || !strings.HasPrefix(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, %v; want code 7 starting %q", bad.stdin, list, err, bad.want)
+		}
 	}
 	if _, err := GCAttachments([]byte(`{`)); Code(err) != types.ErrDecodingFailure {
 		t.Errorf("malformed: %v", err)

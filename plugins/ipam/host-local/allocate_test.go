@@ -313,16 +313,33 @@ var _ = Describe("GC", func() {
 		Entry("[]", []any{}),
 	)
 
-	It("refuses with code 7, releasing nothing, when cni.dev/valid-attachments is absent", func() {
+	// cnitool gc and libcni's GCNetworkList(ctx, list, nil) send no key,
+	// having run DEL for every cached attachment first: "no list" is "none
+	// is valid".
+	It("releases everything when cni.dev/valid-attachments is absent", func() {
 		stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
 		Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
-		out := run("GC", "", "", stdin, "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
-		Expect(out.Err.Msg).To(ContainSubstring("cni.dev/valid-attachments: missing"))
-		Expect(out.Err.Msg).To(ContainSubstring("would remove the state of every attachment"))
-		Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0"}))
+		Expect(reservations(dataDir)).To(HaveLen(1))
+		Expect(run("GC", "", "", stdin, "").Err).To(BeNil())
+		Expect(reservations(dataDir)).To(BeEmpty())
 	})
+
+	DescribeTable("refuses a malformed entry with code 7 naming its index, releasing nothing",
+		func(entry any, want string) {
+			stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
+			Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
+			gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": []any{
+				map[string]string{"containerID": "a", "ifname": "eth0"}, entry}})
+			out := run("GC", "", "", gcIn, "")
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(out.Err.Msg).To(HavePrefix(want))
+			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0"}))
+		},
+		Entry("null", nil, "cni.dev/valid-attachments[1]: "),
+		Entry("{}", map[string]any{}, `cni.dev/valid-attachments[1]: "containerID": missing`),
+		Entry("a number for ifname", map[string]any{"containerID": "b", "ifname": 3}, `cni.dev/valid-attachments[1]: "ifname": 3 is not`),
+	)
 
 	It("refuses a cni.dev/valid-attachments that is not a list with code 7", func() {
 		gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": "a"})
