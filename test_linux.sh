@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: builds the plugins (tests exec them as IPAM delegates and
 # as binaries), then `go test -race` over every package, as root, then the
-# kernel specs in the VM lane (scripts/vm/kernel-lane.sh). Exits non-zero on
-# any failure.
+# kernel specs in the VM lane (scripts/vm/kernel-lane.sh), then every command
+# the README gives a newcomer (scripts/frontdoor.sh: the demo, the install,
+# the benchmarks). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -41,6 +42,18 @@ echo "== VM lane (kernel specs under Debian's kernel in qemu)"
 # watching the lane, kills qemu) instead of running on to its timeout.
 setpriv --pdeathsig TERM scripts/vm/kernel-lane.sh | tee "$work/lane"
 
+# The front door: every command the README tells a newcomer to run (the
+# demo, the install, the benchmarks in a short mode), with the real host
+# compared before and after. See scripts/frontdoor.sh.
+echo "== the README's commands (scripts/frontdoor.sh)"
+frontdoor_rc=0
+scripts/frontdoor.sh | tee "$work/frontdoor" || frontdoor_rc=$?
+read -r fd_passed fd_failed < <(awk '/^frontdoor: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/frontdoor")
+if [ -z "${fd_passed:-}" ]; then
+	echo "test_linux.sh: scripts/frontdoor.sh printed no count (exit $frontdoor_rc)" >&2
+	exit 1
+fi
+
 # The closing count: host results, with the kernel specs that skipped on the
 # host credited as passed when the lane ran them (it fails unless all pass).
 # Only the specs that skipped on this host (kernelfeature logs each) are
@@ -52,5 +65,6 @@ if [ "$credited" -gt "$lane" ]; then
 	echo "test_linux.sh: $credited kernel specs skipped on the host but the VM lane passed only $lane" >&2
 	exit 1
 fi
-echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host)"
-echo "total: $((passed + credited)) passed, $failed failed, $((skipped - credited)) skipped"
+echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands)"
+echo "total: $((passed + credited + fd_passed)) passed, $((failed + fd_failed)) failed, $((skipped - credited)) skipped"
+[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ]
