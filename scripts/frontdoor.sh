@@ -81,7 +81,10 @@ snapshot() {
 		ip rule show
 		ip -6 rule show
 		echo "## namespaces"
-		ip netns list
+		# cniforge-test-* are made and removed by test processes (pkg/testutil),
+		# never by the demo or the bench; another `go test` running meanwhile
+		# must not count against them.
+		ip netns list | grep -v '^cniforge-test-'
 		echo "## iptables"
 		local save
 		for save in iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save; do
