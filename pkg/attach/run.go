@@ -56,9 +56,13 @@ type Plugin[C Conf] struct {
 	// embedding Masq), and after it, it releases IPAM (configs with ipam).
 	Del func(a *Attachment, c C) []error
 
-	// Check compares the kernel with prev (never nil: the frame refuses a
-	// CHECK without prevResult, code 7) after IPAM's CHECK passed.
+	// Check compares the kernel with prev after IPAM's CHECK passed. prev
+	// is never nil: the frame refuses a CHECK without prevResult (code 7),
+	// unless PrevOptional is set.
 	Check func(a *Attachment, c C, prev *current.Result) error
+	// PrevOptional lets CHECK run without prevResult (loopback, whose
+	// state does not depend on what ADD reported).
+	PrevOptional bool
 
 	// GC, optional, collects the plugin's own state of network c.Name that
 	// belongs to none of keep; the frame forwards GC to IPAM and collects
@@ -217,7 +221,7 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
-	if prev == nil {
+	if prev == nil && !r.p.PrevOptional {
 		return result.InvalidConfig(errors.New("prevResult: missing (CHECK compares the kernel with the result of ADD)"))
 	}
 	if err := findIPAM(a.Conf, args.Path); err != nil {
