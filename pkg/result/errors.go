@@ -62,7 +62,8 @@ func Code(err error) uint {
 }
 
 // Flatten returns err as one CNI error carrying err's whole message and the
-// code of the first CNI error wrapped inside it (999 when there is none).
+// code of the first CNI error wrapped inside it (999 when there is none, or
+// when that code is 0).
 //
 // skel reports the innermost *types.Error it finds in a command's error, so
 // without this, context wrapped around a coded error ("ipam host-local ADD:
@@ -72,12 +73,22 @@ func Flatten(err error) error {
 	if err == nil {
 		return nil
 	}
-	if te, ok := err.(*types.Error); ok {
-		return te
-	}
 	var e *types.Error
 	if !errors.As(err, &e) {
 		return err
 	}
-	return &types.Error{Code: e.Code, Msg: err.Error()}
+	// A code of 0 is no CNI error (a delegate that exited non-zero with
+	// only stderr yields one from invoke): the runtime gets 999, with the
+	// delegate's stderr in the message.
+	code := e.Code
+	if code == 0 {
+		code = types.ErrInternal
+	}
+	if te, ok := err.(*types.Error); ok {
+		if te.Code != 0 {
+			return te
+		}
+		return &types.Error{Code: code, Msg: te.Msg, Details: te.Details}
+	}
+	return &types.Error{Code: code, Msg: err.Error()}
 }

@@ -167,3 +167,15 @@ func TestGCAttachments(t *testing.T) {
 		t.Errorf("malformed: %v", err)
 	}
 }
+
+// A delegate that exits non-zero with only stderr gives invoke's error
+// code 0, which must reach the runtime as 999 with the stderr kept.
+func TestFlattenCodeZeroIs999(t *testing.T) {
+	zero := &types.Error{Msg: `netplugin failed: "boom\n"`}
+	for _, err := range []error{zero, fmt.Errorf("ipam fake ADD: %w", zero)} {
+		got, ok := Flatten(err).(*types.Error)
+		if !ok || got.Code != types.ErrInternal || !strings.Contains(got.Msg, "boom") {
+			t.Errorf("Flatten(%v) = %#v, want code 999 keeping the message", err, got)
+		}
+	}
+}

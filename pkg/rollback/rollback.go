@@ -28,12 +28,13 @@ func (s *Stack) Len() int { return len(s.steps) }
 
 // Run runs every undo in reverse order, logging (never returning) their
 // failures, so the error that caused the rollback stays the one reported.
-// It returns the failures too, for tests.
+// A step that panics counts as failed and the others still run. It returns
+// the failures too, for tests.
 func (s *Stack) Run(log *slog.Logger) []error {
 	var errs []error
 	for i := len(s.steps) - 1; i >= 0; i-- {
 		st := s.steps[i]
-		if err := st.fn(); err != nil {
+		if err := st.run(); err != nil {
 			err = fmt.Errorf("undo %s: %w", st.name, err)
 			errs = append(errs, err)
 			if log != nil {
@@ -43,4 +44,14 @@ func (s *Stack) Run(log *slog.Logger) []error {
 	}
 	s.steps = nil
 	return errs
+}
+
+// run calls the undo, turning a panic into its error.
+func (st step) run() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return st.fn()
 }

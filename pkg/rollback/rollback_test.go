@@ -26,3 +26,17 @@ func TestRunReverseOrderKeepsGoing(t *testing.T) {
 		t.Error("second Run must do nothing")
 	}
 }
+
+func TestRunSurvivesPanickingStep(t *testing.T) {
+	var s Stack
+	ran := false
+	s.Push("a", func() error { ran = true; return nil })
+	s.Push("b", func() error { panic("boom") })
+	errs := s.Run(nil)
+	if !ran {
+		t.Error("the step before the panicking one did not run")
+	}
+	if len(errs) != 1 || errs[0].Error() != "undo b: panic: boom" {
+		t.Errorf("errs %v", errs)
+	}
+}

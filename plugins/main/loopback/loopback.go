@@ -6,10 +6,11 @@ import (
 	"net"
 	"os"
 
-	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
@@ -17,35 +18,33 @@ import (
 
 const loName = "lo"
 
-func cmdAdd(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData)
+func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
+	// Chained after another plugin, loopback changes nothing in the
+	// result: parse prevResult before changing anything.
+	prev, err := conf.Prev()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h, closeNS, err := openHandle(args.Netns)
+	contNS, h, err := a.Container()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeNS()
-
 	lo, err := ip.LinkByName(h, loName)
 	if err != nil {
-		return fmt.Errorf("in %s: %w", args.Netns, err)
+		return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
 	}
 	if err := h.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("set %q up in %s: %w", loName, args.Netns, err)
+		return nil, fmt.Errorf("set %q up in %s: %w", loName, contNS.Path(), err)
 	}
-
-	// Chained after another plugin, loopback changes nothing in the result.
-	if conf.prevResult != nil {
-		return result.Print(conf.prevResult, conf.CNIVersion)
+	if prev != nil {
+		return prev, nil
 	}
-	res, err := loResult(h, lo, args.Netns)
+	res, err := loResult(h, lo, contNS.Path())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.CNIVersion = current.ImplementedSpecVersion
-	return result.Print(res, conf.CNIVersion)
+	return res, nil
 }
 
 // loResult describes lo as it now is: the interface and its addresses.
@@ -71,79 +70,47 @@ func loResult(h *netlink.Handle, lo netlink.Link, nsPath string) (*current.Resul
 	return res, nil
 }
 
-func cmdDel(args *skel.CmdArgs) error {
-	if _, err := parseConfig(args.StdinData); err != nil {
-		return err
-	}
-	// DEL must succeed when there is nothing left to clean up.
-	if args.Netns == "" {
+// del sets lo down. DEL must succeed when there is nothing left to clean
+// up: no netns, a namespace that is gone, or a path that is no longer one.
+// Any other failure to open it is reported (code 8).
+func del(a *attach.Attachment, _ *netConf) []error {
+	nsPath := a.Args.Netns
+	if nsPath == "" {
 		return nil
 	}
-	n, err := ns.Open(args.Netns)
+	n, err := ns.Open(nsPath)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
 		// The namespace, and lo with it, is gone; a path that is no longer
 		// a namespace is what a runtime leaves after unmounting one.
 		return nil
 	}
 	if err != nil {
-		return result.InvalidNetNS(err)
+		return []error{result.InvalidNetNS(err)}
 	}
-	n.Close()
-	h, closeNS, err := openHandle(args.Netns)
+	defer n.Close()
+	h, err := n.Handle()
 	if err != nil {
-		return err
+		return []error{result.InvalidNetNS(err)}
 	}
-	defer closeNS()
+	defer h.Close()
 	lo, err := ip.LinkByName(h, loName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("in %s: %w", args.Netns, err)
+		return []error{fmt.Errorf("in %s: %w", nsPath, err)}
 	}
 	if err := h.LinkSetDown(lo); err != nil {
-		return fmt.Errorf("set %q down in %s: %w", loName, args.Netns, err)
+		return []error{fmt.Errorf("set %q down in %s: %w", loName, nsPath, err)}
 	}
 	return nil
 }
 
-func cmdCheck(args *skel.CmdArgs) error {
-	if _, err := parseConfig(args.StdinData); err != nil {
-		return err
-	}
-	h, closeNS, err := openHandle(args.Netns)
+func check(a *attach.Attachment, _ *netConf, _ *current.Result) error {
+	contNS, h, err := a.Container()
 	if err != nil {
 		return err
 	}
-	defer closeNS()
-	lo, err := ip.LinkByName(h, loName)
-	if err != nil {
-		return fmt.Errorf("in %s: %w", args.Netns, err)
-	}
-	if lo.Attrs().Flags&net.FlagUp == 0 {
-		return fmt.Errorf("%q is down in %s", loName, args.Netns)
-	}
-	return nil
-}
-
-// cmdGC has nothing to collect: lo lives and dies with its namespace.
-func cmdGC(args *skel.CmdArgs) error {
-	_, err := parseConfig(args.StdinData)
+	_, err = attach.CheckLink(contNS, h, loName, "", true)
 	return err
-}
-
-// cmdStatus: loopback depends on nothing that could be unavailable.
-func cmdStatus(args *skel.CmdArgs) error {
-	_, err := parseConfig(args.StdinData)
-	return err
-}
-
-// openHandle opens the container namespace and a netlink handle inside it,
-// with the function that closes both.
-func openHandle(nsPath string) (*netlink.Handle, func(), error) {
-	n, h, err := ns.OpenContainer(nsPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	return h, func() { h.Close(); n.Close() }, nil
 }

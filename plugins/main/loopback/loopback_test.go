@@ -169,6 +169,46 @@ var _ = Describe("loopback", func() {
 		Expect(run(hostNS, gc).Err).To(BeNil())
 	})
 
+	It("runs DEL whatever prevResult holds: it never parses it", func() {
+		Expect(run(hostNS, call("ADD", "1.1.0")).Err).To(BeNil())
+		c := call("DEL", "1.1.0")
+		c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "prevResult": {"cniVersion": "9.9.9"}}`)
+		Expect(run(hostNS, c).Err).To(BeNil())
+		Expect(loUp(contNS)).To(BeFalse())
+	})
+
+	It("reports a netns path DEL cannot open for another reason than it being gone, with code 8", func() {
+		file := GinkgoT().TempDir() + "/file"
+		Expect(os.WriteFile(file, nil, 0o644)).To(Succeed())
+		c := call("DEL", "1.1.0")
+		c.Netns = file + "/netns" // ENOTDIR: not "gone", a wrong path
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		Expect(out.Err.Msg).To(ContainSubstring(c.Netns))
+	})
+
+	It("parses the config on CHECK", func() {
+		Expect(run(hostNS, call("ADD", "1.1.0")).Err).To(BeNil())
+		c := call("CHECK", "1.1.0")
+		c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "dns": 7}`)
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		Expect(out.Err.Msg).To(ContainSubstring("parse config"))
+	})
+
+	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {
+		for _, cmd := range []string{"GC", "STATUS"} {
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Exec("loopback", testutil.Call{Command: cmd, Stdin: conf("1.1.0")})
+				return err
+			})).To(Succeed())
+			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
+		}
+	})
+
 	Describe("bad input", func() {
 		It("rejects malformed JSON with code 6", func() {
 			c := call("ADD", "1.1.0")

@@ -1,23 +1,23 @@
 // Package loopback is the loopback plugin: it brings up "lo" in the
-// container's network namespace and reports its addresses.
+// container's network namespace and reports its addresses. It runs on the
+// frame in pkg/attach.
 package loopback
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
-	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/attach"
 )
 
-// Plugin is the loopback plugin's descriptor.
-var Plugin = plugin.Plugin{
-	Name:     "loopback",
-	Summary:  "brings up the loopback interface of the container",
-	Versions: plugin.AllVersions,
-	Funcs: skel.CNIFuncs{
-		Add:    cmdAdd,
-		Del:    cmdDel,
-		Check:  cmdCheck,
-		GC:     cmdGC,
-		Status: cmdStatus,
-	},
+var frame = attach.Plugin[*netConf]{
+	Name:    "loopback",
+	Summary: "brings up the loopback interface of the container",
+	Parse:   parseConfig,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// lo's state does not depend on what ADD reported, and upstream's
+	// CHECK asks for no prevResult either.
+	PrevOptional: true,
 }
+
+// Plugin is the loopback plugin's descriptor.
+var Plugin = frame.Descriptor(attach.Hooks{})

@@ -1,0 +1,163 @@
+package attach
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/rollback"
+)
+
+// Attachment is what one command works on: the CNI arguments, the common
+// config, a logger, the host namespace (the plugin thread's) and, opened on
+// demand, the container namespace, each with a netlink handle bound to it.
+type Attachment struct {
+	Args *skel.CmdArgs
+	Conf *NetConf
+	Log  *slog.Logger
+	// Undo is ADD's undo stack: push the undo of each change right after
+	// it succeeded. The runner runs it in reverse when ADD fails or panics.
+	Undo rollback.Stack
+
+	hostNS *ns.NetNS
+	hostH  *netlink.Handle
+	contNS *ns.NetNS
+	contH  *netlink.Handle
+	hooks  Hooks
+}
+
+func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Logger) *Attachment {
+	return &Attachment{Args: args, Conf: conf, Log: log, hooks: hooks}
+}
+
+// Host returns the plugin's host namespace (the calling thread's; see
+// pkg/ns) and a netlink handle bound to it, opening them on first use.
+func (a *Attachment) Host() (*ns.NetNS, *netlink.Handle, error) {
+	if a.hostNS == nil {
+		n, h, err := ns.OpenHost()
+		if err != nil {
+			return nil, nil, err
+		}
+		a.hostNS, a.hostH = n, h
+	}
+	return a.hostNS, a.hostH, nil
+}
+
+// Container returns the namespace CNI_NETNS names and a netlink handle
+// bound to it, opening them on first use. It refuses (code 8, naming both
+// paths) a CNI_NETNS that is the plugin's own namespace: every change made
+// "in the container" would land in the host. Missing: code 4; not a
+// network namespace: code 8.
+func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
+	if a.contNS != nil {
+		return a.contNS, a.contH, nil
+	}
+	hostNS, _, err := a.Host()
+	if err != nil {
+		return nil, nil, err
+	}
+	n, h, err := ns.OpenContainer(a.Args.Netns)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := refuseOwn(hostNS, n); err != nil {
+		h.Close()
+		n.Close()
+		return nil, nil, err
+	}
+	a.contNS, a.contH = n, h
+	return n, h, nil
+}
+
+// refuseOwn is the own-namespace guard: code 8 when cont is host.
+func refuseOwn(host, cont *ns.NetNS) error {
+	same, err := cont.Same(host)
+	if err != nil {
+		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", cont.Path(), host.Path(), err))
+	}
+	if same {
+		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace (%s)", cont.Path(), host.Path()))
+	}
+	return nil
+}
+
+// guardDel refuses, before DEL changes anything, a CNI_NETNS that is the
+// plugin's own namespace. A CNI_NETNS that cannot be opened passes: DEL's
+// steps treat a namespace that is gone as "nothing to delete".
+func (a *Attachment) guardDel() error {
+	if a.Args.Netns == "" {
+		return nil
+	}
+	n, err := ns.Open(a.Args.Netns)
+	if err != nil {
+		return nil // gone or not a namespace: see DeleteContainerVeth
+	}
+	defer n.Close()
+	hostNS, _, err := a.Host()
+	if err != nil {
+		return err
+	}
+	return refuseOwn(hostNS, n)
+}
+
+// Close releases both namespaces and their handles.
+func (a *Attachment) Close() {
+	if a.contH != nil {
+		a.contH.Close()
+	}
+	if a.contNS != nil {
+		a.contNS.Close()
+	}
+	if a.hostH != nil {
+		a.hostH.Close()
+	}
+	if a.hostNS != nil {
+		a.hostNS.Close()
+	}
+	a.contNS, a.contH, a.hostNS, a.hostH = nil, nil, nil, nil
+}
+
+// Step marks the end of ADD step name. It returns the error the failure
+// injection hook (Hooks.AfterStep) asks for, if any; ADD returns it as it
+// would a kernel error, so tests see that everything made so far is undone.
+func (a *Attachment) Step(name string) error {
+	if a.hooks.AfterStep == nil {
+		return nil
+	}
+	return a.hooks.AfterStep(name)
+}
+
+// Owner is the attachment's netfilter owner: network, container ID, ifname.
+func (a *Attachment) Owner() netfilter.Owner {
+	return netfilter.Owner{Network: a.Conf.Name, ContainerID: a.Args.ContainerID, IfName: a.Args.IfName}
+}
+
+// Alias is the alias both ends of the attachment's links carry, so DEL
+// deletes only its own links (see ip.AttachmentAlias).
+func (a *Attachment) Alias() string {
+	return ip.AttachmentAlias(a.Args.ContainerID, a.Args.IfName)
+}
+
+// SetupMasq installs masquerade for addrs with m's backend and pushes the
+// teardown onto Undo. The rules live in the plugin thread's namespace, the
+// host's. A failed Setup leaves nothing (nftables: one batch; iptables:
+// undoes the families it made), so the undo follows success.
+func (a *Attachment) SetupMasq(m *Masq, addrs []*net.IPNet) error {
+	masq, err := netfilter.NewMasq(m.Backend())
+	if err != nil {
+		return err
+	}
+	owner := a.Owner()
+	if err := masq.Setup(owner, addrs); err != nil {
+		return fmt.Errorf("masquerade (%s): %w", masq.Backend(), err)
+	}
+	a.Undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
+	return nil
+}

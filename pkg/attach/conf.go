@@ -1,0 +1,164 @@
+package attach
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// Conf is a plugin's parsed config: a struct embedding NetConf, so that the
+// frame reaches the common keys through Common.
+type Conf interface {
+	Common() *NetConf
+}
+
+// NetConf holds the keys every plugin shares (name, cniVersion, type, ipam,
+// dns) and the stdin they came from. A plugin's config embeds it.
+type NetConf struct {
+	types.NetConf
+	// RawPrev shadows types.NetConf's prevResult (a map), so that a
+	// prevResult of any shape or version decodes: it is parsed only by the
+	// verbs that need it (ADD of a chained plugin, CHECK), never by DEL,
+	// which must clean up whatever prevResult says.
+	RawPrev json.RawMessage `json:"prevResult,omitempty"`
+	// Raw is stdin as the runtime sent it, handed to IPAM as is.
+	Raw []byte `json:"-"`
+}
+
+// Common returns c; a config embedding NetConf satisfies Conf through it.
+func (c *NetConf) Common() *NetConf { return c }
+
+// HasIPAM reports whether the config names an IPAM plugin.
+func (c *NetConf) HasIPAM() bool { return c.IPAM.Type != "" }
+
+// Prev parses prevResult and returns it as a current result, or nil when
+// there is none. Errors carry code 6.
+func (c *NetConf) Prev() (*current.Result, error) {
+	if len(c.RawPrev) == 0 || string(c.RawPrev) == "null" {
+		return nil, nil
+	}
+	nc := c.NetConf
+	if err := json.Unmarshal(c.RawPrev, &nc.RawPrevResult); err != nil {
+		return nil, result.Decoding(fmt.Errorf("prevResult: %w", err))
+	}
+	return result.ParsePrev(&nc)
+}
+
+// Decode decodes stdin into conf (code 6 when it is not JSON of that
+// shape), keeps stdin in conf.Common().Raw and checks what every config
+// needs: a name, and an IPAM type that is a plugin name (code 7). It
+// touches no kernel state.
+func Decode(stdin []byte, conf Conf) error {
+	if err := json.Unmarshal(stdin, conf); err != nil {
+		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	}
+	c := conf.Common()
+	c.Raw = stdin
+	if c.Name == "" {
+		return result.InvalidConfig(errors.New("name: missing"))
+	}
+	if c.HasIPAM() {
+		if err := ipam.ValidateType(c.IPAM.Type); err != nil {
+			return result.InvalidConfig(err)
+		}
+	}
+	return nil
+}
+
+// RequireIPAM refuses a config without an IPAM plugin (code 7) and tells
+// "no ipam at all" from "ipam without a type": the fix differs.
+func RequireIPAM(c *NetConf, why string) error {
+	if c.HasIPAM() {
+		return nil
+	}
+	var raw struct {
+		IPAM json.RawMessage `json:"ipam"`
+	}
+	_ = json.Unmarshal(c.Raw, &raw) // decoded successfully by Decode
+	if len(raw.IPAM) == 0 || string(raw.IPAM) == "null" {
+		return result.InvalidConfig(fmt.Errorf("ipam: missing (%s)", why))
+	}
+	return result.InvalidConfig(errors.New("ipam.type: missing"))
+}
+
+// Masq holds the masquerade keys, shared by every plugin that offers
+// source NAT. A config embeds it; the frame then tears its rules down on
+// DEL and collects them on GC whatever the config says now.
+type Masq struct {
+	// IPMasq installs source NAT for traffic leaving the container's
+	// addresses for destinations outside their subnet.
+	IPMasq bool `json:"ipMasq"`
+	// IPMasqBackend is "iptables" or "nftables"; absent picks iptables
+	// unless it is unusable and nftables works.
+	IPMasqBackend *string `json:"ipMasqBackend,omitempty"`
+}
+
+// MasqConf returns m; a config embedding Masq offers masquerade through it.
+func (m *Masq) MasqConf() *Masq { return m }
+
+// Backend is the backend name for netfilter.NewMasq ("" = the default).
+func (m *Masq) Backend() string {
+	if m.IPMasqBackend == nil {
+		return ""
+	}
+	return *m.IPMasqBackend
+}
+
+// Validate checks ipMasqBackend: absent, "iptables" or "nftables" (an
+// empty string is refused, as upstream refuses it).
+func (m *Masq) Validate() error {
+	if b := m.IPMasqBackend; b != nil && *b != netfilter.BackendIPTables && *b != netfilter.BackendNFTables {
+		return result.InvalidConfig(fmt.Errorf("ipMasqBackend: %q is not %q or %q", *b, netfilter.BackendIPTables, netfilter.BackendNFTables))
+	}
+	return nil
+}
+
+// masqer is a config that embeds Masq.
+type masqer interface{ MasqConf() *Masq }
+
+// MTU bounds: below 68 IPv4 cannot work (the kernel refuses it), above
+// 65535 no link type takes it.
+const (
+	MinMTU = 68
+	MaxMTU = 65535
+)
+
+// ValidateMTU checks the "mtu" key: 0 (the kernel default) or 68-65535.
+func ValidateMTU(mtu int) error {
+	if mtu != 0 && (mtu < MinMTU || mtu > MaxMTU) {
+		return result.InvalidConfig(fmt.Errorf("mtu: %d out of range %d-%d (0 keeps the kernel default)", mtu, MinMTU, MaxMTU))
+	}
+	return nil
+}
+
+// ValidateIfName applies the kernel's rules for an interface name given in
+// the config under key (code 7 naming key and value): at most 15 bytes, not
+// "." or "..", no '/', ':', whitespace or NUL. '%' is refused too: the
+// kernel reads a name with '%' as a pattern ("eth%d") to fill in, so the
+// link would not get the name asked for.
+func ValidateIfName(key, name string) error {
+	var why string
+	switch {
+	case name == "":
+		why = "is empty"
+	case len(name) > 15:
+		why = "is longer than 15 bytes"
+	case name == "." || name == "..":
+		why = "is not a valid interface name"
+	case strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
+		why = `contains '/', ':', whitespace or NUL`
+	case strings.Contains(name, "%"):
+		why = `contains '%', which the kernel reads as a pattern`
+	default:
+		return nil
+	}
+	return result.InvalidConfig(fmt.Errorf("%s: %q %s", key, name, why))
+}

@@ -1,0 +1,261 @@
+package attach_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+type toyConf struct {
+	attach.NetConf
+	attach.Masq
+	Panic string `json:"panic"` // "add", "undo" or "del"
+}
+
+// toy is a plugin on the frame: ADD puts a veth pair named after the
+// attachment in the container; what the spec wants recorded goes to calls.
+func toy(calls *[]string) attach.Plugin[*toyConf] {
+	record := func(s string) { *calls = append(*calls, s) }
+	return attach.Plugin[*toyConf]{
+		Name:    "toy",
+		Summary: "frame test plugin",
+		Parse: func(args *skel.CmdArgs) (*toyConf, error) {
+			c := &toyConf{}
+			if err := attach.Decode(args.StdinData, c); err != nil {
+				return nil, err
+			}
+			return c, c.Masq.Validate()
+		},
+		Add: func(a *attach.Attachment, c *toyConf) (types.Result, error) {
+			record("add")
+			_, contH, err := a.Container()
+			if err != nil {
+				return nil, err
+			}
+			la := netlink.NewLinkAttrs()
+			la.Name = a.Args.IfName
+			if err := contH.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "peer-" + a.Args.IfName}); err != nil {
+				return nil, err
+			}
+			a.Undo.Push("delete veth", func() error {
+				record("undo")
+				if c.Panic == "undo" {
+					panic("undo blew up")
+				}
+				return ip.DelLinkByName(contH, a.Args.IfName)
+			})
+			if err := a.Step("link"); err != nil {
+				return nil, err
+			}
+			if c.Panic == "add" {
+				var m map[string]int
+				m["x"]++ // a nil map write: a real runtime panic
+			}
+			return &current.Result{CNIVersion: current.ImplementedSpecVersion,
+				Interfaces: []*current.Interface{{Name: a.Args.IfName, Sandbox: a.Args.Netns}}}, nil
+		},
+		Del: func(a *attach.Attachment, c *toyConf) []error {
+			record("del")
+			if c.Panic == "del" {
+				panic("del blew up")
+			}
+			_, err := ip.DeleteContainerVeth(a.Args.Netns, a.Args.IfName, a.Alias())
+			return []error{err}
+		},
+		Check: func(a *attach.Attachment, c *toyConf, prev *current.Result) error {
+			record("check")
+			contNS, contH, err := a.Container()
+			if err != nil {
+				return err
+			}
+			_, err = attach.CheckLink(contNS, contH, a.Args.IfName, "veth", false)
+			return err
+		},
+		GC: func(a *attach.Attachment, c *toyConf, keep []netfilter.Owner) []error {
+			record("gc")
+			return nil
+		},
+	}
+}
+
+// fakeIPAM writes an IPAM plugin "fake-ipam" into a new folder, a shell
+// script running body, and returns the folder (for CNI_PATH).
+func fakeIPAM(body string) string {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte("#!/bin/sh\n"+body+"\n"), 0o755)).To(Succeed())
+	return dir
+}
+
+var _ = Describe("the frame", func() {
+	var (
+		hostNS, contNS *ns.NetNS
+		calls          []string
+	)
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		calls = nil
+	})
+	conf := func(extra string) []byte {
+		s := `{"cniVersion": "1.1.0", "name": "toynet", "type": "toy"`
+		if extra != "" {
+			s += ", " + extra
+		}
+		return []byte(s + "}")
+	}
+	run := func(hooks attach.Hooks, c testutil.Call) testutil.Output {
+		GinkgoHelper()
+		if c.ContainerID == "" && c.Command != "GC" && c.Command != "STATUS" {
+			c.ContainerID = "c1"
+		}
+		if c.IfName == "" && c.Command != "GC" && c.Command != "STATUS" {
+			c.IfName = "toy0"
+		}
+		return testutil.RunIn(hostNS, toy(&calls).Descriptor(hooks), c)
+	}
+
+	It("runs ADD, CHECK, DEL", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ContainElement("toy0"))
+		out = run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: testutil.WithPrev(conf(""), out.Stdout)})
+		Expect(out.Err).To(BeNil())
+		out = run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(calls).To(Equal([]string{"add", "check", "del"}))
+	})
+
+	It("recovers a panic in ADD into code 999, rolls back and prints one error JSON", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf(`"panic": "add"`)})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		Expect(out.Err.Msg).To(ContainSubstring("panic: assignment to entry in nil map"))
+		Expect(calls).To(Equal([]string{"add", "undo"}))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		var e types.Error
+		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "stdout must be one JSON document: %s", out.Stdout)
+		Expect(out.Stdout).NotTo(ContainSubstring("goroutine"))
+	})
+
+	It("rolls back when the step hook fails or panics, and reports the first error", func() {
+		out := run(attach.Hooks{AfterStep: func(string) error { return errors.New("injected") }},
+			testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("injected"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+
+		out = run(attach.Hooks{AfterStep: func(string) error { panic("hook panicked") }},
+			testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
+	It("keeps the original error when an undo step panics", func() {
+		out := run(attach.Hooks{AfterStep: func(string) error { return errors.New("injected") }},
+			testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf(`"panic": "undo"`)})
+		Expect(out.Err.Msg).To(ContainSubstring("injected"))
+		Expect(calls).To(Equal([]string{"add", "undo"}))
+	})
+
+	It("refuses the plugin's own namespace as CNI_NETNS with code 8 before any change", func() {
+		for _, cmd := range []string{"ADD", "CHECK", "DEL"} {
+			stdin := conf("")
+			if cmd == "CHECK" {
+				stdin = conf(`"prevResult": {"cniVersion": "1.1.0"}`)
+			}
+			out := run(attach.Hooks{}, testutil.Call{Command: cmd, Netns: hostNS.Path(), Stdin: stdin})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring(hostNS.Path()), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("own network namespace"), cmd)
+		}
+		Expect(calls).To(BeEmpty())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+	})
+
+	It("runs DEL whatever prevResult holds, and never parses it", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err).To(BeNil())
+		for _, prev := range []string{`{"cniVersion": "9.9.9"}`, `"not an object"`, `{"cniVersion": "1.1.0", "ips": 7}`} {
+			out = run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Stdin: conf(`"prevResult": ` + prev)})
+			Expect(out.Err).To(BeNil(), prev)
+		}
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
+	It("refuses CHECK without prevResult with code 7, and an unparseable one with code 6", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf("")})
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("prevResult: missing"))
+		out = run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf(`"prevResult": {"cniVersion": "9.9.9"}`)})
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		Expect(calls).To(BeEmpty())
+	})
+
+	It("turns a panic in DEL into code 999 and still releases IPAM", func() {
+		released := filepath.Join(GinkgoT().TempDir(), "released")
+		dir := fakeIPAM(`[ "$CNI_COMMAND" = DEL ] && touch "` + released + `"; exit 0`)
+		out := run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Path: dir,
+			Stdin: conf(`"panic": "del", "ipam": {"type": "fake-ipam"}`)})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		Expect(out.Err.Msg).To(ContainSubstring("del blew up"))
+		Expect(released).To(BeAnExistingFile())
+	})
+
+	It("refuses an IPAM type missing from CNI_PATH with code 7 before any change", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Path: GinkgoT().TempDir(),
+			Stdin: conf(`"ipam": {"type": "no-such-ipam"}`)})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "no-such-ipam" not found`))
+		Expect(calls).To(BeEmpty())
+	})
+
+	It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
+		dir := fakeIPAM(`echo "disk on fire" >&2; exit 1`)
+		out := run(attach.Hooks{}, testutil.Call{Command: "STATUS", Path: dir, Stdin: conf(`"ipam": {"type": "fake-ipam"}`)})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		Expect(out.Err.Msg).To(ContainSubstring("disk on fire"))
+	})
+
+	It("runs GC and STATUS with only CNI_COMMAND and CNI_PATH set", func() {
+		for _, cmd := range []string{"GC", "STATUS"} {
+			out := run(attach.Hooks{}, testutil.Call{Command: cmd, Stdin: conf(`"cni.dev/valid-attachments": []`)})
+			Expect(out.Err).To(BeNil(), cmd)
+		}
+		Expect(calls).To(Equal([]string{"gc"}))
+	})
+
+	It("refuses a malformed GC list with code 7 and collects nothing", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "GC", Stdin: conf(`"cni.dev/valid-attachments": [null]`)})
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(calls).To(BeEmpty())
+	})
+
+	It("refuses an empty ipMasqBackend with code 7 on every verb", func() {
+		for _, cmd := range []string{"ADD", "DEL", "GC", "STATUS"} {
+			out := run(attach.Hooks{}, testutil.Call{Command: cmd, Netns: contNS.Path(), Stdin: conf(`"ipMasqBackend": ""`)})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), cmd)
+		}
+		Expect(calls).To(BeEmpty())
+	})
+})

@@ -1,0 +1,311 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"runtime/debug"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// Hooks change how a plugin runs; the zero value is production.
+type Hooks struct {
+	// AfterStep, when set, runs at each Attachment.Step of ADD. An error
+	// it returns (or a panic) fails ADD at that point as a kernel error
+	// would; a test can also change the kernel in it first, as a
+	// concurrent ADD would, before the undos run.
+	AfterStep func(step string) error
+}
+
+// Plugin is a plugin written on the frame: its parse function, its own
+// kernel steps per verb, and what it shares with the others (IPAM,
+// masquerade) switched on by its config type. Descriptor turns it into a
+// plugin.Plugin.
+type Plugin[C Conf] struct {
+	Name     string
+	Summary  string
+	Versions version.PluginInfo // nil: plugin.AllVersions
+
+	// Parse decodes, defaults and validates stdin and CNI_ARGS for every
+	// verb (start with Decode). It must be pure: no netlink, no netns, no
+	// files; errors carry their CNI code. It must not parse prevResult.
+	Parse func(args *skel.CmdArgs) (C, error)
+
+	// Add makes the attachment after the container namespace passed the
+	// own-namespace guard. Push the undo of every change onto a.Undo right
+	// after it succeeded, and call a.Step after each step. The runner
+	// prints the result it returns in the config's cniVersion.
+	Add func(a *Attachment, c C) (types.Result, error)
+
+	// Del returns the errors of its independent steps, each "already gone"
+	// being success; it must not need prevResult or the container
+	// namespace. Before it, the frame tears down masquerade (configs
+	// embedding Masq), and after it, it releases IPAM (configs with ipam).
+	Del func(a *Attachment, c C) []error
+
+	// Check compares the kernel with prev after IPAM's CHECK passed. prev
+	// is never nil: the frame refuses a CHECK without prevResult (code 7),
+	// unless PrevOptional is set.
+	Check func(a *Attachment, c C, prev *current.Result) error
+	// PrevOptional lets CHECK run without prevResult (loopback, whose
+	// state does not depend on what ADD reported).
+	PrevOptional bool
+
+	// GC, optional, collects the plugin's own state of network c.Name that
+	// belongs to none of keep; the frame forwards GC to IPAM and collects
+	// masquerade rules first. It runs without container ID, netns or
+	// ifname.
+	GC func(a *Attachment, c C, keep []netfilter.Owner) []error
+
+	// Status, optional, reports what the plugin itself needs; the frame
+	// forwards STATUS to IPAM after it.
+	Status func(a *Attachment, c C) error
+}
+
+// Descriptor returns the plugin.Plugin that runs p with hooks.
+func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
+	vers := p.Versions
+	if vers == nil {
+		vers = plugin.AllVersions
+	}
+	r := &runner[C]{p: p, hooks: hooks}
+	return plugin.Plugin{
+		Name:     p.Name,
+		Summary:  p.Summary,
+		Versions: vers,
+		Funcs: skel.CNIFuncs{
+			Add:    r.add,
+			Del:    r.del,
+			Check:  r.check,
+			GC:     r.gc,
+			Status: r.status,
+		},
+	}
+}
+
+type runner[C Conf] struct {
+	p     Plugin[C]
+	hooks Hooks
+}
+
+// start parses the config and makes the attachment (nothing opened yet).
+func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error) {
+	c, err := r.p.Parse(args)
+	if err != nil {
+		return nil, c, err
+	}
+	return newAttachment(args, c.Common(), r.hooks, plugin.Logger(cmd, args)), c, nil
+}
+
+// recovered turns a panic into CNI error 999 carrying the panic's message;
+// the stack goes to the log (stderr), never to stdout. Defer it itself:
+// recover works only when called by the deferred function.
+func recovered(err *error, log *slog.Logger) {
+	if v := recover(); v != nil {
+		*err = panicError(v, log)
+	}
+}
+
+func panicError(v any, log *slog.Logger) error {
+	if log != nil {
+		log.Error("panic", "value", fmt.Sprint(v))
+		log.Debug("panic", "stack", string(debug.Stack()))
+	}
+	return types.NewError(types.ErrInternal, fmt.Sprintf("panic: %v", v), "")
+}
+
+func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("ADD", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// Deferred after Close, so it runs before it: the undos still have
+	// the namespaces. A panic is recovered first, then undone like an error.
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v, a.Log)
+		}
+		if err != nil {
+			a.Undo.Run(a.Log) // a panicking undo step is an error of its own there
+		}
+	}()
+	if err := findIPAM(a.Conf, args.Path); err != nil {
+		return err
+	}
+	if _, _, err := a.Container(); err != nil {
+		return err
+	}
+	res, err := r.p.Add(a, c)
+	if err != nil {
+		return err
+	}
+	return result.Print(res, a.Conf.CNIVersion)
+}
+
+// findIPAM refuses, before any change, an IPAM type that is not in
+// CNI_PATH: a config problem (code 7), not an internal error.
+func findIPAM(c *NetConf, cniPath string) error {
+	if !c.HasIPAM() {
+		return nil
+	}
+	if _, err := invoke.FindInPath(c.IPAM.Type, filepath.SplitList(cniPath)); err != nil {
+		return result.InvalidConfig(fmt.Errorf("ipam.type: %q not found in CNI_PATH %q", c.IPAM.Type, cniPath))
+	}
+	return nil
+}
+
+func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("DEL", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	defer recovered(&err, a.Log)
+	if err := a.guardDel(); err != nil {
+		return err
+	}
+	var errs []error
+	// Whatever ipMasq says now, and on both backends: the ADD may have run
+	// with another ipMasq or ipMasqBackend, or be the other suite's. It
+	// needs no addresses and no container namespace.
+	if _, ok := any(c).(masqer); ok {
+		if err := netfilter.TeardownMasqAll(a.Owner()); err != nil {
+			errs = append(errs, fmt.Errorf("masquerade: %w", err))
+		}
+	}
+	if r.p.Del != nil {
+		errs = append(errs, safeSteps(a.Log, func() []error { return r.p.Del(a, c) })...)
+	}
+	// Last, as ADD reserved first: a released address must not meet what
+	// is left of this attachment.
+	if a.Conf.HasIPAM() {
+		if err := ipam.Del(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+			errs = append(errs, fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// safeSteps runs fn, turning a panic into one error so that the steps
+// after it (IPAM release) still run.
+func safeSteps(log *slog.Logger, fn func() []error) (errs []error) {
+	defer func() {
+		if v := recover(); v != nil {
+			errs = append(errs, panicError(v, log))
+		}
+	}()
+	return fn()
+}
+
+func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("CHECK", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	defer recovered(&err, a.Log)
+	prev, err := a.Conf.Prev()
+	if err != nil {
+		return err
+	}
+	if prev == nil && !r.p.PrevOptional {
+		return result.InvalidConfig(errors.New("prevResult: missing (CHECK compares the kernel with the result of ADD)"))
+	}
+	if err := findIPAM(a.Conf, args.Path); err != nil {
+		return err
+	}
+	if a.Conf.HasIPAM() {
+		if err := ipam.Check(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+			return fmt.Errorf("ipam %s CHECK: %w", a.Conf.IPAM.Type, err)
+		}
+	}
+	if _, _, err := a.Container(); err != nil {
+		return err
+	}
+	if r.p.Check == nil {
+		return nil
+	}
+	return r.p.Check(a, c, prev)
+}
+
+func (r *runner[C]) gc(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("GC", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	defer recovered(&err, a.Log)
+	valid, err := result.GCAttachments(args.StdinData)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if a.Conf.HasIPAM() {
+		if err := ipam.GC(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+			errs = append(errs, fmt.Errorf("ipam %s GC: %w", a.Conf.IPAM.Type, err))
+		}
+	}
+	keep := netfilter.Owners(a.Conf.Name, valid)
+	if _, ok := any(c).(masqer); ok {
+		if err := netfilter.GCMasqAll(a.Conf.Name, keep); err != nil {
+			errs = append(errs, fmt.Errorf("masquerade GC: %w", err))
+		}
+	}
+	if r.p.GC != nil {
+		errs = append(errs, safeSteps(a.Log, func() []error { return r.p.GC(a, c, keep) })...)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *runner[C]) status(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("STATUS", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	defer recovered(&err, a.Log)
+	if r.p.Status != nil {
+		if err := r.p.Status(a, c); err != nil {
+			return err
+		}
+	}
+	if !a.Conf.HasIPAM() {
+		return nil
+	}
+	if err := ipam.Status(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+		return fmt.Errorf("ipam %s STATUS: %w", a.Conf.IPAM.Type, err)
+	}
+	return nil
+}
+
+// Addrs returns the addresses of res as IPNets (address and prefix).
+func Addrs(ipcs []*current.IPConfig) []*net.IPNet {
+	out := make([]*net.IPNet, 0, len(ipcs))
+	for _, ipc := range ipcs {
+		out = append(out, &net.IPNet{IP: ipc.Address.IP, Mask: ipc.Address.Mask})
+	}
+	return out
+}
+
+// IPs returns the addresses of ipcs without their prefix.
+func IPs(ipcs []*current.IPConfig) []net.IP {
+	out := make([]net.IP, 0, len(ipcs))
+	for _, ipc := range ipcs {
+		out = append(out, ipc.Address.IP)
+	}
+	return out
+}
