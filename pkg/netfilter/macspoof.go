@@ -124,16 +124,23 @@ func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) er
 }
 
 func macspoofChainExists(c *nftables.Conn, name string) (bool, error) {
+	ch, err := macspoofChain(c, name)
+	return ch != nil, err
+}
+
+// macspoofChain returns the chain of our table named name as the kernel
+// reports it, nil when there is none.
+func macspoofChain(c *nftables.Conn, name string) (*nftables.Chain, error) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
 	if err != nil {
-		return false, fmt.Errorf("list bridge chains: %w", nftUnsupported(err))
+		return nil, fmt.Errorf("list bridge chains: %w", nftUnsupported(err))
 	}
 	for _, ch := range chains {
 		if ch.Table != nil && ch.Table.Name == macspoofTableName && ch.Name == name {
-			return true, nil
+			return ch, nil
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // TeardownMacSpoofCheck removes the check of o. Absent rules, an absent
@@ -186,13 +193,18 @@ func (m MacSpoofCheck) Check() error {
 	}
 	name := macspoofChainName(m.Owner)
 	where := "table bridge " + macspoofTableName
-	for _, ch := range []string{macspoofBaseChain, name} {
-		ok, err := macspoofChainExists(c, ch)
+	for _, name := range []string{macspoofBaseChain, name} {
+		ch, err := macspoofChain(c, name)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, ch)
+		if ch == nil {
+			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, name)
+		}
+		// A chain of that name that is not a filter chain on the bridge
+		// prerouting hook sees no frame: the check would do nothing.
+		if name == macspoofBaseChain && (ch.Hooknum == nil || *ch.Hooknum != *nftables.ChainHookPrerouting || ch.Type != nftables.ChainTypeFilter) {
+			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s as a filter prerouting chain", m.Owner, ErrMissing, where, name)
 		}
 	}
 	base, err := c.GetRules(macspoofTable, macspoofBase())

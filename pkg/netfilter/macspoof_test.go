@@ -72,6 +72,25 @@ var _ = Describe("mac spoof check", func() {
 		Expect(err.Error()).To(ContainSubstring("drop"))
 	})
 
+	DescribeTable("fails Check when the base chain is no filter chain on prerouting",
+		func(from, to string) {
+			// The same table, as nft lists it, with the base chain moved.
+			var listing string
+			Expect(in(hostNS, func() (err error) {
+				listing, err = nftRun("", "list", "table", "bridge", macspoofTableName)
+				return err
+			})).To(Succeed())
+			Expect(listing).To(ContainSubstring(from))
+			other := testutil.NewNS()
+			Expect(in(other, func() error { _, err := nftRun(strings.Replace(listing, from, to, 1), "-f", "-"); return err })).To(Succeed())
+			err := in(other, check.Check)
+			Expect(err).To(MatchError(ErrMissing))
+			Expect(err.Error()).To(ContainSubstring("chain " + macspoofBaseChain + " as a filter prerouting chain"))
+		},
+		Entry("on the forward hook", "hook prerouting priority dstnat;", "hook forward priority -300;"),
+		Entry("a regular chain", "type filter hook prerouting priority dstnat; policy accept;", ""),
+	)
+
 	It("fails Check after Teardown", func() {
 		Expect(in(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
 		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
