@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,20 +17,18 @@ var ErrDADFailed = errors.New("duplicate address detected")
 // index in namespace nsFd is tentative, i.e. duplicate address detection has
 // finished, woken by address events rather than polling. It is only needed
 // when DAD was asked for: addresses added with IFA_F_NODAD are never
-// tentative.
+// tentative. Like WaitLink, it never switches the calling thread.
 func WaitAddrsSettled(nsFd int, index int, timeout time.Duration) error {
-	nsh := netns.NsHandle(nsFd)
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		return fmt.Errorf("netlink handle: %w", err)
-	}
-	defer h.Close()
 	updates := make(chan netlink.AddrUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
-	if err := netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{Namespace: &nsh}); err != nil {
+	h, err := routeSocketsIn(nsFd, func() error {
+		return netlink.AddrSubscribeWithOptions(updates, done, netlink.AddrSubscribeOptions{})
+	})
+	if err != nil {
 		return fmt.Errorf("subscribe to address events: %w", err)
 	}
+	defer h.Close()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

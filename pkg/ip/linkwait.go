@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // ErrWaitTimeout is returned (wrapped) by WaitLink when the deadline passes
@@ -28,30 +29,28 @@ var ErrLinkGone = errors.New("link deleted while waiting")
 // Used where the kernel applies a change asynchronously: a veth's operstate
 // turns up only when linkwatch has run (up to a second after both ends are
 // up, on a busy host), and until then its qdisc drops every packet.
+//
+// It may run on any thread, in any namespace: its sockets are made inside
+// ns.NetNS.Do, and the calling thread is never switched.
 func WaitLink(nsFd int, index int, cond func(netlink.Link) bool, timeout time.Duration) (netlink.Link, error) {
-	nsh := netns.NsHandle(nsFd)
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		return nil, fmt.Errorf("netlink handle: %w", err)
-	}
-	defer h.Close()
-
 	updates := make(chan netlink.LinkUpdate, 64)
 	done := make(chan struct{})
 	defer close(done)
 	errc := make(chan error, 1)
-	err = netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
-		Namespace: &nsh,
-		ErrorCallback: func(err error) {
-			select {
-			case errc <- err:
-			default:
-			}
-		},
+	h, err := routeSocketsIn(nsFd, func() error {
+		return netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
+			ErrorCallback: func(err error) {
+				select {
+				case errc <- err:
+				default:
+				}
+			},
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to link events: %w", err)
 	}
+	defer h.Close()
 
 	link, err := h.LinkByIndex(index)
 	if err != nil {
@@ -88,6 +87,37 @@ func WaitLink(nsFd int, index int, cond func(netlink.Link) bool, timeout time.Du
 			return link, fmt.Errorf("link %q (#%d) after %s: %w", link.Attrs().Name, index, timeout, ErrWaitTimeout)
 		}
 	}
+}
+
+// routeSocketsIn makes, inside the namespace nsFd refers to, a
+// NETLINK_ROUTE handle and whatever sockets subscribe opens (a socket
+// belongs to the namespace it was created in, for life), and returns the
+// handle. Both are made in ns.NetNS.Do, on a thread of their own: netlink's
+// own ...At functions (NewHandleAt, the Namespace of the Subscribe options)
+// switch the calling thread, which may be a plugin's main thread, and do
+// not notice when switching back fails.
+func routeSocketsIn(nsFd int, subscribe func() error) (*netlink.Handle, error) {
+	n, err := ns.FromFd(nsFd)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	var h *netlink.Handle
+	err = n.Do(func() error {
+		var err error
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			return fmt.Errorf("netlink handle: %w", err)
+		}
+		if err := subscribe(); err != nil {
+			h.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("in %s: %w", n.Path(), err)
+	}
+	return h, nil
 }
 
 func errFrom(c chan error) error {

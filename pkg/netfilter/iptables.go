@@ -37,6 +37,9 @@ type iptablesMasq struct {
 	// run executes one command with stdin and returns its stdout; nil means
 	// runCommand. Tests count processes through it.
 	run func(name string, args []string, stdin []byte) ([]byte, error)
+	// lockDir holds the chain locks; "" means iptablesLockDir. Tests
+	// point it at a directory of their own to count its files.
+	lockDir string
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
@@ -108,7 +111,7 @@ func (m *iptablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 	if err := checkIPTablesComment(o); err != nil {
 		return err
 	}
-	unlock, err := lockIPTablesChain(iptablesChain(o))
+	unlock, err := m.lockChains(iptablesChain(o))
 	if err != nil {
 		return fmt.Errorf("set up masquerade for %s: %w", o, err)
 	}
@@ -175,7 +178,7 @@ func (m *iptablesMasq) teardownIfUsable(o Owner) error {
 // exists. With ifUsable, a failure in a family whose nat table cannot be
 // used is no failure: nothing can have been installed there.
 func (m *iptablesMasq) teardown(o Owner, ifUsable bool) error {
-	unlock, err := lockIPTablesChain(iptablesChain(o))
+	unlock, err := m.lockChains(iptablesChain(o))
 	if err != nil {
 		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
 	}
@@ -290,15 +293,13 @@ func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
 		return nil
 	}
 	// A Setup or Teardown may be changing these chains: take their locks
-	// (in name order; GC is the only holder of several) and read again.
+	// (all at once; GC is the only holder of several) and read again.
 	// Chains that appear meanwhile wait for the next GC.
-	for _, chain := range slices.Sorted(maps.Keys(changes)) {
-		unlock, err := lockIPTablesChain(chain)
-		if err != nil {
-			return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
-		}
-		defer unlock()
+	unlock, err := m.lockChains(slices.Collect(maps.Keys(changes))...)
+	if err != nil {
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
 	}
+	defer unlock()
 	if t, err = m.save(f); err != nil {
 		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
 	}

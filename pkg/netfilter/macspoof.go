@@ -105,6 +105,12 @@ func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) er
 	}
 	rules, err := c.GetRules(macspoofTable, base)
 	if err != nil {
+		// google/nftables flattens the kernel's error into text here, so
+		// ENOENT cannot be told apart: ask again whether the chain is
+		// still there (another teardown may have removed it).
+		if exists, eerr := macspoofChainExists(c, macspoofBaseChain); eerr == nil && !exists {
+			return nil
+		}
 		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
 	}
 	for _, r := range rules {
@@ -118,42 +124,62 @@ func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) er
 }
 
 func macspoofChainExists(c *nftables.Conn, name string) (bool, error) {
+	ch, err := macspoofChain(c, name)
+	return ch != nil, err
+}
+
+// macspoofChain returns the chain of our table named name as the kernel
+// reports it, nil when there is none.
+func macspoofChain(c *nftables.Conn, name string) (*nftables.Chain, error) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
 	if err != nil {
-		return false, fmt.Errorf("list bridge chains: %w", err)
+		return nil, fmt.Errorf("list bridge chains: %w", nftUnsupported(err))
 	}
 	for _, ch := range chains {
 		if ch.Table != nil && ch.Table.Name == macspoofTableName && ch.Name == name {
-			return true, nil
+			return ch, nil
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // TeardownMacSpoofCheck removes the check of o. Absent rules, an absent
-// table and a kernel without nf_tables are success.
+// table and a kernel without nf_tables are success; any other nftables
+// error is returned (issue 8, defect 9: a DEL must not report success while
+// the rules may still be there).
 func TeardownMacSpoofCheck(o Owner) error {
-	c, err := nftables.New()
+	// The batch fails as a whole with ENOENT when something it deletes
+	// went meanwhile (a concurrent teardown of the same owner): read again.
+	const attempts = 3
+	for i := 1; ; i++ {
+		err := teardownMacSpoofOnce(o)
+		switch {
+		case err == nil, errors.Is(err, ErrUnavailable):
+			return nil // no nf_tables here, so no rules either
+		case !errors.Is(err, unix.ENOENT) || i == attempts:
+			return fmt.Errorf("tear down mac spoof check for %s in bridge %s: %w", o, macspoofTableName, err)
+		}
+	}
+}
+
+func teardownMacSpoofOnce(o Owner) error {
+	c, err := nftables.New() // not lasting: cannot fail
 	if err != nil {
-		return nil // no nftables here, so no rules either
+		return err
 	}
 	own, err := macspoofChainExists(c, macspoofChainName(o))
 	if err != nil {
-		return nil // nf_tables unusable: nothing was installed
+		return err
 	}
-	base := macspoofBase()
-	if err := deleteMacspoofJumps(c, base, nftOwnerHash(o)); err != nil {
-		return fmt.Errorf("tear down mac spoof check for %s: %w", o, err)
+	if err := deleteMacspoofJumps(c, macspoofBase(), nftOwnerHash(o)); err != nil {
+		return err
 	}
 	if own {
 		ch := &nftables.Chain{Name: macspoofChainName(o), Table: macspoofTable}
 		c.FlushChain(ch)
 		c.DelChain(ch)
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("tear down mac spoof check for %s in bridge %s: %w", o, macspoofTableName, err)
-	}
-	return nil
+	return c.Flush() // an empty batch sends nothing
 }
 
 // Check verifies, read-only, that the check of m is installed: the jump
@@ -167,13 +193,18 @@ func (m MacSpoofCheck) Check() error {
 	}
 	name := macspoofChainName(m.Owner)
 	where := "table bridge " + macspoofTableName
-	for _, ch := range []string{macspoofBaseChain, name} {
-		ok, err := macspoofChainExists(c, ch)
+	for _, name := range []string{macspoofBaseChain, name} {
+		ch, err := macspoofChain(c, name)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, ch)
+		if ch == nil {
+			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, name)
+		}
+		// A chain of that name that is not a filter chain on the bridge
+		// prerouting hook sees no frame: the check would do nothing.
+		if name == macspoofBaseChain && (ch.Hooknum == nil || *ch.Hooknum != *nftables.ChainHookPrerouting || ch.Type != nftables.ChainTypeFilter) {
+			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s as a filter prerouting chain", m.Owner, ErrMissing, where, name)
 		}
 	}
 	base, err := c.GetRules(macspoofTable, macspoofBase())
@@ -253,15 +284,22 @@ func macspoofOwner(r *nftables.Rule) (hash, network string, ok bool) {
 
 // GCMacSpoofChecks removes the checks of network whose owner is not in keep
 // (owners of other networks in keep are ignored). A kernel without
-// nf_tables, or without the table, holds none.
+// nf_tables, or without the table, holds none; other nftables errors are
+// returned.
 func GCMacSpoofChecks(network string, keep []Owner) error {
-	c, err := nftables.New()
+	c, err := nftables.New() // not lasting: cannot fail
 	if err != nil {
-		return nil // no nftables here, so no rules either
+		return fmt.Errorf("collect mac spoof checks of network %q: %w", network, err)
 	}
 	exists, err := macspoofChainExists(c, macspoofBaseChain)
-	if err != nil || !exists {
-		return nil // nf_tables unusable or never set up: nothing to collect
+	if errors.Is(err, ErrUnavailable) {
+		return nil // no nf_tables here, so no rules either
+	}
+	if err != nil {
+		return fmt.Errorf("collect mac spoof checks of network %q: %w", network, err)
+	}
+	if !exists {
+		return nil // never set up here
 	}
 	kept := map[string]bool{}
 	for _, o := range keep {

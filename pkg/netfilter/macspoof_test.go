@@ -3,10 +3,12 @@ package netfilter
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -70,9 +72,117 @@ var _ = Describe("mac spoof check", func() {
 		Expect(err.Error()).To(ContainSubstring("drop"))
 	})
 
+	DescribeTable("fails Check when the base chain is no filter chain on prerouting",
+		func(from, to string) {
+			// The same table, as nft lists it, with the base chain moved.
+			var listing string
+			Expect(in(hostNS, func() (err error) {
+				listing, err = nftRun("", "list", "table", "bridge", macspoofTableName)
+				return err
+			})).To(Succeed())
+			Expect(listing).To(ContainSubstring(from))
+			other := testutil.NewNS()
+			Expect(in(other, func() error { _, err := nftRun(strings.Replace(listing, from, to, 1), "-f", "-"); return err })).To(Succeed())
+			err := in(other, check.Check)
+			Expect(err).To(MatchError(ErrMissing))
+			Expect(err.Error()).To(ContainSubstring("chain " + macspoofBaseChain + " as a filter prerouting chain"))
+		},
+		Entry("on the forward hook", "hook prerouting priority dstnat;", "hook forward priority -300;"),
+		Entry("a regular chain", "type filter hook prerouting priority dstnat; policy accept;", ""),
+	)
+
 	It("fails Check after Teardown", func() {
 		Expect(in(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
 		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
 		Expect(in(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+	})
+})
+
+// inWithoutNetAdmin runs fn in n on a thread of its own whose effective
+// capabilities lack CAP_NET_ADMIN, so that the kernel refuses every
+// nf_tables request with EPERM: an error injected by the kernel itself,
+// with the rules in place. Processes fn starts (iptables) get the
+// capability back at exec, as root. The thread never returns to the
+// scheduler.
+func inWithoutNetAdmin(n *ns.NetNS, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := unix.Setns(int(n.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("enter %s: %w", n.Path(), err)
+			return
+		}
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			errc <- fmt.Errorf("capget: %w", err)
+			return
+		}
+		data[unix.CAP_NET_ADMIN/32].Effective &^= 1 << (unix.CAP_NET_ADMIN % 32)
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			errc <- fmt.Errorf("capset: %w", err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+var _ = Describe("mac spoof check on nftables errors", func() {
+	// issue 8, defect 9: any nftables error used to count as "nothing
+	// installed", so a DEL reported success while the rules stayed.
+	var hostNS *ns.NetNS
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		Expect(in(hostNS, check.Setup)).To(Succeed())
+	})
+
+	It("fails Teardown when nftables refuses, and leaves the check for the next DEL", func() {
+		err := inWithoutNetAdmin(hostNS, func() error { return TeardownMacSpoofCheck(o) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(err.Error()).To(ContainSubstring(macspoofTableName))
+		Expect(in(hostNS, check.Check)).To(Succeed(), "the check is still installed")
+
+		Expect(in(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+	})
+
+	It("fails GC when nftables refuses", func() {
+		err := inWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(in(hostNS, check.Check)).To(Succeed(), "the check is still installed")
+
+		Expect(in(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
+		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+	})
+
+	It("tears down nothing, successfully, where nothing was set up", func() {
+		other := testutil.NewNS()
+		Expect(in(other, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+		Expect(in(other, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
+	})
+})
+
+var _ = Describe("nftables masquerade on nftables errors", func() {
+	It("fails the DEL teardown when nftables refuses, and leaves the rules for the next DEL", func() {
+		hostNS := testutil.NewNS()
+		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		addrs := mustCIDRs("10.1.0.5/24")
+		m := newNFTablesMasq()
+		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
+
+		err := inWithoutNetAdmin(hostNS, func() error { return m.teardownIfUsable(o) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed(), "the rules are still installed")
+		err = inWithoutNetAdmin(hostNS, func() error { return m.gcIfUsable(o.Network, nil) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed(), "the rules are still installed")
+
+		Expect(in(hostNS, func() error { return m.teardownIfUsable(o) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(MatchError(ErrMissing))
 	})
 })

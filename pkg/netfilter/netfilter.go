@@ -33,8 +33,8 @@
 //     (other interfaces' markers and jumps stay, ACCEPTs for every subnet,
 //     one MASQUERADE last); Teardown removes its own markers and jumps, and
 //     the chain only when nothing else is in it. Each change holds a flock
-//     per chain (/run/cniforge/iptables/<chain>.lock) from its read to its
-//     write. Upstream's DEL deletes its
+//     on its chain (/run/cniforge/iptables/bucket-<hash>.lock, 256 files
+//     shared by all chains) from its read to its write. Upstream's DEL deletes its
 //     jump by exact spec and then flushes and deletes the chain, markers
 //     included, so the jumps keep upstream's exact form. Upstream's ADD of
 //     another interface appends its ACCEPT and MASQUERADE after ours; Check

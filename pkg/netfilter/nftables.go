@@ -26,9 +26,22 @@ func (m *nftablesMasq) Backend() string { return BackendNFTables }
 func (m *nftablesMasq) conn() (*nftables.Conn, error) {
 	c, err := nftables.New(nftables.AsLasting())
 	if err != nil {
-		return nil, fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
 	}
 	return c, nil
+}
+
+// nftUnsupported wraps err with ErrUnavailable when it says that this
+// kernel has no nf_tables: no nfnetlink (EPROTONOSUPPORT), no nf_tables
+// subsystem or family (EOPNOTSUPP, EAFNOSUPPORT). That is the one failure
+// that proves no rule can exist; any other error (EPERM, ENOBUFS, a
+// netlink that went away) says nothing about what the kernel holds, so
+// callers must not read it as "nothing installed".
+func nftUnsupported(err error) error {
+	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // nftState is what the kernel holds of our table.
@@ -51,10 +64,7 @@ func (m *nftablesMasq) readOnce(c *nftables.Conn) (nftState, error) {
 	var s nftState
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
 	if err != nil {
-		if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) {
-			err = fmt.Errorf("%w: %w", ErrUnavailable, err) // no nf_tables in this kernel
-		}
-		return s, fmt.Errorf("list inet chains: %w", err)
+		return s, fmt.Errorf("list inet chains: %w", nftUnsupported(err))
 	}
 	for _, ch := range chains {
 		if ch.Table == nil || ch.Table.Name != nftTableName {
@@ -282,10 +292,11 @@ func (m *nftablesMasq) usable() error {
 }
 
 // teardownIfUsable is Teardown for TeardownMasqAll: without nf_tables there
-// are no rules to remove.
+// are no rules to remove. Any other failure is one (issue 8, defect 9: a
+// refused dump, say EPERM, must not pass for "nothing installed").
 func (m *nftablesMasq) teardownIfUsable(o Owner) error {
 	err := m.Teardown(o)
-	if err != nil && m.usable() != nil {
+	if errors.Is(err, ErrUnavailable) {
 		return nil
 	}
 	return err

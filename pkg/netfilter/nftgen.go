@@ -56,7 +56,7 @@ func consistent[T any](read func() (T, error)) (T, error) {
 func nftGeneration() (uint32, error) {
 	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
-		return 0, fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
+		return 0, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
 	}
 	defer c.Close()
 	req := netlink.Message{
@@ -69,7 +69,7 @@ func nftGeneration() (uint32, error) {
 	}
 	msgs, err := c.Execute(req)
 	if err != nil {
-		return 0, fmt.Errorf("read nftables generation: %w", err)
+		return 0, fmt.Errorf("read nftables generation: %w", nftUnsupported(err))
 	}
 	for _, m := range msgs {
 		if len(m.Data) < 4 {

@@ -70,6 +70,14 @@ func Open(nsPath string) (*NetNS, error) {
 	return &NetNS{file: f, path: nsPath}, nil
 }
 
+// FromFd opens the network namespace that the open descriptor fd refers to
+// (such as another NetNS's Fd()), for code handed only the descriptor. It
+// checks it as Open does; fd stays the caller's, and the caller closes the
+// result.
+func FromFd(fd int) (*NetNS, error) {
+	return Open(fmt.Sprintf("/proc/self/fd/%d", fd))
+}
+
 // Current opens the network namespace of the calling thread. Call it from a
 // goroutine locked to its thread (a plugin's main goroutine is).
 func Current() (*NetNS, error) {

@@ -91,6 +91,19 @@ var _ = Describe("NetNS", func() {
 		}
 	})
 
+	It("opens the namespace of a descriptor with FromFd", func() {
+		a := testutil.NewNS()
+		n, err := ns.FromFd(int(a.Fd()))
+		Expect(err).NotTo(HaveOccurred())
+		defer n.Close()
+		Expect(n.Same(a)).To(BeTrue())
+		f, err := os.Open("/proc/self/status")
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		_, err = ns.FromFd(int(f.Fd()))
+		Expect(errors.Is(err, ns.ErrNotNetNS)).To(BeTrue(), "%v", err)
+	})
+
 	It("nests: Do inside Do sees the inner namespace, then the outer again", func() {
 		outer := testutil.NewNS()
 		inner := testutil.NewNS()

@@ -1,0 +1,60 @@
+package netfilter
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+var _ = Describe("iptables chain locks", func() {
+	owner := func(i int) Owner {
+		return Owner{Network: "net1", ContainerID: fmt.Sprintf("ctr-%d", i), IfName: "eth0"}
+	}
+	lockFiles := func(dir string) []string {
+		GinkgoHelper()
+		entries, err := os.ReadDir(dir)
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	It("keep at most 256 lock files, however many chains come and go", func() {
+		// issue 8: one file per (network, container), never removed, made
+		// the directory grow by one file per attachment forever.
+		dir := GinkgoT().TempDir()
+		m := &iptablesMasq{lockDir: dir}
+		for i := range 2000 {
+			unlock, err := m.lockChains(iptablesChain(owner(i)))
+			Expect(err).NotTo(HaveOccurred())
+			unlock()
+		}
+		Expect(len(lockFiles(dir))).To(And(BeNumerically("<=", iptablesLockBuckets), BeNumerically(">", 1)))
+	})
+
+	It("lets GC collect chains that share a lock file", func(ctx SpecContext) {
+		// GC locks every chain it changes at once: a bucket taken twice by
+		// one process would wait for itself forever.
+		hostNS := testutil.NewNS()
+		dir := GinkgoT().TempDir()
+		m := &iptablesMasq{variant: "nft", lockDir: dir}
+		a, b := owner(0), owner(1)
+		for i := 2; iptablesLockFile(iptablesChain(b)) != iptablesLockFile(iptablesChain(a)); i++ {
+			b = owner(i)
+		}
+		addrsA, addrsB := mustCIDRs("10.1.0.5/24"), mustCIDRs("10.1.0.6/24")
+		Expect(in(hostNS, func() error { return m.Setup(a, addrsA) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Setup(b, addrsB) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.GC("net1", nil) })).To(Succeed())
+		Expect(in(hostNS, func() error { return m.Check(a, addrsA) })).To(MatchError(ErrMissing))
+		Expect(in(hostNS, func() error { return m.Check(b, addrsB) })).To(MatchError(ErrMissing))
+		Expect(lockFiles(dir)).To(Equal([]string{iptablesLockFile(iptablesChain(a))}))
+	}, SpecTimeout(2*time.Minute))
+})
