@@ -5,20 +5,20 @@ import (
 	"fmt"
 
 	"github.com/onsi/ginkgo/v2"
-
-	"github.com/cniforge/plugins/pkg/attach"
 )
 
 // ErrInjected is the failure FailAfter injects; the plugin's error wraps
 // its text: `injected failure after step "veth"`.
 var ErrInjected = errors.New("injected failure")
 
-// FailAfter returns the hooks that make ADD fail right after step, as a
-// kernel error there would: the failure-injection half of the step-failure
-// table. before, when set, runs first, to change the kernel under the
-// failing ADD as a concurrent ADD would.
-func FailAfter(step string, before func()) attach.Hooks {
-	return attach.Hooks{AfterStep: func(s string) error {
+// FailAfter returns the step hook (attach.Hooks.AfterStep) that makes ADD
+// fail right after step, as a kernel error there would: the
+// failure-injection half of the step-failure table. before, when set, runs
+// first, to change the kernel under the failing ADD as a concurrent ADD
+// would. (A plain func, so that pkg/testutil does not import pkg/attach,
+// whose imports' own tests use pkg/testutil.)
+func FailAfter(step string, before func()) func(string) error {
+	return func(s string) error {
 		if s != step {
 			return nil
 		}
@@ -26,18 +26,18 @@ func FailAfter(step string, before func()) attach.Hooks {
 			before()
 		}
 		return fmt.Errorf("%w after step %q", ErrInjected, s)
-	}}
+	}
 }
 
-// PanicAfter returns the hooks that make ADD panic right after step: the
-// frame must roll back as for an error and answer code 999.
-func PanicAfter(step string) attach.Hooks {
-	return attach.Hooks{AfterStep: func(s string) error {
+// PanicAfter returns the step hook that makes ADD panic right after step:
+// the frame must roll back as for an error and answer code 999.
+func PanicAfter(step string) func(string) error {
+	return func(s string) error {
 		if s == step {
 			panic(fmt.Sprintf("injected panic after step %q", s))
 		}
 		return nil
-	}}
+	}
 }
 
 // StepEntries is the step-failure table: one Ginkgo entry per ADD step,

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -486,7 +487,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.52.0.0/24", "fd00:52::/64"))
-			out := testutil.RunIn(hostNS, bridge.New(testutil.PanicAfter(step)), call("ADD", stdin))
+			out := testutil.RunIn(hostNS, bridge.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
 			Expect(out.Err.Msg).To(ContainSubstring("injected panic after step %q", step))

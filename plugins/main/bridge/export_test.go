@@ -1,16 +1,19 @@
 package bridge
 
 import (
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // FailingAfter returns the plugin with ADD failing right after step.
-func FailingAfter(step string) plugin.Plugin { return New(testutil.FailAfter(step, nil)) }
+func FailingAfter(step string) plugin.Plugin {
+	return New(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)})
+}
 
 // FailingAfterWith is FailingAfter, running hook before the undos.
 func FailingAfterWith(step string, hook func()) plugin.Plugin {
-	return New(testutil.FailAfter(step, hook))
+	return New(attach.Hooks{AfterStep: testutil.FailAfter(step, hook)})
 }
 
 // ParseConfig exposes parseConfig to the config tests.

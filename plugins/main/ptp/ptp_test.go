@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -274,7 +275,7 @@ var _ = Describe("ptp", func() {
 			It("leaves nothing behind after "+step, func() {
 				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 				before := takeSnapshot(hostNS, contNS, dataDir)
-				out := testutil.RunIn(hostNS, ptp.New(testutil.FailAfter(step, nil)), call("ADD", "c1", contNS, o.json()))
+				out := testutil.RunIn(hostNS, ptp.New(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}), call("ADD", "c1", contNS, o.json()))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(out.Err.Msg).To(ContainSubstring("injected failure"))
 				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
@@ -286,7 +287,7 @@ var _ = Describe("ptp", func() {
 			It("leaves nothing behind after a panic after "+step, func() {
 				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 				before := takeSnapshot(hostNS, contNS, dataDir)
-				out := testutil.RunIn(hostNS, ptp.New(testutil.PanicAfter(step)), call("ADD", "c1", contNS, o.json()))
+				out := testutil.RunIn(hostNS, ptp.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", "c1", contNS, o.json()))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
 				Expect(out.Err.Msg).To(ContainSubstring("injected panic"))
