@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,11 +16,12 @@ import (
 type Proc struct {
 	cmd            *exec.Cmd
 	stdout, stderr bytes.Buffer
+	started        time.Time
 }
 
 // Start starts the built binary bin/<name> with c in a new process group
 // and returns without waiting: the IPAM plugin it execs joins that group,
-// so KillGroup kills both at once, as a runtime's timeout or a node crash
+// so KillGroupAfter kills both at once, as a runtime's timeout or a node crash
 // would. The child starts in the network namespace of the calling thread,
 // so call Start inside hostNS.Do.
 func Start(name string, c Call) (*Proc, error) {
@@ -30,20 +32,47 @@ func Start(name string, c Call) (*Proc, error) {
 	p := &Proc{cmd: cmd}
 	cmd.Stdout, cmd.Stderr = &p.stdout, &p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	return p, nil
 }
 
-// KillGroup sends SIGKILL to every process of p's group. A group already
-// gone is no error.
-func (p *Proc) KillGroup() error {
-	err := unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
-	if err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("kill process group %d: %w", p.cmd.Process.Pid, err)
+// KillGroupAfter waits up to d for p to end by itself and, if it has not,
+// sends SIGKILL to every process of p's group; then it waits as Wait does.
+// ran is how long p ran when it ended by itself (killed false). The group
+// is killed only while its leader is unreaped (running, or a zombie held
+// with WNOWAIT), so its id cannot have passed to another process group.
+func (p *Proc) KillGroupAfter(d time.Duration) (out Output, killed bool, ran time.Duration, err error) {
+	pid := p.cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() {
+		for {
+			// WNOWAIT: learn of the exit, leave the zombie for Wait to reap.
+			err := unix.Waitid(unix.P_PID, pid, nil, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				exited <- err
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-exited:
+		ran = time.Since(p.started)
+		if err != nil {
+			return Output{}, false, 0, fmt.Errorf("wait for process %d: %w", pid, err)
+		}
+	case <-timer.C:
+		if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+			return Output{}, false, 0, fmt.Errorf("kill process group %d: %w", pid, err)
+		}
+		<-exited
 	}
-	return nil
+	out, killed, err = p.Wait()
+	return out, killed, ran, err
 }
 
 // Wait waits for p to end and returns what it printed; killed reports that
