@@ -132,10 +132,14 @@ func newRig(p plugin) *rig {
 // container IDs (nobody else has those).
 func (r *rig) removeChainLocks() {
 	for _, id := range r.ids {
-		sum := sha512.Sum512([]byte(r.p.network + id))
-		chain := "CNI-" + hex.EncodeToString(sum[:])[:24]                     // the chain name, as upstream makes it
-		_ = os.Remove(filepath.Join("/run/cniforge/iptables", chain+".lock")) // best effort: an empty file on tmpfs
+		_ = os.Remove(filepath.Join("/run/cniforge/iptables", r.chain(id)+".lock")) // best effort: an empty file on tmpfs
 	}
+}
+
+// chain is the iptables chain of id's attachment, named as upstream names it.
+func (r *rig) chain(id string) string {
+	sum := sha512.Sum512([]byte(r.p.network + id))
+	return "CNI-" + hex.EncodeToString(sum[:])[:24]
 }
 
 func (r *rig) backend(i int) string { return []string{"iptables", "nftables"}[i%2] }
@@ -183,6 +187,14 @@ func (r *rig) measure(contNS *ns.NetNS) {
 		del := r.exec(testutil.Call{Command: "DEL", ContainerID: id, Netns: contNS.Path(), IfName: ifName,
 			Stdin: marshal(with(c, "prevResult", json.RawMessage(out.Stdout)))})
 		Expect(del.Err).To(BeNil(), "DEL: %s", del.Stderr)
+		// The trials compare with the state left here, so it must hold
+		// nothing of these attachments: iptables-save shows the rules'
+		// comments (with the container ID), which nft does not for
+		// iptables-nft rules; the nftables backend's comments hold it too.
+		rules := r.rulesText(true)
+		Expect(rules).NotTo(ContainSubstring(id))
+		Expect(rules).NotTo(ContainSubstring(r.chain(id)))
+		Expect(dataLeftovers(r.dataDir, id)).To(BeEmpty())
 	}
 	r.hostLinks = linkNames(r.hostNS)
 	r.rules = r.ruleDump()
@@ -312,8 +324,15 @@ var counters = regexp.MustCompile(`\[\d+:\d+\]|packets \d+ bytes \d+`)
 // iptables-save and ip6tables-save print it; without comments and counters.
 func (r *rig) ruleDump() string {
 	GinkgoHelper()
+	return r.rulesText(!iptablesIsNFT())
+}
+
+// rulesText is nft's view, and with withIPTables also iptables-save's and
+// ip6tables-save's, without comment lines and counters.
+func (r *rig) rulesText(withIPTables bool) string {
+	GinkgoHelper()
 	dumps := [][]string{{"nft", "list", "ruleset"}}
-	if !iptablesIsNFT() {
+	if withIPTables {
 		dumps = append(dumps, []string{"iptables-save"}, []string{"ip6tables-save"})
 	}
 	var b strings.Builder
