@@ -146,9 +146,27 @@ func setEnv(env map[string]string) (func(), error) {
 // The child starts in the network namespace of the calling thread, so call
 // Exec inside hostNS.Do.
 func Exec(name string, c Call) (Output, error) {
+	cmd, err := command(name, c)
+	if err != nil {
+		return Output{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var exitErr *exec.ExitError
+	if errors.As(runErr, &exitErr) {
+		out.Err, err = cniError(name, exitErr, out)
+		return out, err
+	}
+	return out, runErr
+}
+
+// command prepares bin/<name> with c's environment (and PATH) and stdin.
+func command(name string, c Call) (*exec.Cmd, error) {
 	path := filepath.Join(BinDir(), name)
 	if _, err := os.Stat(path); err != nil {
-		return Output{}, fmt.Errorf("plugin binary %s missing (run ./build_linux.sh first): %w", path, err)
+		return nil, fmt.Errorf("plugin binary %s missing (run ./build_linux.sh first): %w", path, err)
 	}
 	cmd := exec.Command(path)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -158,20 +176,17 @@ func Exec(name string, c Call) (Output, error) {
 		}
 	}
 	cmd.Stdin = bytes.NewReader(c.Stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
-	var exitErr *exec.ExitError
-	if errors.As(runErr, &exitErr) {
-		out.Err = &types.Error{}
-		if err := json.Unmarshal(out.Stdout, out.Err); err != nil {
-			return out, fmt.Errorf("%s exited %d without CNI error JSON: %q (stderr %q)",
-				name, exitErr.ExitCode(), out.Stdout, out.Stderr)
-		}
-		return out, nil
+	return cmd, nil
+}
+
+// cniError decodes the CNI error JSON a plugin that exited non-zero printed.
+func cniError(name string, exitErr *exec.ExitError, out Output) (*types.Error, error) {
+	e := &types.Error{}
+	if err := json.Unmarshal(out.Stdout, e); err != nil {
+		return e, fmt.Errorf("%s exited %d without CNI error JSON: %q (stderr %q)",
+			name, exitErr.ExitCode(), out.Stdout, out.Stderr)
 	}
-	return out, runErr
+	return e, nil
 }
 
 // BinDir is where build_linux.sh puts the plugin binaries: $CNIFORGE_BIN,

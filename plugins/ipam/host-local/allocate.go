@@ -22,7 +22,7 @@ func allocate(conf *Config, s *store, id, ifName string, log *slog.Logger) (ips 
 	if err != nil {
 		return nil, err
 	}
-	exact, legacy, err := ix.lookupOwned(id, ifName)
+	exact, legacy, _, err := ix.lookupOwned(id, ifName)
 	if err != nil {
 		return nil, err
 	}

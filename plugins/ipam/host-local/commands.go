@@ -139,13 +139,16 @@ func delWith(conf *Config, id, ifName string, opts options) error {
 	if err != nil {
 		return err
 	}
-	exact, legacy, err := ix.lookupOwned(id, ifName)
+	exact, legacy, found, err := ix.lookupOwned(id, ifName)
 	if err != nil {
 		return err
 	}
-	if len(exact) == 0 && len(legacy) == 0 {
+	if !found {
 		return nil
 	}
+	// An entry that lists nothing, or addresses whose files never got
+	// written or are gone, is still removed below: after DEL nothing in
+	// the folder may name the attachment.
 	if err := ix.invalidate(); err != nil {
 		return err
 	}
@@ -164,8 +167,9 @@ func delWith(conf *Config, id, ifName string, opts options) error {
 	}
 	s.step("index")
 	// Upstream releases an old (ID-only) reservation only when the
-	// container has none in the current format.
-	if released == 0 && len(legacy) > 0 {
+	// container has none in the current format. Its entry goes then even
+	// when it lists nothing (an entry an older build left).
+	if released == 0 && ix.legacy {
 		for _, a := range legacy {
 			_, err := s.release(a, id, "")
 			errs = append(errs, err)
@@ -217,7 +221,7 @@ func checkWith(conf *Config, id, ifName string, prev *current.Result, opts optio
 		if err != nil {
 			return err
 		}
-		exact, legacy, err := ix.lookupOwned(id, ifName)
+		exact, legacy, _, err := ix.lookupOwned(id, ifName)
 		if err != nil {
 			return err
 		}

@@ -97,6 +97,8 @@ var _ = Describe("a crash at any step", func() {
 		Expect(del(c, "c", "eth0")).To(Succeed())
 		Expect(del(c, "a", "eth0")).To(Succeed())
 		Expect(reservations(dataDir)).To(BeEmpty())
+		Expect(naming(dataDir, "a")).To(BeEmpty())
+		Expect(naming(dataDir, "c")).To(BeEmpty())
 	}
 
 	addSteps := []string{"invalidate", "claim 10.1.0.3", "reserve 10.1.0.3", "claim fd00::3", "reserve fd00::3", "index"}
@@ -106,6 +108,9 @@ var _ = Describe("a crash at any step", func() {
 			crashDuring("ADD", step, stdin)
 			Expect(del(c, "b", "eth0")).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(aOnly))
+			Expect(naming(dataDir, "b")).To(BeEmpty())
+			Expect(del(c, "b", "eth0")).To(Succeed(), "a second DEL")
+			Expect(naming(dataDir, "b")).To(BeEmpty())
 			expectHealthy()
 		})
 
@@ -114,6 +119,7 @@ var _ = Describe("a crash at any step", func() {
 			gcConf := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", "fd00::/64"), nil), "")
 			Expect(gc(gcConf, []types.GCAttachment{{ContainerID: "a", IfName: "eth0"}})).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(aOnly))
+			Expect(naming(dataDir, "b")).To(BeEmpty())
 			expectHealthy()
 		})
 	}
@@ -125,10 +131,12 @@ var _ = Describe("a crash at any step", func() {
 			crashDuring("DEL", step, stdin)
 			Expect(del(c, "b", "eth0")).To(Succeed())
 			Expect(reservations(dataDir)).To(Equal(aOnly))
+			Expect(naming(dataDir, "b")).To(BeEmpty())
 			// b can come back.
 			_, err = add(c, "b", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(del(c, "b", "eth0")).To(Succeed())
+			Expect(naming(dataDir, "b")).To(BeEmpty())
 			expectHealthy()
 		})
 	}

@@ -159,3 +159,39 @@ func upstreamMatches(dataDir, id, ifName string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// naming lists the files under the network folder (index and temp files
+// included) that name container id: a reservation or temp file whose
+// content is "<id>\r\n..." or "<id>", or an index file with a line that is
+// id (index entries hold the ID on a line of its own). After DEL of id, or
+// a GC that does not list it, there must be none (issue 7).
+func naming(dataDir, id string) []string {
+	GinkgoHelper()
+	root := filepath.Join(dataDir, testNet)
+	var out []string
+	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s := strings.TrimSpace(string(b))
+		named := s == id || strings.HasPrefix(s, id+"\r\n")
+		for _, l := range strings.Split(s, "\n") {
+			named = named || l == id
+		}
+		if named {
+			rel, _ := filepath.Rel(root, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	Expect(err).NotTo(HaveOccurred())
+	sort.Strings(out)
+	return out
+}

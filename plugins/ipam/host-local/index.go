@@ -29,15 +29,17 @@ import (
 //
 //	.cniforge/stamp        identity of the network folder when the index was last right
 //	.cniforge/snapshot     every attachment's addresses at the last rebuild, sorted by key
-//	.cniforge/by-id/<key>  an attachment changed since then (no addresses = released)
+//	.cniforge/by-id/<key>  an attachment added or changed since then
 //	.cniforge/tmp.*        reservations on their way to a link(2)
 //
 // A rebuild (reading every reservation file) writes one snapshot file, so
 // it costs about what upstream pays on every command; later commands touch
 // one small by-id file each and find the rest in the snapshot with three
 // small reads (fanout table, the run of records sharing a first byte, the
-// entry). by-id files never outnumber the live attachments plus the
-// snapshot's entries, so nothing needs compacting.
+// entry). Releasing an attachment removes its by-id file and erases its
+// snapshot record in place (see eraseSnapshotEntry): after DEL no index
+// file names it, and by-id files never outnumber the live attachments, so
+// nothing needs compacting.
 //
 // Staleness: before stamping, commit sets the network folder's mtime
 // itself, to a value no later change can give it: two seconds before now,
@@ -254,39 +256,49 @@ func (ix *index) byIDPath(key string) string { return filepath.Join(ix.s.meta, b
 
 // lookup returns the addresses the index records for (id, ifName): its
 // by-id file when it changed since the snapshot, else the snapshot's entry.
-func (ix *index) lookup(id, ifName string) ([]netip.Addr, error) {
+// found reports that the index has an entry for it at all, even one
+// listing no address: DEL must remove such an entry too.
+func (ix *index) lookup(id, ifName string) (addrs []netip.Addr, found bool, err error) {
 	key := indexKey(id, ifName)
 	data, err := os.ReadFile(ix.byIDPath(key))
 	if err == nil {
 		addrs, _ := parseEntry(data, id, ifName)
-		return addrs, nil
+		return addrs, true, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read index: %w", err)
+		return nil, false, fmt.Errorf("read index: %w", err)
 	}
-	body, err := ix.snapshotEntry(key)
-	if err != nil || body == nil {
-		return nil, err
+	rec, err := ix.snapshotEntry(key)
+	if err != nil || rec == nil {
+		return nil, false, err
 	}
-	addrs, _ := parseEntry(body, id, ifName)
-	return addrs, nil
+	addrs, ok := parseEntry(rec.body, id, ifName)
+	return addrs, ok, nil
 }
 
 // lookupOwned is what (id, ifName) holds per the index: its own entry plus,
-// when an old upstream left ID-only reservations, those of id.
-func (ix *index) lookupOwned(id, ifName string) (exact, legacy []netip.Addr, err error) {
-	exact, err = ix.lookup(id, ifName)
+// when an old upstream left ID-only reservations, those of id. found is
+// lookup's, for either entry.
+func (ix *index) lookupOwned(id, ifName string) (exact, legacy []netip.Addr, found bool, err error) {
+	exact, found, err = ix.lookup(id, ifName)
 	if err != nil || !ix.legacy {
-		return exact, nil, err
+		return exact, nil, found, err
 	}
-	legacy, err = ix.lookup(id, "")
-	return exact, legacy, err
+	legacy, foundLegacy, err := ix.lookup(id, "")
+	return exact, legacy, found || foundLegacy, err
+}
+
+// snapRecord is a snapshot entry as found: where its record and its body
+// sit in the file, and the body.
+type snapRecord struct {
+	recordOff, bodyOff int64
+	body               []byte
 }
 
 // snapshotEntry finds key in the snapshot: the fanout table gives the run
 // of records sharing key's first byte, one read fetches that run. It returns
 // nil when the snapshot has no such entry.
-func (ix *index) snapshotEntry(key string) ([]byte, error) {
+func (ix *index) snapshotEntry(key string) (*snapRecord, error) {
 	if ix.snap == nil {
 		if err := ix.openSnapshot(); err != nil {
 			return nil, err
@@ -308,8 +320,9 @@ func (ix *index) snapshotEntry(key string) ([]byte, error) {
 	if lo == hi {
 		return nil, nil
 	}
+	runOff := ix.snapStart + int64(lo)*recordLen
 	run := make([]byte, (hi-lo)*recordLen)
-	if _, err := ix.snap.ReadAt(run, ix.snapStart+int64(lo)*recordLen); err != nil {
+	if _, err := ix.snap.ReadAt(run, runOff); err != nil {
 		return nil, fmt.Errorf("read index snapshot: %w", err)
 	}
 	for i := 0; i < hi-lo; i++ {
@@ -326,9 +339,38 @@ func (ix *index) snapshotEntry(key string) ([]byte, error) {
 		if _, err := ix.snap.ReadAt(body, off); err != nil {
 			return nil, fmt.Errorf("read index snapshot: %w", err)
 		}
-		return body, nil
+		return &snapRecord{recordOff: runOff + int64(i)*recordLen, bodyOff: off, body: body}, nil
 	}
 	return nil, nil
+}
+
+// eraseSnapshotEntry overwrites rec in place so that the snapshot no
+// longer names its attachment: the key (bar its first byte, which keeps the
+// record in its fanout run) becomes dashes, which no key equals, and the
+// body, holding the container ID and ifname, becomes the header line and
+// dashes. Sizes and offsets stay, so no other record moves and the
+// snapshot is not rewritten: releasing costs the same with 4000
+// attachments as with one. Call invalidate first: a crash between the two
+// writes leaves no stamp, so the next command rebuilds.
+func (ix *index) eraseSnapshotEntry(rec *snapRecord) error {
+	path := filepath.Join(ix.s.meta, snapshotName)
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("update index: %w", err)
+	}
+	erased := []byte(indexHeader + "\n")
+	if len(rec.body) > len(erased) {
+		erased = append(erased, bytes.Repeat([]byte("-"), len(rec.body)-len(erased)-1)...)
+		erased = append(erased, '\n')
+	} else {
+		erased = bytes.Repeat([]byte("-"), len(rec.body)) // never: a body starts with the header
+	}
+	_, err1 := f.WriteAt(erased, rec.bodyOff)
+	_, err2 := f.WriteAt(bytes.Repeat([]byte("-"), keyLen-2), rec.recordOff+2)
+	if err := errors.Join(err1, err2, f.Close()); err != nil {
+		return fmt.Errorf("update index %s: %w", path, err)
+	}
+	return nil
 }
 
 // firstByte is the value of a key's first two hex digits, -1 if not hex.
@@ -391,23 +433,28 @@ func (ix *index) invalidate() error {
 	return nil
 }
 
-// put records addrs as what (id, ifName) holds; none releases the entry:
-// its by-id file goes, or says "nothing" when the snapshot still names it.
+// put records addrs as what (id, ifName) holds. None releases the entry:
+// its by-id file goes, and so does its record in the snapshot (erased in
+// place), so no file of the index names a released attachment (issue 7).
 // Call invalidate first.
 func (ix *index) put(id, ifName string, addrs []netip.Addr) error {
 	key := indexKey(id, ifName)
 	path := ix.byIDPath(key)
 	if len(addrs) == 0 {
-		inSnapshot, err := ix.snapshotEntry(key)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("update index: %w", err)
+		}
+		rec, err := ix.snapshotEntry(key)
 		if err != nil {
 			return err
 		}
-		if inSnapshot == nil {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("update index: %w", err)
-			}
+		if rec == nil {
 			return nil
 		}
+		if _, ok := parseEntry(rec.body, id, ifName); !ok {
+			return nil // another attachment's, under a colliding key
+		}
+		return ix.eraseSnapshotEntry(rec)
 	}
 	body := []byte(entryBody(id, ifName, addrs))
 	err := writeInPlace(path, body)

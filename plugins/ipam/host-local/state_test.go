@@ -213,7 +213,11 @@ var _ = Describe("on-disk state", func() {
 				Expect(err).NotTo(HaveOccurred(), "pod%d", i)
 			}
 		}
-		Expect(byID()).To(Equal(n / 2))
+		// Released snapshot entries are erased in place, not shadowed by
+		// a by-id file each: no file names a deleted pod.
+		Expect(byID()).To(BeZero())
+		Expect(naming(dataDir, "pod0")).To(BeEmpty())
+		Expect(naming(dataDir, "pod1")).NotTo(BeEmpty())
 
 		// A pod added and deleted after the snapshot leaves no file behind.
 		for i := 0; i < 20; i++ {
@@ -221,11 +225,40 @@ var _ = Describe("on-disk state", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(del(c, fmt.Sprintf("new%d", i), "eth0")).To(Succeed())
 		}
-		Expect(byID()).To(Equal(n / 2))
+		Expect(byID()).To(BeZero())
 		// A released snapshot entry can be added again.
 		_, err := add(c, "pod0", "eth0", quiet)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(check(c, "pod0", "eth0", nil)).To(Succeed())
+	})
+
+	It("DEL of an attachment the snapshot records leaves no file naming it", func() {
+		for _, id := range []string{"a", "b", "c"} {
+			_, err := add(c, id, "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// GC rebuilds the index: all three are now in the snapshot.
+		Expect(gc(c, []types.GCAttachment{{ContainerID: "a", IfName: "eth0"}, {ContainerID: "b", IfName: "eth0"}, {ContainerID: "c", IfName: "eth0"}})).To(Succeed())
+		Expect(naming(dataDir, "b")).To(ConsistOf(filepath.Join(metaName, snapshotName), "10.1.0.3", "fd00::3"))
+
+		Expect(del(c, "b", "eth0")).To(Succeed())
+		Expect(naming(dataDir, "b")).To(BeEmpty())
+		Expect(filepath.Join(netDir, metaName, stampName)).To(BeAnExistingFile(), "no rebuild needed after a DEL")
+		// The erased record hides nobody else's: a and c are still found
+		// through the snapshot, and b can come back and leave again.
+		Expect(check(c, "a", "eth0", nil)).To(Succeed())
+		Expect(check(c, "c", "eth0", nil)).To(Succeed())
+		Expect(check(c, "b", "eth0", nil)).To(HaveOccurred())
+		_, err := add(c, "b", "eth0", quiet)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(check(c, "b", "eth0", nil)).To(Succeed())
+		Expect(del(c, "b", "eth0")).To(Succeed())
+		Expect(naming(dataDir, "b")).To(BeEmpty())
+		for _, id := range []string{"a", "c"} {
+			Expect(del(c, id, "eth0")).To(Succeed())
+			Expect(naming(dataDir, id)).To(BeEmpty())
+		}
+		Expect(reservations(dataDir)).To(BeEmpty())
 	})
 
 	Describe("after a crash", func() {
@@ -266,6 +299,30 @@ var _ = Describe("on-disk state", func() {
 			Expect(addrsOf(res)).To(Equal([]string{"10.1.0.3/24", "fd00::3/64"}))
 		})
 
+		It("DEL removes an index entry that lists nothing, or addresses never reserved", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			s, err := openStore(dataDir, testNet, false)
+			Expect(err).NotTo(HaveOccurred())
+			ix, err := s.loadIndex()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ix.invalidate()).To(Succeed())
+			// b: a released entry as an older build left it; d: an entry
+			// whose reservations were never linked.
+			writeFile(ix.byIDPath(indexKey("b", "eth0")), entryBody("b", "eth0", nil))
+			Expect(ix.put("d", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.9")})).To(Succeed())
+			Expect(ix.commit()).To(Succeed())
+			Expect(s.close()).To(Succeed())
+			Expect(naming(dataDir, "b")).NotTo(BeEmpty())
+			Expect(naming(dataDir, "d")).NotTo(BeEmpty())
+
+			Expect(del(c, "b", "eth0")).To(Succeed())
+			Expect(del(c, "d", "eth0")).To(Succeed())
+			Expect(naming(dataDir, "b")).To(BeEmpty())
+			Expect(naming(dataDir, "d")).To(BeEmpty())
+			Expect(check(c, "a", "eth0", nil)).To(Succeed())
+		})
+
 		It("a stale index entry pointing at someone else's address releases nothing of theirs", func() {
 			_, err := add(c, "a", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())
@@ -280,6 +337,7 @@ var _ = Describe("on-disk state", func() {
 
 			Expect(del(c, "b", "eth0")).To(Succeed())
 			Expect(reservations(dataDir)).To(HaveKey("10.1.0.2"))
+			Expect(naming(dataDir, "b")).To(BeEmpty())
 		})
 
 		It("GC removes temp files and a reservation nobody lists, and rebuilds the index", func() {
