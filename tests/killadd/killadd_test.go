@@ -123,17 +123,7 @@ func newRig(p plugin) *rig {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	r := &rig{p: p, hostNS: testutil.NewNS(), dataDir: GinkgoT().TempDir(), tag: hex.EncodeToString(b)}
-	DeferCleanup(r.removeChainLocks)
 	return r
-}
-
-// removeChainLocks removes the lock files the iptables backend leaves on
-// the node, one per attachment chain, for the chains of this run's
-// container IDs (nobody else has those).
-func (r *rig) removeChainLocks() {
-	for _, id := range r.ids {
-		_ = os.Remove(filepath.Join("/run/cniforge/iptables", r.chain(id)+".lock")) // best effort: an empty file on tmpfs
-	}
 }
 
 // chain is the iptables chain of id's attachment, named as upstream names it.
