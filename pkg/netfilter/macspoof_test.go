@@ -75,11 +75,7 @@ var _ = Describe("mac spoof check", func() {
 	DescribeTable("fails Check when the base chain is no filter chain on prerouting",
 		func(from, to string) {
 			// The same table, as nft lists it, with the base chain moved.
-			var listing string
-			Expect(in(hostNS, func() (err error) {
-				listing, err = nftRun("", "list", "table", "bridge", macspoofTableName)
-				return err
-			})).To(Succeed())
+			listing := testutil.NetfilterOutput(hostNS, "nft", "list", "table", "bridge", macspoofTableName)
 			Expect(listing).To(ContainSubstring(from))
 			other := testutil.NewNS()
 			Expect(in(other, func() error { _, err := nftRun(strings.Replace(listing, from, to, 1), "-f", "-"); return err })).To(Succeed())
