@@ -156,6 +156,22 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
 	})
 
+	It("tears down from many DELs at once, each succeeding", func() {
+		// Concurrent teardowns of one owner race: the loser's batch finds
+		// its rule or chain gone (ENOENT), which is "already gone".
+		for round := range 5 {
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() { errs <- in(hostNS, func() error { return TeardownMacSpoofCheck(o) }) }()
+			}
+			for range 8 {
+				Expect(<-errs).To(Succeed(), "round %d", round)
+			}
+			Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+			Expect(in(hostNS, check.Setup)).To(Succeed())
+		}
+	})
+
 	It("tears down nothing, successfully, where nothing was set up", func() {
 		other := testutil.NewNS()
 		Expect(in(other, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
