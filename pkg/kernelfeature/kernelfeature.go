@@ -1,7 +1,8 @@
 // Package kernelfeature tells kernel-dependent tests whether the running
 // kernel can do what they need (ipvlan, 802.1Q vlan, bridge VLAN filtering,
-// dummy, vrf), so a spec skips with the reason on a kernel that cannot and
-// runs for real in the VM lane (scripts/vmtest.sh), whose Debian kernel can.
+// dummy, vrf, br_netfilter), so a spec skips with the reason on a kernel
+// that cannot and runs for real in the VM lane (scripts/vmtest.sh), whose
+// Debian kernel can.
 //
 // A kernel-dependent spec carries Label(kernelfeature.Label) and starts with
 // Require:

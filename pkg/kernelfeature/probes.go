@@ -7,6 +7,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
@@ -23,14 +24,19 @@ var (
 	Dummy = Feature{Name: "dummy", Tries: "creating a dummy link", probe: probeDummy}
 	// VRF: vrf devices (the vrf plugin).
 	VRF = Feature{Name: "vrf", Tries: "creating a vrf device", probe: probeVRF}
+	// BrNetfilter: bridged IPv4 frames passing through iptables
+	// (br_netfilter with net.bridge.bridge-nf-call-iptables), as on every
+	// Kubernetes node; bridge's hairpinMode specs need it.
+	BrNetfilter = Feature{Name: "br_netfilter", Tries: "reading net.bridge.bridge-nf-call-iptables in a namespace (the module is never loaded on demand)", probe: probeBrNetfilter}
 )
 
 // All is every feature the package probes.
-var All = []Feature{IPVlan, VLAN, BridgeVLANFiltering, Dummy, VRF}
+var All = []Feature{IPVlan, VLAN, BridgeVLANFiltering, Dummy, VRF, BrNetfilter}
 
-// prober is a throwaway namespace for one probe, with a veth pair in it to
-// serve as the parent of links that need one.
+// prober is a throwaway namespace for one probe, with a handle in it, and
+// a veth pair made on demand to serve as the parent of links that need one.
 type prober struct {
+	n *ns.NetNS
 	h *netlink.Handle
 }
 
@@ -49,7 +55,7 @@ func runProbe(f Feature) (err error) {
 		return err
 	}
 	defer h.Close()
-	return f.probe(&prober{h: h})
+	return f.probe(&prober{n: n, h: h})
 }
 
 // parent makes a veth pair and returns one end.
@@ -144,6 +150,16 @@ func probeDummy(p *prober) error {
 	}
 	_, err := p.add(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: "probedummy"}})
 	return err
+}
+
+// probeBrNetfilter only reads the sysctl br_netfilter registers in every
+// namespace: a sysctl read never loads a module, so a kernel where it is
+// a module that nobody loaded answers "absent" (the VM lane preloads it).
+func probeBrNetfilter(p *prober) error {
+	return p.n.Do(func() error {
+		_, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
+		return err
+	})
 }
 
 func probeVRF(p *prober) error {

@@ -42,6 +42,6 @@ var _ = Describe("what Require does with a probe result", func() {
 			Expect(seen).NotTo(HaveKey(f.Name))
 			seen[f.Name] = true
 		}
-		Expect(seen).To(HaveLen(5))
+		Expect(seen).To(HaveLen(6))
 	})
 })

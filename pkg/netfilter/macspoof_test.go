@@ -75,11 +75,7 @@ var _ = Describe("mac spoof check", func() {
 	DescribeTable("fails Check when the base chain is no filter chain on prerouting",
 		func(from, to string) {
 			// The same table, as nft lists it, with the base chain moved.
-			var listing string
-			Expect(in(hostNS, func() (err error) {
-				listing, err = nftRun("", "list", "table", "bridge", macspoofTableName)
-				return err
-			})).To(Succeed())
+			listing := testutil.NetfilterOutput(hostNS, "nft", "list", "table", "bridge", macspoofTableName)
 			Expect(listing).To(ContainSubstring(from))
 			other := testutil.NewNS()
 			Expect(in(other, func() error { _, err := nftRun(strings.Replace(listing, from, to, 1), "-f", "-"); return err })).To(Succeed())
@@ -158,6 +154,22 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 
 		Expect(in(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
 		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+	})
+
+	It("tears down from many DELs at once, each succeeding", func() {
+		// Concurrent teardowns of one owner race: the loser's batch finds
+		// its rule or chain gone (ENOENT), which is "already gone".
+		for round := range 5 {
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() { errs <- in(hostNS, func() error { return TeardownMacSpoofCheck(o) }) }()
+			}
+			for range 8 {
+				Expect(<-errs).To(Succeed(), "round %d", round)
+			}
+			Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+			Expect(in(hostNS, check.Setup)).To(Succeed())
+		}
 	})
 
 	It("tears down nothing, successfully, where nothing was set up", func() {

@@ -19,8 +19,9 @@ import (
 type backendCase struct {
 	name string
 	new  func() Masq
-	// kernel returns our rules as the kernel's own tool prints them.
-	kernel func() (string, error)
+	// kernel returns our rules in n as the kernel's own tool prints them;
+	// a tool that fails fails the spec (testutil.NetfilterOutput).
+	kernel func(n *ns.NetNS) string
 	// want renders what kernel should print after Setup(o, addrs) alone.
 	want func(o Owner, addrs []*net.IPNet) string
 	// breakRule deletes one rule of o behind the backend's back.
@@ -33,20 +34,18 @@ func iptablesCase(variant string) backendCase {
 	return backendCase{
 		name: "iptables-" + variant,
 		new:  func() Masq { return &iptablesMasq{variant: variant} },
-		kernel: func() (string, error) {
+		kernel: func(n *ns.NetNS) string {
+			GinkgoHelper()
 			var b strings.Builder
 			for _, f := range families {
-				out, err := exec.Command(save(f), "-t", "nat").Output()
-				if err != nil {
-					return "", fmt.Errorf("%s: %w", save(f), err)
-				}
-				for _, l := range strings.Split(string(out), "\n") {
+				out := testutil.NetfilterOutput(n, save(f), "-t", "nat")
+				for _, l := range strings.Split(out, "\n") {
 					if strings.HasPrefix(l, "-A ") || strings.HasPrefix(l, ":CNI-") {
 						fmt.Fprintf(&b, "%s %s\n", f, l)
 					}
 				}
 			}
-			return b.String(), nil
+			return b.String()
 		},
 		want: func(o Owner, addrs []*net.IPNet) string {
 			// What iptables-save prints for the rules Setup restored: the
@@ -85,15 +84,13 @@ func iptablesCase(variant string) backendCase {
 var nftablesCase = backendCase{
 	name: "nftables",
 	new:  func() Masq { return newNFTablesMasq() },
-	kernel: func() (string, error) {
-		out, err := exec.Command("nft", "list", "table", "inet", nftTableName).CombinedOutput()
-		if err != nil {
-			if strings.Contains(string(out), "No such file or directory") {
-				return "", nil
-			}
-			return "", fmt.Errorf("nft list: %w: %s", err, out)
+	kernel: func(n *ns.NetNS) string {
+		GinkgoHelper()
+		// Listing an absent table fails; an absent table holds no rules.
+		if !strings.Contains(testutil.NetfilterOutput(n, "nft", "list", "tables", "inet"), "table inet "+nftTableName+"\n") {
+			return ""
 		}
-		return string(out), nil
+		return testutil.NetfilterOutput(n, "nft", "list", "table", "inet", nftTableName)
 	},
 	want: renderNFTables,
 	breakRule: func(o Owner) error {
@@ -135,9 +132,7 @@ var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 		m      Masq
 		kernel = func() string {
 			GinkgoHelper()
-			var s string
-			Expect(in(hostNS, func() (err error) { s, err = bc.kernel(); return err })).To(Succeed())
-			return s
+			return bc.kernel(hostNS)
 		}
 		a = Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		b = Owner{Network: "net1", ContainerID: "ctr-b", IfName: "eth0"}
@@ -466,12 +461,7 @@ var _ = Describe("iptables backend", func() {
 		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		err := in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
-		var out []byte
-		Expect(in(hostNS, func() (err error) {
-			out, err = exec.Command("iptables-nft-save", "-t", "nat").Output()
-			return err
-		})).To(Succeed())
-		Expect(string(out)).NotTo(ContainSubstring("CNI-"))
+		Expect(testutil.NetfilterOutput(hostNS, "iptables-nft-save", "-t", "nat")).NotTo(ContainSubstring("CNI-"))
 	})
 })
 
@@ -491,8 +481,7 @@ var _ = Describe("iptables backend rollback", func() {
 		}}
 		err := in(hostNS, func() error { return failing.Setup(eth1, mustCIDRs("10.2.0.5/24", "fd00:2::5/64")) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
-		var kernel string
-		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
+		kernel := iptablesCase("nft").kernel(hostNS)
 		Expect(kernel).To(Equal(iptablesCase("nft").want(eth0, addrs0)), "eth0's rules alone are left")
 	})
 })
@@ -514,8 +503,7 @@ var _ = Describe("nftables backend", func() {
 		m := newNFTablesMasq()
 		a := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		Expect(in(hostNS, func() error { return m.Setup(a, mustCIDRs("10.1.0.5/24")) })).NotTo(Succeed())
-		var listing string
-		Expect(in(hostNS, func() (err error) { listing, err = nftablesCase.kernel(); return err })).To(Succeed())
+		listing := nftablesCase.kernel(hostNS)
 		Expect(listing).To(ContainSubstring("hook input"))
 		Expect(listing).NotTo(ContainSubstring(nftMasqChain))
 		Expect(listing).NotTo(ContainSubstring("10.1.0.5"))

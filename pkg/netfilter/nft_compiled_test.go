@@ -29,12 +29,7 @@ func nftRun(script string, args ...string) (string, error) {
 // rewritten.
 func nftListing(n *ns.NetNS) string {
 	GinkgoHelper()
-	var out string
-	Expect(in(n, func() (err error) {
-		out, err = nftRun("", "-a", "list", "table", "inet", nftTableName)
-		return err
-	})).To(Succeed())
-	return out
+	return testutil.NetfilterOutput(n, "nft", "-a", "list", "table", "inet", nftTableName)
 }
 
 var _ = Describe("nftables rules compiled by nft", func() {

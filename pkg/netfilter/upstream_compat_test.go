@@ -57,9 +57,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed())
 		Expect(in(hostNS, func() error { return m.Teardown(o) })).To(Succeed())
 		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(MatchError(ErrMissing))
-		var kernel string
-		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
-		Expect(kernel).To(BeEmpty())
+		Expect(iptablesCase("nft").kernel(hostNS)).To(BeEmpty())
 	})
 
 	It("is removed by upstream's DEL", func() {
@@ -67,9 +65,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 		m := &iptablesMasq{variant: "nft"}
 		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		Expect(in(hostNS, upstreamDel)).To(Succeed())
-		var kernel string
-		Expect(in(hostNS, func() (err error) { kernel, err = iptablesCase("nft").kernel(); return err })).To(Succeed())
-		Expect(kernel).To(BeEmpty())
+		Expect(iptablesCase("nft").kernel(hostNS)).To(BeEmpty())
 	})
 })
 

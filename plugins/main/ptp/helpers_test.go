@@ -2,9 +2,7 @@ package ptp_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
-	"os/exec"
 	"sort"
 	"strings"
 
@@ -95,31 +93,18 @@ func (o netOpts) json() []byte {
 func natRules(n *ns.NetNS) []string {
 	GinkgoHelper()
 	var out []string
-	Expect(n.Do(func() error {
-		for _, tool := range []string{"iptables-save", "ip6tables-save"} {
-			b, err := exec.Command(tool, "-t", "nat").CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%s: %w: %s", tool, err, b)
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if (strings.HasPrefix(line, "-A ") && strings.Contains(line, "comment")) || strings.HasPrefix(line, ":CNI-") {
-					out = append(out, tool+" "+line)
-				}
+	for _, tool := range []string{"iptables-save", "ip6tables-save"} {
+		for _, line := range strings.Split(testutil.NetfilterOutput(n, tool, "-t", "nat"), "\n") {
+			if (strings.HasPrefix(line, "-A ") && strings.Contains(line, "comment")) || strings.HasPrefix(line, ":CNI-") {
+				out = append(out, tool+" "+line)
 			}
 		}
-		b, err := exec.Command("nft", "list", "ruleset").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("nft list ruleset: %w: %s", err, b)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			t := strings.TrimSpace(line)
-			if !strings.Contains(t, "comment") {
-				continue
-			}
+	}
+	for _, line := range strings.Split(testutil.NetfilterOutput(n, "nft", "list", "ruleset"), "\n") {
+		if t := strings.TrimSpace(line); strings.Contains(t, "comment") {
 			out = append(out, "nft "+t)
 		}
-		return nil
-	})).To(Succeed())
+	}
 	sort.Strings(out)
 	return out
 }
