@@ -3,7 +3,6 @@ package verbs_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -57,26 +56,17 @@ func execIn(n *ns.NetNS, name string, c testutil.Call) testutil.Output {
 	return out
 }
 
-// masqRules is what iptables and nftables hold in n that names network
-// "verbs"; a dump tool that fails fails the spec, so an empty answer means
-// "no rules", never "could not look".
+// masqRules lists the lines of n's whole netfilter ruleset that name
+// network "verbs" (testutil.NetfilterRuleset fails the spec when a dump tool
+// fails, so "none" never means "could not look").
 func masqRules(n *ns.NetNS) []string {
 	GinkgoHelper()
 	var found []string
-	Expect(n.Do(func() error {
-		for _, cmd := range [][]string{{"iptables-save"}, {"nft", "list", "ruleset"}} {
-			out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%s: %w: %s", cmd[0], err, out)
-			}
-			for _, line := range strings.Split(string(out), "\n") {
-				if strings.Contains(line, "verbs") {
-					found = append(found, line)
-				}
-			}
+	for _, line := range strings.Split(testutil.NetfilterRuleset(n), "\n") {
+		if strings.Contains(line, "verbs") {
+			found = append(found, line)
 		}
-		return nil
-	})).To(Succeed())
+	}
 	return found
 }
 
