@@ -326,21 +326,14 @@ func (r *rig) rulesText(withIPTables bool) string {
 		dumps = append(dumps, []string{"iptables-save"}, []string{"ip6tables-save"})
 	}
 	var b strings.Builder
-	Expect(r.hostNS.Do(func() error {
-		for _, argv := range dumps {
-			out, err := exec.Command(argv[0], argv[1:]...).Output()
-			if err != nil {
-				return fmt.Errorf("%v: %w", argv, err)
+	for _, argv := range dumps {
+		for _, l := range strings.Split(testutil.NetfilterOutput(r.hostNS, argv...), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "#") || strings.TrimSpace(l) == "" {
+				continue
 			}
-			for _, l := range strings.Split(string(out), "\n") {
-				if strings.HasPrefix(strings.TrimSpace(l), "#") || strings.TrimSpace(l) == "" {
-					continue
-				}
-				b.WriteString(counters.ReplaceAllString(l, "0") + "\n")
-			}
+			b.WriteString(counters.ReplaceAllString(l, "0") + "\n")
 		}
-		return nil
-	})).To(Succeed())
+	}
 	return b.String()
 }
 
