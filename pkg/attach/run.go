@@ -121,7 +121,8 @@ func recovered(err *error, log *slog.Logger) {
 
 func panicError(v any, log *slog.Logger) error {
 	if log != nil {
-		log.Error("panic", "value", fmt.Sprint(v), "stack", string(debug.Stack()))
+		log.Error("panic", "value", fmt.Sprint(v))
+		log.Debug("panic", "stack", string(debug.Stack()))
 	}
 	return types.NewError(types.ErrInternal, fmt.Sprintf("panic: %v", v), "")
 }

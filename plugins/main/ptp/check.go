@@ -1,78 +1,44 @@
 package ptp
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
-	"strings"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/result"
 )
 
-// cmdCheck compares the kernel with the result ADD returned (prevResult):
-// the container end, its MAC, addresses and routes; the host end, its
-// gateway addresses and host routes; the masquerade rules; the IPAM
-// reservation. It changes nothing.
-func (p *ptp) cmdCheck(args *skel.CmdArgs) (err error) {
-	conf, err := parseConfig(args.StdinData)
+// check compares the kernel with the result ADD returned (prevResult),
+// after the frame ran IPAM's CHECK: the container end, its MAC, addresses
+// and routes; the host end, its name, MAC, gateway addresses and host
+// routes; the masquerade rules. It changes nothing.
+func check(a *attach.Attachment, conf *netConf, prev *current.Result) error {
+	contIdx, ipcs, err := a.ContainerIface(prev)
 	if err != nil {
 		return err
 	}
-	prev := conf.prevResult
-	if prev == nil {
-		return result.InvalidConfig(errors.New("prevResult: missing; CHECK compares the kernel with the result of ADD"))
-	}
-	if err := ipam.Check(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
-		return fmt.Errorf("ipam %s CHECK: %w", conf.IPAM.Type, err)
-	}
-	contIdx := result.InterfaceIndex(prev, args.IfName, args.Netns)
-	if contIdx < 0 {
-		return fmt.Errorf("prevResult lists no interface %q in %s", args.IfName, args.Netns)
-	}
-	ipcs := result.IPsOf(prev, contIdx)
-
-	hostNS, hostH, err := ns.OpenHost()
+	hostNS, hostH, err := a.Host()
 	if err != nil {
 		return err
 	}
-	defer hostNS.Close()
-	defer hostH.Close()
-	contNS, contH, err := ns.OpenContainer(args.Netns)
+	contNS, contH, err := a.Container()
 	if err != nil {
 		return err
 	}
-	defer contNS.Close()
-	defer contH.Close()
-
-	contLink, err := checkContainer(contH, args.Netns, prev.Interfaces[contIdx], ipcs, prev.Routes)
+	contLink, err := checkContainer(contNS, contH, prev.Interfaces[contIdx], ipcs, prev.Routes)
 	if err != nil {
 		return err
 	}
-	if err := checkHost(hostH, hostNS.Path(), contH, contLink, prev, ipcs); err != nil {
+	if err := checkHost(hostNS, hostH, contNS, contLink, prev, ipcs); err != nil {
 		return err
 	}
-	if conf.IPMasq {
-		masq, err := netfilter.NewMasq(conf.backend())
-		if err != nil {
-			return err
-		}
-		var addrs []*net.IPNet
-		for _, ipc := range ipcs {
-			addrs = append(addrs, &net.IPNet{IP: ipc.Address.IP, Mask: ipc.Address.Mask})
-		}
-		if err := masq.Check(ownerOf(conf, args), addrs); err != nil {
-			return fmt.Errorf("masquerade (%s) in %s: %w", masq.Backend(), hostNS.Path(), err)
-		}
+	if err := a.CheckMasq(&conf.Masq, ipcs); err != nil {
+		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
 	}
 	return nil
 }
@@ -80,26 +46,16 @@ func (p *ptp) cmdCheck(args *skel.CmdArgs) (err error) {
 // checkContainer checks the container end: a veth, up, with the MAC, the
 // addresses and the routes ADD reported (plus the per-address gateway
 // routes ADD adds but a result cannot mark as ptp's).
-func checkContainer(contH *netlink.Handle, nsPath string, iface *current.Interface, ipcs []*current.IPConfig, ipamRoutes []*types.Route) (netlink.Link, error) {
-	link, err := ip.LinkByName(contH, iface.Name)
+func checkContainer(contNS *ns.NetNS, contH *netlink.Handle, iface *current.Interface, ipcs []*current.IPConfig, ipamRoutes []*types.Route) (netlink.Link, error) {
+	link, err := attach.CheckLink(contNS, contH, iface.Name, "veth", true)
 	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
+		return nil, err
 	}
-	if _, ok := link.(*netlink.Veth); !ok {
-		return nil, fmt.Errorf("%q in %s is a %s, not a veth", iface.Name, nsPath, link.Type())
+	if err := attach.CheckMAC(contNS, link, iface.Mac); err != nil {
+		return nil, err
 	}
-	if err := checkMAC(link, iface.Mac); err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	if link.Attrs().Flags&net.FlagUp == 0 {
-		return nil, fmt.Errorf("%q is down in %s", iface.Name, nsPath)
-	}
-	have, err := addrsOn(contH, link)
-	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	if err := result.CheckAddrs(iface.Name, ipcs, have); err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
+	if err := attach.CheckAddrs(contNS, contH, link, ipcs); err != nil {
+		return nil, err
 	}
 	var want []*types.Route
 	for _, ipc := range ipcs {
@@ -112,17 +68,13 @@ func checkContainer(contH *netlink.Handle, nsPath string, iface *current.Interfa
 		}
 	}
 	for _, r := range ipamRoutes {
-		// Only main-table routes are listed below.
+		// Only main-table routes are listed by CheckRoutes.
 		if r.Table == nil || *r.Table == 0 || *r.Table == mainTable {
 			want = append(want, r)
 		}
 	}
-	routes, err := ip.RoutesOn(contH, link)
-	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
-	}
-	if err := result.CheckRoutes(iface.Name, want, routes); err != nil {
-		return nil, fmt.Errorf("in %s: %w", nsPath, err)
+	if err := attach.CheckRoutes(contNS, contH, link, want); err != nil {
+		return nil, err
 	}
 	return link, nil
 }
@@ -130,16 +82,16 @@ func checkContainer(contH *netlink.Handle, nsPath string, iface *current.Interfa
 const mainTable = 254 // RT_TABLE_MAIN
 
 // checkHost checks the container end's peer in the host: the host end ADD
-// reported, up, with each gateway as a /32 (/128) and a host route to each
-// container address.
-func checkHost(hostH *netlink.Handle, hostPath string, contH *netlink.Handle, contLink netlink.Link, prev *current.Result, ipcs []*current.IPConfig) error {
-	peer, err := ip.PeerIndex(contH, contLink)
+// reported (name and MAC), up, with each gateway as a /32 (/128) and a
+// host route to each container address.
+func checkHost(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contLink netlink.Link, prev *current.Result, ipcs []*current.IPConfig) error {
+	peer, err := ip.PeerIndex(nil, contLink)
 	if err != nil {
-		return err
+		return fmt.Errorf("in %s: %w", contNS.Path(), err)
 	}
 	link, err := hostH.LinkByIndex(peer)
 	if err != nil {
-		return fmt.Errorf("host end of %q (ifindex %d) missing in %s: %w", contLink.Attrs().Name, peer, hostPath, err)
+		return fmt.Errorf("host end of %q (ifindex %d) missing in %s: %w", contLink.Attrs().Name, peer, hostNS.Path(), err)
 	}
 	name := link.Attrs().Name
 	for _, iface := range prev.Interfaces {
@@ -147,19 +99,15 @@ func checkHost(hostH *netlink.Handle, hostPath string, contH *netlink.Handle, co
 			continue
 		}
 		if iface.Name != name {
-			return fmt.Errorf("host end of %q in %s is %q, prevResult says %q", contLink.Attrs().Name, hostPath, name, iface.Name)
+			return fmt.Errorf("host end of %q in %s is %q, prevResult says %q", contLink.Attrs().Name, hostNS.Path(), name, iface.Name)
 		}
-		if err := checkMAC(link, iface.Mac); err != nil {
-			return fmt.Errorf("in %s: %w", hostPath, err)
+		if err := attach.CheckMAC(hostNS, link, iface.Mac); err != nil {
+			return err
 		}
 		break
 	}
-	if link.Attrs().Flags&net.FlagUp == 0 {
-		return fmt.Errorf("%q is down in %s", name, hostPath)
-	}
-	have, err := addrsOn(hostH, link)
-	if err != nil {
-		return fmt.Errorf("in %s: %w", hostPath, err)
+	if _, err := attach.CheckLink(hostNS, hostH, name, "veth", true); err != nil {
+		return err
 	}
 	var wantAddrs []*current.IPConfig
 	var wantRoutes []*types.Route
@@ -169,38 +117,8 @@ func checkHost(hostH *netlink.Handle, hostPath string, contH *netlink.Handle, co
 		}
 		wantRoutes = append(wantRoutes, &types.Route{Dst: net.IPNet{IP: ipc.Address.IP, Mask: hostMask(ipc.Address.IP)}})
 	}
-	if err := result.CheckAddrs(name, wantAddrs, have); err != nil {
-		return fmt.Errorf("in %s: %w", hostPath, err)
+	if err := attach.CheckAddrs(hostNS, hostH, link, wantAddrs); err != nil {
+		return err
 	}
-	routes, err := ip.RoutesOn(hostH, link)
-	if err != nil {
-		return fmt.Errorf("in %s: %w", hostPath, err)
-	}
-	if err := result.CheckRoutes(name, wantRoutes, routes); err != nil {
-		return fmt.Errorf("in %s: %w", hostPath, err)
-	}
-	return nil
-}
-
-func checkMAC(link netlink.Link, want string) error {
-	if want == "" {
-		return nil
-	}
-	have := link.Attrs().HardwareAddr.String()
-	if !strings.EqualFold(have, want) {
-		return fmt.Errorf("%q has MAC %s, want %s", link.Attrs().Name, have, want)
-	}
-	return nil
-}
-
-func addrsOn(h *netlink.Handle, link netlink.Link) ([]net.IPNet, error) {
-	addrs, err := ip.AddrList(h, link, netlink.FAMILY_ALL)
-	if err != nil {
-		return nil, fmt.Errorf("addresses of %q: %w", link.Attrs().Name, err)
-	}
-	out := make([]net.IPNet, 0, len(addrs))
-	for _, a := range addrs {
-		out = append(out, *a.IPNet)
-	}
-	return out, nil
+	return attach.CheckRoutes(hostNS, hostH, link, wantRoutes)
 }

@@ -20,8 +20,8 @@ func TestParseConfig(t *testing.T) {
 			name:  "defaults",
 			stdin: `{"cniVersion": "1.0.0", "name": "n", "type": "ptp", ` + ipam + `}`,
 			check: func(t *testing.T, c *netConf) {
-				if c.IPMasq || c.MTU != 0 || c.backend() != "" || c.prevResult != nil {
-					t.Errorf("defaults: ipMasq %v mtu %d backend %q prev %v", c.IPMasq, c.MTU, c.backend(), c.prevResult)
+				if c.IPMasq || c.MTU != 0 || c.Backend() != "" || len(c.RawPrev) != 0 {
+					t.Errorf("defaults: ipMasq %v mtu %d backend %q prev %s", c.IPMasq, c.MTU, c.Backend(), c.RawPrev)
 				}
 				if c.IPAM.Type != "host-local" {
 					t.Errorf("ipam.type = %q", c.IPAM.Type)
@@ -33,8 +33,8 @@ func TestParseConfig(t *testing.T) {
 			stdin: `{"cniVersion": "1.0.0", "name": "n", "type": "ptp", "ipMasq": true, "ipMasqBackend": "nftables",
 				"mtu": 1400, "dns": {"nameservers": ["10.1.0.1"]}, ` + ipam + `}`,
 			check: func(t *testing.T, c *netConf) {
-				if !c.IPMasq || c.MTU != 1400 || c.backend() != "nftables" || len(c.DNS.Nameservers) != 1 {
-					t.Errorf("got ipMasq %v mtu %d backend %q dns %v", c.IPMasq, c.MTU, c.backend(), c.DNS)
+				if !c.IPMasq || c.MTU != 1400 || c.Backend() != "nftables" || len(c.DNS.Nameservers) != 1 {
+					t.Errorf("got ipMasq %v mtu %d backend %q dns %v", c.IPMasq, c.MTU, c.Backend(), c.DNS)
 				}
 			},
 		},
@@ -42,8 +42,8 @@ func TestParseConfig(t *testing.T) {
 			name:  "iptables backend",
 			stdin: `{"name": "n", "type": "ptp", "ipMasqBackend": "iptables", ` + ipam + `}`,
 			check: func(t *testing.T, c *netConf) {
-				if c.backend() != "iptables" {
-					t.Errorf("backend %q", c.backend())
+				if c.Backend() != "iptables" {
+					t.Errorf("backend %q", c.Backend())
 				}
 			},
 		},
@@ -53,8 +53,9 @@ func TestParseConfig(t *testing.T) {
 				"prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/x"}],
 				"ips": [{"address": "10.1.0.2/24", "gateway": "10.1.0.1", "interface": 0}]}}`,
 			check: func(t *testing.T, c *netConf) {
-				if c.prevResult == nil || len(c.prevResult.IPs) != 1 || c.prevResult.IPs[0].Address.String() != "10.1.0.2/24" {
-					t.Errorf("prevResult %+v", c.prevResult)
+				prev, err := c.Prev()
+				if err != nil || prev == nil || len(prev.IPs) != 1 || prev.IPs[0].Address.String() != "10.1.0.2/24" {
+					t.Errorf("prevResult %+v: %v", prev, err)
 				}
 			},
 		},
@@ -70,7 +71,16 @@ func TestParseConfig(t *testing.T) {
 		{name: "huge mtu", stdin: `{"name": "n", "mtu": 70000, ` + ipam + `}`, code: 7, errHas: "mtu: 70000"},
 		{name: "unknown backend", stdin: `{"name": "n", "ipMasqBackend": "pf", ` + ipam + `}`, code: 7, errHas: `ipMasqBackend: "pf"`},
 		{name: "empty backend", stdin: `{"name": "n", "ipMasqBackend": "", ` + ipam + `}`, code: 7, errHas: `ipMasqBackend: ""`},
-		{name: "bad prevResult", stdin: `{"cniVersion": "1.0.0", "name": "n", ` + ipam + `, "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "nope"}]}}`, code: 6, errHas: "prevResult"},
+		{
+			// Parsed only where a verb needs it (CHECK): DEL must run.
+			name:  "bad prevResult is left unparsed",
+			stdin: `{"cniVersion": "1.0.0", "name": "n", ` + ipam + `, "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "nope"}]}}`,
+			check: func(t *testing.T, c *netConf) {
+				if _, err := c.Prev(); err == nil || result.Code(err) != 6 || !strings.Contains(err.Error(), "prevResult") {
+					t.Errorf("Prev: %v, want code 6 naming prevResult", err)
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // hostMask is the mask of a single address of ip's family: /32 or /128.
@@ -127,22 +128,17 @@ func hasV6(res *current.Result) bool {
 	return false
 }
 
-// validateIPAMResult refuses an IPAM result ptp cannot wire: without
-// addresses, or with an address that has no gateway (the host end's
-// address and the container's next hop).
+// validateIPAMResult refuses an IPAM result ptp cannot wire (the frame
+// already checked that it is complete): an address without a gateway (the
+// host end's address and the container's next hop), or with itself as
+// gateway. The IPAM config is what to fix: code 7 naming the key.
 func validateIPAMResult(ipamType string, res *current.Result) error {
-	if len(res.IPs) == 0 {
-		return fmt.Errorf("ipam %s returned no addresses", ipamType)
-	}
 	for _, ipc := range res.IPs {
 		if ipc.Gateway == nil {
-			return fmt.Errorf("ipam %s returned %s without a gateway; ptp routes through it", ipamType, ipc.Address.String())
-		}
-		if (ipc.Gateway.To4() != nil) != (ipc.Address.IP.To4() != nil) {
-			return fmt.Errorf("ipam %s returned %s with gateway %s of the other family", ipamType, ipc.Address.String(), ipc.Gateway)
+			return result.InvalidConfig(fmt.Errorf("ipam: %s returned %s without a gateway; ptp routes through it", ipamType, ipc.Address.String()))
 		}
 		if ipc.Gateway.Equal(ipc.Address.IP) {
-			return fmt.Errorf("ipam %s returned %s with itself as gateway", ipamType, ipc.Address.String())
+			return result.InvalidConfig(fmt.Errorf("ipam: %s returned %s with itself as gateway", ipamType, ipc.Address.String()))
 		}
 	}
 	return nil

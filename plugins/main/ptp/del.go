@@ -1,41 +1,17 @@
 package ptp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/containernetworking/cni/pkg/skel"
-
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
-	"github.com/cniforge/plugins/pkg/ns"
 )
 
-// cmdDel undoes ADD in reverse: masquerade, veth, IPAM. Anything already
-// gone is success, and a failing step does not stop the later ones: the
-// IPAM reservation is released even when the namespace is gone.
-func (p *ptp) cmdDel(args *skel.CmdArgs) (err error) {
-	conf, err := parseConfig(args.StdinData)
-	if err != nil {
-		return err
-	}
-	var errs []error
-
-	// Both backends, whatever the config says now: the rules may come from
-	// an ADD with another ipMasq/ipMasqBackend, or from the other suite.
-	// They need no addresses and no container namespace.
-	if err := netfilter.TeardownMasqAll(ownerOf(conf, args)); err != nil {
-		errs = append(errs, fmt.Errorf("masquerade: %w", err))
-	}
-	if err := deleteVeth(args, conf.Name); err != nil {
-		errs = append(errs, err)
-	}
-	if err := ipam.Del(context.TODO(), conf.IPAM.Type, args.StdinData); err != nil {
-		errs = append(errs, fmt.Errorf("ipam %s DEL: %w", conf.IPAM.Type, err))
-	}
-	return errors.Join(errs...)
+// del removes the veth pair; the frame tears masquerade down before it (on
+// both backends, whatever the config says now) and releases IPAM after it.
+func del(a *attach.Attachment, conf *netConf) []error {
+	return []error{deleteVeth(a, conf.Name)}
 }
 
 // deleteVeth removes the pair through the container end when the namespace
@@ -45,19 +21,17 @@ func (p *ptp) cmdDel(args *skel.CmdArgs) (err error) {
 // goes. Either end is deleted only when it is ours (see
 // ip.DeleteContainerVeth, ip.DeleteOwnedVeth): an eth0 another plugin made
 // and a host link that got the same hashed name later stay.
-func deleteVeth(args *skel.CmdArgs, network string) error {
+func deleteVeth(a *attach.Attachment, network string) error {
 	var errs []error
-	alias := ip.AttachmentAlias(args.ContainerID, args.IfName)
-	if _, err := ip.DeleteContainerVeth(args.Netns, args.IfName, alias); err != nil {
+	alias := a.Alias()
+	if _, err := ip.DeleteContainerVeth(a.Args.Netns, a.Args.IfName, alias); err != nil {
 		errs = append(errs, err)
 	}
-	hostNS, hostH, err := ns.OpenHost()
+	hostNS, hostH, err := a.Host()
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	defer hostNS.Close()
-	defer hostH.Close()
-	name := hostVethName(network, args.ContainerID, args.IfName)
+	name := hostVethName(network, a.Args.ContainerID, a.Args.IfName)
 	if err := ip.DeleteOwnedVeth(hostH, name, alias); err != nil {
 		errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
 	}

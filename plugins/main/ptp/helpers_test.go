@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -125,49 +124,11 @@ func natRules(n *ns.NetNS) []string {
 	return out
 }
 
-// ipRules lists the policy routing rules of n.
-func ipRules(n *ns.NetNS) []string {
+// takeSnapshot is everything ptp could leave behind, as text, its NAT
+// rules included.
+func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) testutil.Snapshot {
 	GinkgoHelper()
-	var out []string
-	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := testutil.Handle(n).RuleList(fam)
-		Expect(err).NotTo(HaveOccurred())
-		for _, r := range rules {
-			out = append(out, r.String())
-		}
-	}
-	return out
-}
-
-// snapshot is everything ptp could leave behind, as text.
-type snapshot struct {
-	HostLinks, ContLinks   []string
-	HostRoutes, ContRoutes []string
-	HostAddrs, ContAddrs   []string
-	Rules, NAT, Files      []string
-}
-
-func allAddrs(n *ns.NetNS) []string {
-	GinkgoHelper()
-	var out []string
-	for _, name := range testutil.LinkNames(n) {
-		for _, a := range testutil.Addrs(n, name) {
-			out = append(out, name+" "+a)
-		}
-	}
-	return out
-}
-
-func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) snapshot {
-	GinkgoHelper()
-	return snapshot{
-		HostLinks: testutil.LinkNames(hostNS), ContLinks: testutil.LinkNames(contNS),
-		HostRoutes: testutil.Routes(hostNS), ContRoutes: testutil.Routes(contNS),
-		HostAddrs: allAddrs(hostNS), ContAddrs: allAddrs(contNS),
-		Rules: append(ipRules(hostNS), ipRules(contNS)...),
-		NAT:   natRules(hostNS),
-		Files: testutil.Reservations(dataDir),
-	}
+	return testutil.TakeSnapshot(hostNS, contNS, dataDir, func() []string { return natRules(hostNS) })
 }
 
 // ptpPlugin is the production descriptor.

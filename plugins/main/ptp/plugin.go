@@ -4,23 +4,25 @@
 // the gateway is reached by a link-scope host route and the rest of the
 // subnet through it, so every packet, even to a neighbour in the same
 // subnet, goes through the host.
+//
+// It runs on the frame in pkg/attach. ADD, in order (each step pushes its
+// undo; a failure or panic runs them in reverse, IPAM release included):
+//
+//	ipam        delegate ADD to the IPAM plugin; every address needs a gateway
+//	veth        veth pair: host end named from the attachment, both ends aliased
+//	container   container end: addresses and routes
+//	host        host end: gateway addresses and host routes; both ends oper-up
+//	forwarding  IP forwarding for the families in use
+//	masquerade  source NAT rules (when ipMasq)
+//	announce    gratuitous ARP
 package ptp
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
-
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
-// Options changes how the plugin runs; the zero value is production.
-type Options struct {
-	// AfterStep, when set, runs after each step of ADD named in AddSteps.
-	// An error it returns fails ADD at that point as a kernel error would,
-	// so tests can check that everything made so far is undone.
-	AfterStep func(step string) error
-}
-
-// The steps of ADD, in order, as passed to Options.AfterStep.
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
 	StepIPAM       = "ipam"       // IPAM reserved the addresses
 	StepVeth       = "veth"       // the veth pair exists
@@ -34,34 +36,19 @@ const (
 // AddSteps lists the steps of ADD in the order they run.
 var AddSteps = []string{StepIPAM, StepVeth, StepContainer, StepHost, StepForwarding, StepMasquerade, StepAnnounce}
 
-// New returns the ptp plugin's descriptor running with opts.
-func New(opts Options) plugin.Plugin {
-	p := &ptp{opts: opts}
-	return plugin.Plugin{
-		Name:     "ptp",
-		Summary:  "a veth pair per container, routed through the host",
-		Versions: plugin.AllVersions,
-		Funcs: skel.CNIFuncs{
-			Add:    p.cmdAdd,
-			Del:    p.cmdDel,
-			Check:  p.cmdCheck,
-			GC:     p.cmdGC,
-			Status: p.cmdStatus,
-		},
-	}
+var frame = attach.Plugin[*netConf]{
+	Name:    "ptp",
+	Summary: "a veth pair per container, routed through the host",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// GC and STATUS: the frame's (IPAM, masquerade). Veths need no
+	// collection: they die with their namespace.
 }
+
+// New returns the ptp plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
 
 // Plugin is the ptp plugin's descriptor.
-var Plugin = New(Options{})
-
-type ptp struct {
-	opts Options
-}
-
-// after runs the test hook, if any, after step.
-func (p *ptp) after(step string) error {
-	if p.opts.AfterStep == nil {
-		return nil
-	}
-	return p.opts.AfterStep(step)
-}
+var Plugin = New(attach.Hooks{})

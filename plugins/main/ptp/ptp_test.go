@@ -1,6 +1,7 @@
 package ptp_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -273,20 +275,23 @@ var _ = Describe("ptp", func() {
 			It("leaves nothing behind after "+step, func() {
 				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 				before := takeSnapshot(hostNS, contNS, dataDir)
-				injected := errors.New("injected failure")
-				failing := ptp.New(ptp.Options{AfterStep: func(s string) error {
-					if s == step {
-						return injected
-					}
-					return nil
-				}})
-				out := testutil.RunIn(hostNS, failing, call("ADD", "c1", contNS, o.json()))
+				out := testutil.RunIn(hostNS, ptp.New(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}), call("ADD", "c1", contNS, o.json()))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(out.Err.Msg).To(ContainSubstring("injected failure"))
 				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 
 				// And the same ADD then succeeds.
 				add(o, "c1", contNS)
+			})
+
+			It("leaves nothing behind after a panic after "+step, func() {
+				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
+				before := takeSnapshot(hostNS, contNS, dataDir)
+				out := testutil.RunIn(hostNS, ptp.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", "c1", contNS, o.json()))
+				Expect(out.Err).NotTo(BeNil())
+				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				Expect(out.Err.Msg).To(ContainSubstring("injected panic"))
+				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 			})
 		}
 	}, Entry("iptables", netfilter.BackendIPTables), Entry("nftables", netfilter.BackendNFTables))
@@ -463,12 +468,126 @@ var _ = Describe("ptp", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkSetDown(l)).To(Succeed())
 		}, `"eth0" is down`),
+		Entry("a changed container MAC", func(res *current.Result) {
+			h := testutil.Handle(contNS)
+			l, err := h.LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetHardwareAddr(l, net.HardwareAddr{0x02, 0xde, 0xad, 0, 0, 9})).To(Succeed())
+		}, `"eth0" in `+"/run/netns/"),
+		Entry("a host end that is not the one ADD reported", func(res *current.Result) {
+			h := testutil.Handle(hostNS)
+			l, err := h.LinkByName(res.Interfaces[0].Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetDown(l)).To(Succeed())
+			Expect(h.LinkSetName(l, "renamed0")).To(Succeed())
+			Expect(h.LinkSetUp(l)).To(Succeed())
+		}, `is "renamed0", prevResult says`),
 		Entry("removed masquerade rules", func(res *current.Result) {
 			Expect(hostNS.Do(func() error {
 				return netfilter.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
 			})).To(Succeed())
 		}, "masquerade"),
 	)
+
+	It("cleans up on DEL whatever prevResult holds: it never parses it", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true}
+		before := takeSnapshot(hostNS, contNS, dataDir)
+		add(o, "c1", contNS)
+		bad := o
+		bad.prevRes = []byte(`{"cniVersion": "9.9.9"}`)
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, bad.json()))
+		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+	})
+
+	It("removes an upstream-made pair, untagged, whose host end has a random name", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = "veth5a1b2c3d" // not the name ptp derives: upstream picks one at random
+		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(contNS.Fd()))})).To(Succeed())
+		o := netOpts{ver: "1.1.0", dataDir: dataDir}
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+	})
+
+	It("refuses its own namespace as CNI_NETNS with code 8 before any change", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+		before := takeSnapshot(hostNS, contNS, dataDir)
+		out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", hostNS, o.json()))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		Expect(out.Err.Msg).To(ContainSubstring(hostNS.Path()))
+		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+		var e types.Error
+		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "one JSON document on stdout: %s", out.Stdout)
+	})
+
+	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, extraKeys: `"cni.dev/valid-attachments": []`}
+		for _, cmd := range []string{"GC", "STATUS"} {
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Exec("ptp", testutil.Call{Command: cmd, Stdin: o.json()})
+				return err
+			})).To(Succeed())
+			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
+		}
+	})
+
+	Describe("IPAM results and failures it cannot use", func() {
+		fakeIPAM := func(body string) string {
+			GinkgoHelper()
+			dir := GinkgoT().TempDir()
+			Expect(os.WriteFile(dir+"/fake-ipam", []byte("#!/bin/sh\n"+body+"\n"), 0o755)).To(Succeed())
+			return dir
+		}
+		fakeConf := []byte(`{"cniVersion": "1.1.0", "name": "ptp-net", "type": "ptp", "ipam": {"type": "fake-ipam"}}`)
+		addWith := func(path string) testutil.Output {
+			GinkgoHelper()
+			c := call("ADD", "c1", contNS, fakeConf)
+			c.Path = path
+			return testutil.RunIn(hostNS, ptpPlugin, c)
+		}
+		result := func(ip, gw string) string {
+			g := ""
+			if gw != "" {
+				g = `, "gateway": "` + gw + `"`
+			}
+			return `[ "$CNI_COMMAND" = ADD ] && echo '{"cniVersion": "1.1.0", "ips": [{"address": "` + ip + `"` + g + `}]}'; exit 0`
+		}
+		DescribeTable("are config errors (code 7) naming the key, and leave nothing",
+			func(body, errHas string) {
+				out := addWith(fakeIPAM(body))
+				Expect(out.Err).NotTo(BeNil())
+				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				Expect(out.Err.Msg).To(ContainSubstring(errHas))
+				Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+				Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			},
+			Entry("an address without a gateway", result("10.1.1.2/24", ""), "ipam: fake-ipam returned 10.1.1.2/24 without a gateway"),
+			Entry("an address that is its own gateway", result("10.1.1.2/24", "10.1.1.2"), "with itself as gateway"),
+		)
+		It("refuses an ipam.type missing from CNI_PATH with code 7", func() {
+			out := addWith(GinkgoT().TempDir())
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "fake-ipam" not found`))
+		})
+		It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
+			out := addWith(fakeIPAM(`echo "pool on fire" >&2; exit 1`))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			Expect(out.Err.Msg).To(ContainSubstring("pool on fire"))
+		})
+		It("releases the reservation of a result with an incomplete entry", func() {
+			released := GinkgoT().TempDir() + "/released"
+			out := addWith(fakeIPAM(`[ "$CNI_COMMAND" = DEL ] && touch ` + released + `; echo '{"cniVersion": "1.1.0", "ips": [{"gateway": "10.1.1.1"}]}'`))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("ips[0].address: missing"))
+			Expect(released).To(BeAnExistingFile())
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+		})
+	})
 
 	It("refuses CHECK without prevResult", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir}

