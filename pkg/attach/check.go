@@ -56,7 +56,7 @@ func CheckPeers(an *ns.NetNS, a netlink.Link, bn *ns.NetNS, b netlink.Link) erro
 // CheckMaster checks that l is enslaved to master.
 func CheckMaster(n *ns.NetNS, l, master netlink.Link) error {
 	if l.Attrs().MasterIndex != master.Attrs().Index {
-		return fmt.Errorf("%q in %s is not a port of %q", l.Attrs().Name, n.Path(), master.Attrs().Name)
+		return fmt.Errorf("%q in %s is not a port of %s %q", l.Attrs().Name, n.Path(), master.Type(), master.Attrs().Name)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -136,4 +137,28 @@ func ValidateMTU(mtu int) error {
 		return result.InvalidConfig(fmt.Errorf("mtu: %d out of range %d-%d (0 keeps the kernel default)", mtu, MinMTU, MaxMTU))
 	}
 	return nil
+}
+
+// ValidateIfName applies the kernel's rules for an interface name given in
+// the config under key (code 7 naming key and value): at most 15 bytes, not
+// "." or "..", no '/', ':', whitespace or NUL. '%' is refused too: the
+// kernel reads a name with '%' as a pattern ("eth%d") to fill in, so the
+// link would not get the name asked for.
+func ValidateIfName(key, name string) error {
+	var why string
+	switch {
+	case name == "":
+		why = "is empty"
+	case len(name) > 15:
+		why = "is longer than 15 bytes"
+	case name == "." || name == "..":
+		why = "is not a valid interface name"
+	case strings.ContainsAny(name, "/: \t\n\v\f\r\x00"):
+		why = `contains '/', ':', whitespace or NUL`
+	case strings.Contains(name, "%"):
+		why = `contains '%', which the kernel reads as a pattern`
+	default:
+		return nil
+	}
+	return result.InvalidConfig(fmt.Errorf("%s: %q %s", key, name, why))
 }

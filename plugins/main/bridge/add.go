@@ -1,123 +1,78 @@
 package bridge
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/result"
 	"github.com/cniforge/plugins/pkg/rollback"
 )
 
-// attachment is what one command works on: the parsed config, the two
-// namespaces and netlink handles bound to them.
+// attachment is what one command works on: the frame's attachment, the
+// parsed config, the two namespaces and netlink handles bound to them.
 type attachment struct {
+	*attach.Attachment
 	conf   *config
 	args   *skel.CmdArgs
 	log    *slog.Logger
 	hostNS *ns.NetNS
 	hostH  *netlink.Handle
-	contNS *ns.NetNS // nil when the command runs without one (DEL, GC)
+	contNS *ns.NetNS // nil unless the command opened it (ADD, CHECK)
 	contH  *netlink.Handle
 	// ownPorts are the ifindexes of bridge ports this ADD created, so an
 	// undo can tell whether anyone else uses the bridge.
 	ownPorts map[int]bool
 }
 
-// openAttachment opens the host namespace (the calling thread's); commands
-// that need the container namespace call openContainer.
-func openAttachment(conf *config, args *skel.CmdArgs, cmd string) (*attachment, error) {
-	a := &attachment{conf: conf, args: args, log: plugin.Logger(cmd, args), ownPorts: map[int]bool{}}
+// wrap opens the host namespace and, with container set, the container
+// namespace (behind the frame's own-namespace guard).
+func wrap(fa *attach.Attachment, conf *config, container bool) (*attachment, error) {
+	a := &attachment{Attachment: fa, conf: conf, args: fa.Args, log: fa.Log, ownPorts: map[int]bool{}}
 	var err error
-	if a.hostNS, a.hostH, err = ns.OpenHost(); err != nil {
+	if a.hostNS, a.hostH, err = fa.Host(); err != nil {
 		return nil, err
+	}
+	if container {
+		if a.contNS, a.contH, err = fa.Container(); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }
 
-func (a *attachment) openContainer() (err error) {
-	a.contNS, a.contH, err = ns.OpenContainer(a.args.Netns)
-	return err
-}
-
-func (a *attachment) close() {
-	if a.contH != nil {
-		a.contH.Close()
-	}
-	if a.contNS != nil {
-		a.contNS.Close()
-	}
-	if a.hostH != nil {
-		a.hostH.Close()
-	}
-	if a.hostNS != nil {
-		a.hostNS.Close()
-	}
-}
-
-func (a *attachment) owner() netfilter.Owner {
-	return netfilter.Owner{Network: a.conf.Name, ContainerID: a.args.ContainerID, IfName: a.args.IfName}
-}
-
-func (p *bridgePlugin) cmdAdd(args *skel.CmdArgs) (err error) {
-	conf, err := parseConfig(args.StdinData, args.Args)
+func add(fa *attach.Attachment, conf *config) (types.Result, error) {
+	a, err := wrap(fa, conf, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a, err := openAttachment(conf, args, "ADD")
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	if err := a.openContainer(); err != nil {
-		return err
-	}
-
-	var undo rollback.Stack
-	defer func() {
-		if err != nil {
-			undo.Run(a.log)
-		}
-	}()
-	res, err := p.add(a, &undo)
-	if err != nil {
-		return err
-	}
-	return result.Print(res, conf.CNIVersion)
+	return a.add(&fa.Undo)
 }
 
 // add runs the ADD steps, pushing the undo of each onto undo.
-func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result, error) {
+func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	conf, args := a.conf, a.args
-	ctx := context.TODO()
 
 	br, err := a.ensureBridge(undo)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.stepDone("bridge"); err != nil {
+	if err := a.Step("bridge"); err != nil {
 		return nil, err
 	}
 
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	if conf.layer3 {
-		ipamRes, err := ipam.Add(ctx, conf.IPAM.Type, conf.raw)
+		ipamRes, err := a.IPAMAdd()
 		if err != nil {
 			return nil, err
-		}
-		undo.Push("release ipam", func() error { return ipam.Del(ctx, conf.IPAM.Type, conf.raw) })
-		if len(ipamRes.IPs) == 0 {
-			return nil, fmt.Errorf("ipam %s returned no addresses", conf.IPAM.Type)
 		}
 		res.IPs, res.Routes, res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
 	}
@@ -125,9 +80,9 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 	// link exists (pure: it only fills in gateways and default routes).
 	gws, err := applyGateways(conf, res)
 	if err != nil {
-		return nil, err
+		return nil, result.InvalidConfig(err)
 	}
-	if err := p.stepDone("ipam"); err != nil {
+	if err := a.Step("ipam"); err != nil {
 		return nil, err
 	}
 
@@ -135,14 +90,14 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 	if err != nil {
 		return nil, err
 	}
-	if err := p.stepDone("veth"); err != nil {
+	if err := a.Step("veth"); err != nil {
 		return nil, err
 	}
 
 	if err := a.attachPort(br, hostVeth); err != nil {
 		return nil, err
 	}
-	if err := p.stepDone("port"); err != nil {
+	if err := a.Step("port"); err != nil {
 		return nil, err
 	}
 
@@ -163,7 +118,7 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 	if err := a.configureContainer(res, contLink); err != nil {
 		return nil, err
 	}
-	if err := p.stepDone("container"); err != nil {
+	if err := a.Step("container"); err != nil {
 		return nil, err
 	}
 
@@ -172,30 +127,26 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 			return nil, err
 		}
 	}
-	if err := p.stepDone("gateway"); err != nil {
+	if err := a.Step("gateway"); err != nil {
 		return nil, err
 	}
 
 	if (conf.IsGateway || conf.IPMasq) && len(res.IPs) > 0 {
-		var ips []net.IP
-		for _, ipc := range res.IPs {
-			ips = append(ips, ipc.Address.IP)
-		}
 		// The plugin's thread is in the host namespace (see pkg/ns).
-		if err := ip.EnableForwarding(ips); err != nil {
+		if err := ip.EnableForwarding(attach.IPs(res.IPs)); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.stepDone("forwarding"); err != nil {
+	if err := a.Step("forwarding"); err != nil {
 		return nil, err
 	}
 
 	if conf.IPMasq && len(res.IPs) > 0 {
-		if err := a.setupMasq(res, undo); err != nil {
+		if err := a.SetupMasq(&conf.Masq, attach.Addrs(res.IPs)); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.stepDone("masquerade"); err != nil {
+	if err := a.Step("masquerade"); err != nil {
 		return nil, err
 	}
 
@@ -204,14 +155,14 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 			return nil, err
 		}
 	}
-	if err := p.stepDone("macspoof"); err != nil {
+	if err := a.Step("macspoof"); err != nil {
 		return nil, err
 	}
 
-	if hostVeth, err = a.waitPort(hostVeth, p.portTimeout); err != nil {
+	if hostVeth, err = a.waitPort(hostVeth, portTimeout); err != nil {
 		return nil, err
 	}
-	if err := p.stepDone("wait"); err != nil {
+	if err := a.Step("wait"); err != nil {
 		return nil, err
 	}
 
@@ -227,25 +178,4 @@ func (p *bridgePlugin) add(a *attachment, undo *rollback.Stack) (*current.Result
 		res.DNS = conf.DNS
 	}
 	return res, nil
-}
-
-// setupMasq installs the masquerade rules for the container's addresses.
-func (a *attachment) setupMasq(res *current.Result, undo *rollback.Stack) error {
-	m, err := netfilter.NewMasq(a.conf.IPMasqBackend)
-	if err != nil {
-		return err
-	}
-	var addrs []*net.IPNet
-	for _, ipc := range res.IPs {
-		addrs = append(addrs, &net.IPNet{IP: ipc.Address.IP, Mask: ipc.Address.Mask})
-	}
-	// The rules live in the host namespace: this runs on the plugin's
-	// thread, which is in it (pkg/netfilter works on the calling thread's).
-	// A failed Setup leaves nothing (nftables: one batch; iptables: undoes
-	// the families it made), so the undo follows success.
-	if err := m.Setup(a.owner(), addrs); err != nil {
-		return fmt.Errorf("masquerade (%s): %w", m.Backend(), err)
-	}
-	undo.Push("remove masquerade rules", func() error { return m.Teardown(a.owner()) })
-	return nil
 }

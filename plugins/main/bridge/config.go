@@ -1,17 +1,14 @@
 package bridge
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -20,13 +17,12 @@ const defaultBridge = "cni0"
 // netConf is the bridge plugin's config as the runtime sends it. Key names
 // and defaults follow the upstream bridge plugin.
 type netConf struct {
-	types.NetConf
+	attach.NetConf
+	attach.Masq                            // ipMasq, ipMasqBackend
 	Bridge                    string       `json:"bridge"`
 	IsGateway                 bool         `json:"isGateway"`
 	IsDefaultGateway          bool         `json:"isDefaultGateway"`
 	ForceAddress              bool         `json:"forceAddress"`
-	IPMasq                    bool         `json:"ipMasq"`
-	IPMasqBackend             string       `json:"ipMasqBackend"`
 	MTU                       int          `json:"mtu"`
 	HairpinMode               bool         `json:"hairpinMode"`
 	PromiscMode               bool         `json:"promiscMode"`
@@ -63,28 +59,27 @@ type envArgs struct {
 // config is a validated netConf with everything derived from it.
 type config struct {
 	netConf
-	raw []byte // stdin, handed to the IPAM plugin as is
 	// layer3: IPAM is configured. "ipam": {} (or none) means layer 2 only.
 	layer3 bool
 	// mac is the container interface's MAC, nil to let the kernel pick.
 	mac net.HardwareAddr
 	// trunks are the vlanTrunk entries as [min, max] ranges.
 	trunks [][2]int
-	// prevResult is the parsed prevResult (CHECK), or nil.
-	prevResult *current.Result
 }
 
 // vlanFiltering reports whether the bridge needs 802.1Q filtering on.
 func (c *config) vlanFiltering() bool { return c.Vlan != 0 || len(c.trunks) > 0 }
 
+func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData, args.Args) }
+
 // parseConfig decodes stdin and CNI_ARGS, applies defaults and validates
-// every key. It touches no kernel state. Errors carry CNI codes: 6 for
-// undecodable input, 4 for bad CNI_ARGS, 7 for invalid values (naming the
-// key and value).
+// every key. It touches no kernel state and leaves prevResult unparsed.
+// Errors carry CNI codes: 6 for undecodable input, 4 for bad CNI_ARGS, 7
+// for invalid values (naming the key and value).
 func parseConfig(stdin []byte, cniArgs string) (*config, error) {
-	c := &config{raw: stdin}
-	if err := json.Unmarshal(stdin, &c.netConf); err != nil {
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	c := &config{}
+	if err := attach.Decode(stdin, &c.netConf); err != nil {
+		return nil, err
 	}
 	if err := c.validate(); err != nil {
 		return nil, result.InvalidConfig(err)
@@ -94,23 +89,15 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 		return nil, err
 	}
 	c.mac = mac
-	prev, err := result.ParsePrev(&c.NetConf)
-	if err != nil {
-		return nil, err
-	}
-	c.prevResult = prev
 	return c, nil
 }
 
 func (c *config) validate() error {
-	if c.Name == "" {
-		return errors.New("name: missing")
-	}
 	if c.Bridge == "" {
 		c.Bridge = defaultBridge
 	}
-	if err := validIfName(c.Bridge); err != nil {
-		return fmt.Errorf("bridge: %q %w", c.Bridge, err)
+	if err := attach.ValidateIfName("bridge", c.Bridge); err != nil {
+		return err
 	}
 	if c.IsDefaultGateway {
 		c.IsGateway = true
@@ -118,8 +105,8 @@ func (c *config) validate() error {
 	if c.HairpinMode && c.PromiscMode {
 		return errors.New("promiscMode: true cannot be combined with hairpinMode: true")
 	}
-	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
-		return fmt.Errorf("mtu: %d out of range 68-65535", c.MTU)
+	if err := attach.ValidateMTU(c.MTU); err != nil {
+		return err
 	}
 	if c.Vlan < 0 || c.Vlan > 4094 {
 		return fmt.Errorf("vlan: %d out of range 0-4094", c.Vlan)
@@ -134,17 +121,10 @@ func (c *config) validate() error {
 		}
 		c.trunks = append(c.trunks, r)
 	}
-	switch c.IPMasqBackend {
-	case "", netfilter.BackendIPTables, netfilter.BackendNFTables:
-	default:
-		return fmt.Errorf("ipMasqBackend: %q is not %q or %q", c.IPMasqBackend, netfilter.BackendIPTables, netfilter.BackendNFTables)
+	if err := c.Masq.Validate(); err != nil {
+		return err
 	}
-	c.layer3 = c.IPAM.Type != ""
-	if c.layer3 {
-		if err := ipam.ValidateType(c.IPAM.Type); err != nil {
-			return err
-		}
-	}
+	c.layer3 = c.HasIPAM()
 	if c.DisableContainerInterface && c.layer3 {
 		return fmt.Errorf("disableContainerInterface: true cannot be combined with ipam (type %q): addresses need an interface that is up", c.IPAM.Type)
 	}
@@ -183,19 +163,6 @@ func (t *vlanTrunk) bounds() ([2]int, error) {
 		return [2]int{}, fmt.Errorf("minID %d is greater than maxID %d", *t.MinID, *t.MaxID)
 	}
 	return [2]int{*t.MinID, *t.MaxID}, nil
-}
-
-// validIfName applies the kernel's rules for interface names.
-func validIfName(name string) error {
-	switch {
-	case len(name) > 15:
-		return errors.New("is longer than 15 bytes")
-	case name == "." || name == "..":
-		return errors.New("is not a valid interface name")
-	case strings.ContainsAny(name, "/: \t\n"):
-		return errors.New(`contains '/', ':' or whitespace`)
-	}
-	return nil
 }
 
 // pickMAC returns the container MAC: runtimeConfig.mac (capability "mac"),

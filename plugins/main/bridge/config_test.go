@@ -39,7 +39,7 @@ var _ = Describe("parseConfig", func() {
 		Expect(c.IsGateway).To(BeTrue(), "isDefaultGateway implies isGateway")
 		Expect(c.ForceAddress && c.IPMasq && c.HairpinMode && c.PreserveDefaultVlan &&
 			c.MacSpoofChk && c.EnableDad && c.PortIsolation).To(BeTrue())
-		Expect(c.IPMasqBackend).To(Equal("nftables"))
+		Expect(c.Backend()).To(Equal("nftables"))
 		Expect(c.MTU).To(Equal(1400))
 		Expect(c.Vlan).To(Equal(10))
 		Expect(c.Trunks()).To(Equal([][2]int{{20, 20}, {30, 40}}))
@@ -78,6 +78,9 @@ var _ = Describe("parseConfig", func() {
 		Entry("mtu too small", `"mtu": 10`, "", uint(types.ErrInvalidNetworkConfig), "mtu: 10 out of range"),
 		Entry("bridge name too long", `"bridge": "abcdefghijklmnopq"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "abcdefghijklmnopq"`),
 		Entry("bridge name with slash", `"bridge": "a/b"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "a/b"`),
+		Entry("bridge name with NUL", `"bridge": "br\u0000x"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "br\x00x"`),
+		Entry("bridge name with %", `"bridge": "br%d"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "br%d"`),
+		Entry("empty backend", `"ipMasqBackend": ""`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqBackend: ""`),
 		Entry("ipam type as a path", `"ipam": {"type": "../x"}`, "", uint(types.ErrInvalidNetworkConfig), `ipam.type: "../x"`),
 		Entry("disabled interface with ipam", `"disableContainerInterface": true, "ipam": {"type": "host-local"}`, "",
 			uint(types.ErrInvalidNetworkConfig), "disableContainerInterface"),

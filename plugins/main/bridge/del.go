@@ -1,45 +1,24 @@
 package bridge
 
 import (
-	"context"
-	"errors"
-
-	"github.com/containernetworking/cni/pkg/skel"
-
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
 )
 
-// cmdDel undoes ADD in reverse order. Everything already gone is success,
-// and one failing step does not stop the others (the spec: DEL must clean
-// up what it can, also without the netns or a prevResult).
-func (p *bridgePlugin) cmdDel(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData, args.Args)
+// del undoes ADD in reverse order, as independent steps: the frame tears
+// masquerade down before them (both backends, whatever ipMasq says now)
+// and releases IPAM after them. Everything already gone is success.
+func del(fa *attach.Attachment, conf *config) []error {
+	// Whatever macspoofchk says now: the ADD may have run with it. The
+	// container namespace is opened by deleteVeth itself: a missing or
+	// stale one is no reason to keep the other steps from running.
+	errs := []error{netfilter.TeardownMacSpoofCheck(fa.Owner())}
+	a, err := wrap(fa, conf, false)
 	if err != nil {
-		return err
+		return append(errs, err)
 	}
-	// The container namespace is opened by deleteVeth itself: a missing
-	// or stale one is no reason to keep the other steps from running.
-	a, err := openAttachment(conf, args, "DEL")
-	if err != nil {
-		return err
-	}
-	defer a.close()
-
-	var errs []error
-	if conf.MacSpoofChk {
-		errs = append(errs, teardownMacSpoofCheck(a.owner()))
-	}
-	// Whatever ipMasq says now, and on both backends: the ADD may have run
-	// with another ipMasq or ipMasqBackend, or be an upstream one. No netns
-	// needed, and cheap when there is nothing.
-	errs = append(errs, netfilter.TeardownMasqAll(a.owner()))
-	errs = append(errs, a.deleteVeth())
-	if conf.layer3 {
-		errs = append(errs, ipam.Del(context.TODO(), conf.IPAM.Type, conf.raw))
-	}
-	return errors.Join(errs...)
+	return append(errs, a.deleteVeth())
 }
 
 // deleteVeth removes the veth pair. Deleting the container end removes the
@@ -48,7 +27,7 @@ func (p *bridgePlugin) cmdDel(args *skel.CmdArgs) error {
 // the alias ADD gave it, in case it leaked. An interface of that name that
 // is not ours (another plugin's eth0) is left alone.
 func (a *attachment) deleteVeth() error {
-	alias := ip.AttachmentAlias(a.args.ContainerID, a.args.IfName)
+	alias := a.Alias()
 	if deleted, err := ip.DeleteContainerVeth(a.args.Netns, a.args.IfName, alias); err != nil || deleted {
 		return err
 	}

@@ -1,23 +1,19 @@
 package bridge
 
-import "github.com/cniforge/plugins/pkg/plugin"
-
-// AddSteps are the ADD steps in order, as FailingAfter names them.
-var AddSteps = []string{"bridge", "ipam", "veth", "port", "container", "gateway", "forwarding", "masquerade", "macspoof", "wait"}
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
 
 // FailingAfter returns the plugin with ADD failing right after step.
 func FailingAfter(step string) plugin.Plugin {
-	p := newPlugin()
-	p.failAfter = step
-	return p.descriptor()
+	return New(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)})
 }
 
 // FailingAfterWith is FailingAfter, running hook before the undos.
 func FailingAfterWith(step string, hook func()) plugin.Plugin {
-	p := newPlugin()
-	p.failAfter = step
-	p.beforeUndo = hook
-	return p.descriptor()
+	return New(attach.Hooks{AfterStep: testutil.FailAfter(step, hook)})
 }
 
 // ParseConfig exposes parseConfig to the config tests.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/result"
 	"github.com/cniforge/plugins/pkg/rollback"
 )
 
@@ -26,6 +27,10 @@ func (a *attachment) ensureBridge(undo *rollback.Stack) (*netlink.Bridge, error)
 		VlanFiltering: conf.vlanFiltering(),
 		Promisc:       conf.PromiscMode,
 	})
+	if errors.Is(err, ip.ErrNotBridge) {
+		// The config names a link it cannot use: the config is what to fix.
+		return nil, result.InvalidConfig(fmt.Errorf("bridge: %q: %w", conf.Bridge, err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bridge: %w", err)
 	}

@@ -13,14 +13,11 @@ import (
 // MAC is not the container interface's. The rules live in the host
 // namespace, the plugin thread's.
 func (a *attachment) setupMacSpoofCheck(hostVeth netlink.Link, mac net.HardwareAddr, undo *rollback.Stack) error {
-	sc := netfilter.MacSpoofCheck{Owner: a.owner(), Port: hostVeth.Attrs().Name, MAC: mac}
+	owner := a.Owner()
+	sc := netfilter.MacSpoofCheck{Owner: owner, Port: hostVeth.Attrs().Name, MAC: mac}
 	if err := sc.Setup(); err != nil {
 		return err
 	}
-	undo.Push("remove mac spoof check", func() error { return teardownMacSpoofCheck(a.owner()) })
+	undo.Push("remove mac spoof check", func() error { return netfilter.TeardownMacSpoofCheck(owner) })
 	return nil
-}
-
-func teardownMacSpoofCheck(o netfilter.Owner) error {
-	return netfilter.TeardownMacSpoofCheck(o)
 }

@@ -1,13 +1,15 @@
 // Package bridge is the bridge plugin: it connects a container to a Linux
 // bridge in the host namespace through a veth pair, configures the container
 // end from the IPAM result, and optionally makes the bridge the container's
-// gateway, masquerades its traffic and checks its source MAC.
+// gateway, masquerades its traffic and checks its source MAC. It runs on
+// the frame in pkg/attach.
 //
 // ADD, in order (each step registers its undo once it succeeded; a failure
-// runs the undos in reverse, IPAM release included):
+// or a panic runs the undos in reverse, IPAM release included; the names
+// are the steps attach.Hooks.AfterStep sees):
 //
 //	bridge      ensure the bridge (create if missing), accept_ra=0, up
-//	ipam        delegate ADD to the IPAM plugin
+//	ipam        delegate ADD to the IPAM plugin, validate its result
 //	veth        veth pair: container end CNI_IFNAME, host end aliased for DEL
 //	port        host end on the bridge (hairpin, isolation, VLANs), up
 //	container   addresses and routes in the container, arp_notify, gratuitous ARP
@@ -19,57 +21,30 @@
 package bridge
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/skel"
-
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
+// AddSteps are the ADD steps in order, as attach.Hooks.AfterStep sees them.
+var AddSteps = []string{"bridge", "ipam", "veth", "port", "container", "gateway", "forwarding", "masquerade", "macspoof", "wait"}
+
+// portTimeout bounds the wait for the host veth to come up.
+const portTimeout = 5 * time.Second
+
+var frame = attach.Plugin[*config]{
+	Name:    "bridge",
+	Summary: "connects the container to a Linux bridge through a veth pair",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	GC:      gc,
+}
+
+// New returns the bridge plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+
 // Plugin is the bridge plugin's descriptor.
-var Plugin = newPlugin().descriptor()
-
-// bridgePlugin holds what can differ between runs of the plugin: nothing in
-// production; tests inject failures through it.
-type bridgePlugin struct {
-	// failAfter makes ADD fail right after the step of that name succeeded
-	// (see the package doc for the names).
-	failAfter string
-	// beforeUndo, when set, runs after the injected failure and before the
-	// undos: tests use it to make the kernel change under a failing ADD as
-	// a concurrent ADD would.
-	beforeUndo func()
-	// portTimeout bounds the wait for the host veth to come up.
-	portTimeout time.Duration
-}
-
-func newPlugin() *bridgePlugin {
-	return &bridgePlugin{portTimeout: 5 * time.Second}
-}
-
-func (p *bridgePlugin) descriptor() plugin.Plugin {
-	return plugin.Plugin{
-		Name:     "bridge",
-		Summary:  "connects the container to a Linux bridge through a veth pair",
-		Versions: plugin.AllVersions,
-		Funcs: skel.CNIFuncs{
-			Add:    p.cmdAdd,
-			Del:    p.cmdDel,
-			Check:  p.cmdCheck,
-			GC:     p.cmdGC,
-			Status: p.cmdStatus,
-		},
-	}
-}
-
-// stepDone is called after each ADD step; it fails where a test asked.
-func (p *bridgePlugin) stepDone(name string) error {
-	if p.failAfter == name {
-		if p.beforeUndo != nil {
-			p.beforeUndo()
-		}
-		return fmt.Errorf("injected failure after step %q", name)
-	}
-	return nil
-}
+var Plugin = New(attach.Hooks{})
