@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -184,6 +186,8 @@ var _ = Describe("bridge", func() {
 		out := run(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.18.0.0/24"))))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring(`"cnibr0" is a veth`))
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring(`bridge: "cnibr0"`))
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0", "peer0"))
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
@@ -318,7 +322,7 @@ var _ = Describe("bridge", func() {
 			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"), "before: %s", before)
 		},
-		stepEntries(),
+		testutil.StepEntries(bridge.AddSteps),
 	)
 
 	DescribeTable("leaves a bridge with another attachment as it was when ADD fails after a step",
@@ -347,7 +351,7 @@ var _ = Describe("bridge", func() {
 			Expect(run(hostNS, chk).Err).To(BeNil())
 			Expect(testutil.Ping(other, "10.39.0.1")).To(Succeed())
 		},
-		stepEntries(),
+		testutil.StepEntries(bridge.AddSteps),
 	)
 
 	It("puts back the addresses forceAddress replaced when ADD fails", func() {
@@ -404,6 +408,111 @@ var _ = Describe("bridge", func() {
 		Expect(br.Attrs().HardwareAddr.String()).To(Equal(mac), "not the port's %s", res.Interfaces[1].Mac)
 	})
 
+	It("catches removed MAC spoof rules on CHECK", func() {
+		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.47.0.0/24"))
+		out := run(hostNS, call("ADD", stdin))
+		Expect(out.Err).To(BeNil())
+		chk := call("CHECK", testutil.WithPrev(stdin, out.Stdout))
+		Expect(run(hostNS, chk).Err).To(BeNil())
+		Expect(hostNS.Do(func() error {
+			return netfilter.TeardownMacSpoofCheck(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+		})).To(Succeed())
+		out = run(hostNS, chk)
+		Expect(out.Err).NotTo(BeNil())
+	})
+
+	It("removes the MAC spoof-check on DEL even when macspoofchk was turned off since ADD", func() {
+		mustAdd(hostNS, call("ADD", netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.48.0.0/24"))))
+		Expect(rulesText(hostNS)).To(ContainSubstring("cni-br-iface-"))
+		Expect(run(hostNS, call("DEL", netConf("1.1.0", "", hostLocal(dataDir, "10.48.0.0/24")))).Err).To(BeNil())
+		Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface-"))
+	})
+
+	It("cleans up on DEL whatever prevResult holds: it never parses it", func() {
+		stdin := netConf("1.1.0", `"isGateway": true, "ipMasq": true, "macspoofchk": true`, hostLocal(dataDir, "10.49.0.0/24"))
+		mustAdd(hostNS, call("ADD", stdin))
+		bad := testutil.WithPrev(stdin, []byte(`{"cniVersion": "9.9.9"}`))
+		Expect(run(hostNS, call("DEL", bad)).Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface-"))
+	})
+
+	It("refuses its own namespace as CNI_NETNS with code 8 before any change", func() {
+		c := call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.50.0.0/24")))
+		c.Netns = hostNS.Path()
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		Expect(out.Err.Msg).To(ContainSubstring(hostNS.Path()))
+		var e types.Error
+		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "one JSON document on stdout: %s", out.Stdout)
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+	})
+
+	It("refuses an ipam.type missing from CNI_PATH with code 7 before any change", func() {
+		c := call("ADD", netConf("1.1.0", "", `{"type": "no-such-ipam"}`))
+		c.Path = GinkgoT().TempDir()
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "no-such-ipam" not found`))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+	})
+
+	It("refuses an IPAM result with an incomplete entry, releases it and leaves nothing, with isGateway", func() {
+		dir := GinkgoT().TempDir()
+		released := filepath.Join(dir, "released")
+		script := `#!/bin/sh
+[ "$CNI_COMMAND" = DEL ] && touch ` + released + `
+echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
+`
+		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
+		c := call("ADD", netConf("1.1.0", `"isGateway": true`, `{"type": "fake-ipam"}`))
+		c.Path = dir
+		out := run(hostNS, c)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("ips[1].address: missing"))
+		var e types.Error
+		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "one JSON document on stdout: %s", out.Stdout)
+		Expect(released).To(BeAnExistingFile())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
+	DescribeTable("leaves nothing behind and answers 999 when ADD panics after a step",
+		func(step string) {
+			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
+				hostLocal(dataDir, "10.52.0.0/24", "fd00:52::/64"))
+			out := testutil.RunIn(hostNS, bridge.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			Expect(out.Err.Msg).To(ContainSubstring("injected panic after step %q", step))
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"))
+		},
+		testutil.StepEntries(bridge.AddSteps),
+	)
+
+	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {
+		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
+			"macspoofchk": true, "cni.dev/valid-attachments": [], "ipam": %s}`, netName, hostLocal(dataDir, "10.53.0.0/24")))
+		for _, cmd := range []string{"GC", "STATUS"} {
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Exec("bridge", testutil.Call{Command: cmd, Stdin: stdin})
+				return err
+			})).To(Succeed())
+			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
+		}
+	})
+
 	It("removes masquerade rules on DEL even when ipMasq was turned off since ADD", func() {
 		mustAdd(hostNS, call("ADD", netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.43.0.0/24"))))
 		Expect(rulesText(hostNS)).To(MatchRegexp(ownerRE("c1")))
@@ -418,6 +527,7 @@ var _ = Describe("bridge", func() {
 		out := testutil.RunIn(hostNS, bridge.FailingAfter("veth"), call("ADD", netConf("1.1.0", `"isDefaultGateway": true`, ipamConf)))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("isDefaultGateway"))
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 	})
@@ -528,6 +638,49 @@ var _ = Describe("bridge", func() {
 			out := run(hostNS, call("CHECK", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("is not a port of bridge"))
+		})
+
+		It("catches a host interface that is not the container end's peer", func() {
+			// Another veth on the bridge, named in prevResult as the host end.
+			h := testutil.Handle(hostNS)
+			la := netlink.NewLinkAttrs()
+			la.Name = "other0"
+			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "other1"})).To(Succeed())
+			l, err := h.LinkByName("other0")
+			Expect(err).NotTo(HaveOccurred())
+			br, err := h.LinkByName("cnibr0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetMaster(l, br)).To(Succeed())
+			res.Interfaces[1].Name = "other0"
+			out := run(hostNS, call("CHECK", testutil.WithPrev(netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true`,
+				hostLocal(dataDir, "10.28.0.0/24")), resultJSON(res))))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("is not the peer of"))
+		})
+
+		It("catches a container interface that is not a veth", func() {
+			// The pair replaced: a host veth of the same name on the
+			// bridge, and a bridge named eth0 in the container.
+			hostName := res.Interfaces[1].Name
+			h := testutil.Handle(hostNS)
+			l, err := h.LinkByName(hostName)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkDel(l)).To(Succeed())
+			la := netlink.NewLinkAttrs()
+			la.Name = hostName
+			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "stray1"})).To(Succeed())
+			l, err = h.LinkByName(hostName)
+			Expect(err).NotTo(HaveOccurred())
+			br, err := h.LinkByName("cnibr0")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.LinkSetMaster(l, br)).To(Succeed())
+			ch := testutil.Handle(contNS)
+			la = netlink.NewLinkAttrs()
+			la.Name = "eth0"
+			Expect(ch.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+			out := run(hostNS, call("CHECK", stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring("not a veth"))
 		})
 
 		It("catches missing masquerade rules", func() {
@@ -685,14 +838,6 @@ var _ = Describe("bridge", func() {
 		Expect(testutil.Ping(contNS, "10.37.0.1")).To(Succeed())
 	})
 })
-
-func stepEntries() []TableEntry {
-	var es []TableEntry
-	for _, s := range bridge.AddSteps {
-		es = append(es, Entry(s, s))
-	}
-	return es
-}
 
 // ownerRE matches container id as a rule owner: `id: "c1"` in iptables
 // comments (quotes escaped by iptables-save), `id: c1"` at the end of an
