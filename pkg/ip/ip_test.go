@@ -39,6 +39,13 @@ var _ = Describe("links, veths and addresses", func() {
 		DeferCleanup(contH.Close)
 	})
 
+	It("deletes a new veth pair again when it cannot look it up (no caller could undo it)", func() {
+		_, err := ip.SetupVeth(hostH, ip.WithFailingLookup(ip.VethOptions{ContIfName: "eth0", HostIfName: "vethtest0", ContNS: int(contNS.Fd())}))
+		Expect(err).To(MatchError(ContainSubstring("injected lookup failure")))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
 	It("reports a missing link with ErrLinkNotFound and deletes absent links as success", func() {
 		_, err := ip.LinkByName(hostH, "nope0")
 		Expect(errors.Is(err, ip.ErrLinkNotFound)).To(BeTrue(), "%v", err)

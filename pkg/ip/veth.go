@@ -19,6 +19,9 @@ type VethOptions struct {
 	ContMAC    net.HardwareAddr // nil lets the kernel pick
 	// ContNS is the container namespace's file descriptor.
 	ContNS int
+
+	// lookup finds the new host end; nil is LinkByName. Tests make it fail.
+	lookup func(*netlink.Handle, string) (netlink.Link, error)
 }
 
 // SetupVeth creates a veth pair from the namespace hostH is bound to: the
@@ -48,8 +51,17 @@ func SetupVeth(hostH *netlink.Handle, opts VethOptions) (netlink.Link, error) {
 		}
 		err := hostH.LinkAdd(veth)
 		if err == nil {
-			l, err := LinkByName(hostH, name)
+			lookup := opts.lookup
+			if lookup == nil {
+				lookup = LinkByName
+			}
+			l, err := lookup(hostH, name)
 			if err != nil {
+				// The caller gets no link, so it can push no undo: the
+				// pair would leak. Delete it here (its peer goes with it).
+				if derr := DelLinkByName(hostH, name); derr != nil {
+					err = errors.Join(err, fmt.Errorf("delete it again: %w", derr))
+				}
 				return nil, fmt.Errorf("look up new veth %q: %w", name, err)
 			}
 			return l, nil
