@@ -189,6 +189,13 @@ var _ = Describe("the frame", func() {
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 	})
 
+	It("lets CNI_NETNS_OVERRIDE run ADD in the plugin's own namespace, as skel does", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: hostNS.Path(), Stdin: conf(""),
+			Env: map[string]string{"CNI_NETNS_OVERRIDE": "1"}})
+		Expect(out.Err).To(BeNil())
+		Expect(testutil.LinkNames(hostNS)).To(ContainElement("toy0"))
+	})
+
 	It("runs DEL whatever prevResult holds, and never parses it", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
 		Expect(out.Err).To(BeNil())
