@@ -38,6 +38,9 @@ func toy(calls *[]string) attach.Plugin[*toyConf] {
 			if err := attach.Decode(args.StdinData, c); err != nil {
 				return nil, err
 			}
+			if c.Panic == "parse" {
+				panic("parse blew up")
+			}
 			return c, c.Masq.Validate()
 		},
 		Add: func(a *attach.Attachment, c *toyConf) (types.Result, error) {
@@ -151,6 +154,15 @@ var _ = Describe("the frame", func() {
 		var e types.Error
 		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "stdout must be one JSON document: %s", out.Stdout)
 		Expect(out.Stdout).NotTo(ContainSubstring("goroutine"))
+	})
+
+	It("answers a panic in Parse with code 999 on every verb", func() {
+		for _, cmd := range []string{"ADD", "CHECK", "DEL", "GC", "STATUS"} {
+			out := run(attach.Hooks{}, testutil.Call{Command: cmd, Netns: contNS.Path(), Stdin: conf(`"panic": "parse"`)})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("parse blew up"), cmd)
+		}
 	})
 
 	It("rolls back when the step hook fails or panics, and reports the first error", func() {
