@@ -37,6 +37,11 @@ var _ = Describe("bridge", func() {
 	call := func(cmd string, stdin []byte) testutil.Call {
 		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin}
 	}
+	// snapshot is what c1 could leave behind, its netfilter rules included.
+	snapshot := func() testutil.Snapshot {
+		GinkgoHelper()
+		return testutil.TakeSnapshot(hostNS, contNS, dataDir, func() []string { return ownedRules(hostNS, "c1") })
+	}
 
 	DescribeTableSubtree("every spec version", func(ver string) {
 		var stdin []byte
@@ -312,14 +317,11 @@ var _ = Describe("bridge", func() {
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.25.0.0/24", "fd00:25::/64"))
-			snap := func() testutil.Snapshot {
-				return testutil.TakeSnapshot(hostNS, contNS, dataDir, func() []string { return ownedRules(hostNS, "c1") })
-			}
-			before := snap()
+			before := snapshot()
 			out := testutil.RunIn(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("injected failure after step %q", step))
-			Expect(snap()).To(Equal(before))
+			Expect(snapshot()).To(Equal(before))
 			Expect(before.HostLinks).To(ConsistOf("lo"))
 			Expect(before.Extra[0]).To(BeEmpty())
 		},
@@ -488,15 +490,12 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.52.0.0/24", "fd00:52::/64"))
-			snap := func() testutil.Snapshot {
-				return testutil.TakeSnapshot(hostNS, contNS, dataDir, func() []string { return ownedRules(hostNS, "c1") })
-			}
-			before := snap()
+			before := snapshot()
 			out := testutil.RunIn(hostNS, bridge.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
 			Expect(out.Err.Msg).To(ContainSubstring("injected panic after step %q", step))
-			Expect(snap()).To(Equal(before))
+			Expect(snapshot()).To(Equal(before))
 		},
 		testutil.StepEntries(bridge.AddSteps),
 	)
