@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/vishvananda/netlink"
@@ -67,7 +68,7 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := refuseOwn(hostNS, n); err != nil {
+	if err := a.refuseOwn(hostNS, n); err != nil {
 		h.Close()
 		n.Close()
 		return nil, nil, err
@@ -76,8 +77,13 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	return n, h, nil
 }
 
-// refuseOwn is the own-namespace guard: code 8 when cont is host.
-func refuseOwn(host, cont *ns.NetNS) error {
+// refuseOwn is the own-namespace guard: code 8 when cont is host, unless
+// the runtime set CNI_NETNS_OVERRIDE (as skel, which then skips its own
+// check: the runtime means the plugin's namespace).
+func (a *Attachment) refuseOwn(host, cont *ns.NetNS) error {
+	if o := strings.ToLower(a.Args.NetnsOverride); o == "1" || o == "true" {
+		return nil
+	}
 	same, err := cont.Same(host)
 	if err != nil {
 		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", cont.Path(), host.Path(), err))
@@ -104,7 +110,7 @@ func (a *Attachment) guardDel() error {
 	if err != nil {
 		return err
 	}
-	return refuseOwn(hostNS, n)
+	return a.refuseOwn(hostNS, n)
 }
 
 // Close releases both namespaces and their handles.

@@ -38,6 +38,9 @@ func toy(calls *[]string) attach.Plugin[*toyConf] {
 			if err := attach.Decode(args.StdinData, c); err != nil {
 				return nil, err
 			}
+			if c.Panic == "parse" {
+				panic("parse blew up")
+			}
 			return c, c.Masq.Validate()
 		},
 		Add: func(a *attach.Attachment, c *toyConf) (types.Result, error) {
@@ -153,6 +156,15 @@ var _ = Describe("the frame", func() {
 		Expect(out.Stdout).NotTo(ContainSubstring("goroutine"))
 	})
 
+	It("answers a panic in Parse with code 999 on every verb", func() {
+		for _, cmd := range []string{"ADD", "CHECK", "DEL", "GC", "STATUS"} {
+			out := run(attach.Hooks{}, testutil.Call{Command: cmd, Netns: contNS.Path(), Stdin: conf(`"panic": "parse"`)})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("parse blew up"), cmd)
+		}
+	})
+
 	It("rolls back when the step hook fails or panics, and reports the first error", func() {
 		out := run(attach.Hooks{AfterStep: func(string) error { return errors.New("injected") }},
 			testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")})
@@ -187,6 +199,13 @@ var _ = Describe("the frame", func() {
 		}
 		Expect(calls).To(BeEmpty())
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+	})
+
+	It("lets CNI_NETNS_OVERRIDE run ADD in the plugin's own namespace, as skel does", func() {
+		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: hostNS.Path(), Stdin: conf(""),
+			Env: map[string]string{"CNI_NETNS_OVERRIDE": "1"}})
+		Expect(out.Err).To(BeNil())
+		Expect(testutil.LinkNames(hostNS)).To(ContainElement("toy0"))
 	})
 
 	It("runs DEL whatever prevResult holds, and never parses it", func() {

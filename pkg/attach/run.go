@@ -87,12 +87,26 @@ func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 		Summary:  p.Summary,
 		Versions: vers,
 		Funcs: skel.CNIFuncs{
-			Add:    r.add,
-			Del:    r.del,
-			Check:  r.check,
-			GC:     r.gc,
-			Status: r.status,
+			Add:    guarded(r.add),
+			Del:    guarded(r.del),
+			Check:  guarded(r.check),
+			GC:     guarded(r.gc),
+			Status: guarded(r.status),
 		},
+	}
+}
+
+// guarded answers a panic that escapes a command (in Parse, say, before
+// there is anything to undo) with code 999 instead of a stack on stderr and
+// no answer on stdout. Each runner recovers its own panics first, to undo.
+func guarded(fn func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
+	return func(args *skel.CmdArgs) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = panicError(v, nil)
+			}
+		}()
+		return fn(args)
 	}
 }
 

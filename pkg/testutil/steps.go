@@ -15,8 +15,8 @@ var ErrInjected = errors.New("injected failure")
 // fail right after step, as a kernel error there would: the
 // failure-injection half of the step-failure table. before, when set, runs
 // first, to change the kernel under the failing ADD as a concurrent ADD
-// would. (A plain func, so that pkg/testutil does not import pkg/attach,
-// whose imports' own tests use pkg/testutil.)
+// would. (A function, not attach.Hooks: pkg/netfilter's own tests use
+// testutil, and pkg/attach imports pkg/netfilter.)
 func FailAfter(step string, before func()) func(string) error {
 	return func(s string) error {
 		if s != step {

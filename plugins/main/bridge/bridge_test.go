@@ -37,6 +37,11 @@ var _ = Describe("bridge", func() {
 	call := func(cmd string, stdin []byte) testutil.Call {
 		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin}
 	}
+	// snapshot is what c1 could leave behind, its netfilter rules included.
+	snapshot := func() testutil.Snapshot {
+		GinkgoHelper()
+		return testutil.TakeSnapshot(hostNS, contNS, dataDir, func() []string { return ownedRules(hostNS, "c1") })
+	}
 
 	DescribeTableSubtree("every spec version", func(ver string) {
 		var stdin []byte
@@ -312,15 +317,13 @@ var _ = Describe("bridge", func() {
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.25.0.0/24", "fd00:25::/64"))
-			before := rulesText(hostNS)
+			before := snapshot()
 			out := testutil.RunIn(hostNS, bridge.FailingAfter(step), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("injected failure after step %q", step))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"), "before: %s", before)
+			Expect(snapshot()).To(Equal(before))
+			Expect(before.HostLinks).To(ConsistOf("lo"))
+			Expect(before.Extra[0]).To(BeEmpty())
 		},
 		testutil.StepEntries(bridge.AddSteps),
 	)
@@ -487,15 +490,12 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
 				hostLocal(dataDir, "10.52.0.0/24", "fd00:52::/64"))
+			before := snapshot()
 			out := testutil.RunIn(hostNS, bridge.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
 			Expect(out.Err.Msg).To(ContainSubstring("injected panic after step %q", step))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
-			Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface"))
+			Expect(snapshot()).To(Equal(before))
 		},
 		testutil.StepEntries(bridge.AddSteps),
 	)
@@ -838,6 +838,20 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		Expect(testutil.Ping(contNS, "10.37.0.1")).To(Succeed())
 	})
 })
+
+// ownedRules is every line of rulesText that belongs to container id: its
+// masquerade rules and chains, and any MAC spoof-check chain.
+func ownedRules(n *ns.NetNS, id string) []string {
+	GinkgoHelper()
+	re := regexp.MustCompile(ownerRE(id))
+	var out []string
+	for _, line := range strings.Split(rulesText(n), "\n") {
+		if re.MatchString(line) || strings.Contains(line, "cni-br-iface") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
 
 // ownerRE matches container id as a rule owner: `id: "c1"` in iptables
 // comments (quotes escaped by iptables-save), `id: c1"` at the end of an
