@@ -215,3 +215,50 @@ func (l *lab) records() []string {
 	m, _ := filepath.Glob(filepath.Join(l.state, "*.json"))
 	return m
 }
+
+// startUdhcpd runs busybox udhcpd in the foreground in the lab's host
+// netns instead of dnsmasq: it allows leases of a few seconds (dnsmasq's
+// shortest is 2 minutes), so renewal and expiry happen within a spec. It
+// serves 10.99.0.60-80 with a leaseSecs lease; stopped by PID.
+func (l *lab) startUdhcpd(leaseSecs int) *exec.Cmd {
+	GinkgoHelper()
+	confPath := filepath.Join(l.dir, "udhcpd.conf")
+	conf := fmt.Sprintf(`start 10.99.0.60
+end 10.99.0.80
+interface %s
+lease_file %s
+pidfile %s
+min_lease 2
+auto_time 1
+option subnet 255.255.255.0
+option router %s
+option lease %d
+`, labBridge, filepath.Join(l.dir, "udhcpd.leases"), filepath.Join(l.dir, "udhcpd.pid"), labGW, leaseSecs)
+	Expect(os.WriteFile(confPath, []byte(conf), 0o644)).To(Succeed())
+	logf, err := os.Create(filepath.Join(l.dir, "udhcpd.log"))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(logf.Close)
+	cmd := exec.Command("busybox", "udhcpd", "-f", confPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+	DeferCleanup(func() {
+		_ = cmd.Process.Kill() // by PID; already gone is fine
+		_, _ = cmd.Process.Wait()
+	})
+	Eventually(func() string {
+		b, _ := os.ReadFile(filepath.Join(l.dir, "udhcpd.log"))
+		return string(b)
+	}).WithTimeout(10*time.Second).Should(ContainSubstring("started"), "udhcpd did not start")
+	return cmd
+}
+
+// acquiredAt reads when the daemon last got an ACK for the lease in the
+// only record of the state dir.
+func (l *lab) acquiredAt() time.Time {
+	GinkgoHelper()
+	recs, err := loadRecords(l.state)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(recs).To(HaveLen(1))
+	Expect(recs[0].V4).NotTo(BeNil())
+	return recs[0].V4.Acquired
+}
