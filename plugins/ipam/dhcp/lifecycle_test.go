@@ -144,7 +144,7 @@ var _ = Describe("the daemon process", func() {
 		before := l.acquiredAt()
 
 		l.execDaemon() // over the stale socket
-		Eventually(l.acquiredAt).WithTimeout(12 * time.Second).WithPolling(200 * time.Millisecond).
+		Eventually(l.acquiredAt).WithTimeout(12*time.Second).WithPolling(200*time.Millisecond).
 			Should(BeTemporally(">", before), "the restarted daemon did not renew")
 
 		again := l.call("ADD", "ctr1", conf)
