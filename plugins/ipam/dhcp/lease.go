@@ -288,8 +288,10 @@ func result4(ack *dhcpv4.DHCPv4, priority int) (*current.IPConfig, []*types.Rout
 	}
 	if raw := ack.GetOneOption(dhcpv4.OptionStaticRoutingTable); len(raw)%8 == 0 {
 		for i := 0; i+8 <= len(raw); i += 8 {
+			// Option 33 destinations are classful (RFC 2132 5.8).
 			dst := net.IP(raw[i : i+4])
-			add(net.IPNet{IP: dst, Mask: dst.DefaultMask()}, net.IP(raw[i+4:i+8]))
+			mask := dst.DefaultMask()
+			add(net.IPNet{IP: dst.Mask(mask), Mask: mask}, net.IP(raw[i+4:i+8]))
 		}
 	}
 	if router != nil {
