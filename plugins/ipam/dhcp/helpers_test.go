@@ -262,3 +262,28 @@ func (l *lab) acquiredAt() time.Time {
 	Expect(recs[0].V4).NotTo(BeNil())
 	return recs[0].V4.Acquired
 }
+
+// addV6 gives the lab's bridge fd99::1/64 (no DAD), for a DHCPv6 server.
+func (l *lab) addV6() {
+	GinkgoHelper()
+	h := testutil.Handle(l.hostNS)
+	br, err := h.LinkByName(labBridge)
+	Expect(err).NotTo(HaveOccurred())
+	a := mustAddr("fd99::1/64")
+	a.Flags = syscall.IFA_F_NODAD
+	Expect(h.AddrAdd(br, a)).To(Succeed())
+}
+
+// leases6 returns dnsmasq's DHCPv6 leases: address -> the line's fields
+// (expiry, IAID, address, hostname, client DUID).
+func (l *lab) leases6() map[string][]string {
+	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.leases")) // a missing file is no lease yet
+	out := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[2], ":") {
+			out[f[2]] = f
+		}
+	}
+	return out
+}
