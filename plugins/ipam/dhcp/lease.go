@@ -215,6 +215,12 @@ func (l *lease) persist() error {
 	return saveRecord(l.d.opts.StateDir, l.rec)
 }
 
+func (l *lease) isLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
 // live reports whether the lease is held: not refused, not expired.
 func (l *lease) live(now time.Time) error {
 	l.mu.Lock()
@@ -351,11 +357,13 @@ func (l *lease) maintain(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		default:
+			// A lost lease is retried every ResendMax; a renewal at half
+			// the time left before T2 (then expiry), at least 1 s apart.
 			wait := l.d.opts.ResendMax
-			if rem := time.Until(l.nextDeadline()) / 2; rem > time.Second && rem < wait {
-				wait = rem
-			} else if rem <= time.Second && wait > time.Second {
-				wait = time.Second
+			if !l.isLost() {
+				if rem := time.Until(l.nextDeadline()) / 2; rem < wait {
+					wait = max(rem, time.Second)
+				}
 			}
 			retryAt = time.Now().Add(wait)
 			log.Warn("lease refresh failed", "err", err, "retryIn", wait)

@@ -103,6 +103,21 @@ var _ = Describe("short leases (udhcpd)", func() {
 		Expect(l.call("CHECK", "ctr1", withPrev).Err).To(BeNil())
 	})
 
+	It("stops and forgets the lease when the interface disappears", func() {
+		l.startUdhcpd(leaseSecs)
+		l.startDaemon()
+		out := l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).To(BeNil())
+		Expect(l.records()).To(HaveLen(1))
+		h := testutil.Handle(l.contNS)
+		eth0, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkDel(eth0)).To(Succeed())
+		// At T1 the daemon finds no interface to renew on.
+		Eventually(l.records).WithTimeout(3 * leaseSecs * time.Second).WithPolling(200 * time.Millisecond).Should(BeEmpty())
+		Expect(l.call("DEL", "ctr1", l.conf("1.1.0", "")).Err).To(BeNil())
+	})
+
 	It("the server goes away: STATUS stays OK, CHECK reports the lease lost once it expires", func() {
 		srv := l.startUdhcpd(leaseSecs)
 		l.startDaemon()
