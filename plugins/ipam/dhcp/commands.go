@@ -1,10 +1,14 @@
 package dhcp
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/rpc"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -13,16 +17,38 @@ import (
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-// dial connects to the daemon. The HTTP CONNECT handshake that
-// rpc.DialHTTP makes proves a daemon answers: a socket file left by a
-// killed daemon refuses the connection.
+// handshakeTimeout bounds connecting to the daemon: a process that holds
+// the socket but does not answer must not hang the runtime's command.
+const handshakeTimeout = 10 * time.Second
+
+// dial connects to the daemon as rpc.DialHTTP does (upstream's plugin
+// uses that), with a deadline on the connect and the HTTP CONNECT
+// handshake. The handshake proves a daemon answers: a socket file left by
+// a killed daemon refuses the connection.
 func dial(conf *Config) (*rpc.Client, error) {
-	c, err := rpc.DialHTTP("unix", conf.SocketPath)
-	if err != nil {
+	fail := func(err error) (*rpc.Client, error) {
 		return nil, fmt.Errorf("no dhcp daemon answers on %s (start it with `dhcp daemon -socketpath %s`): %w",
 			conf.SocketPath, conf.SocketPath, err)
 	}
-	return c, nil
+	conn, err := net.DialTimeout("unix", conf.SocketPath, handshakeTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout)) // a unix socket always takes a deadline
+	if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
+		conn.Close()
+		return fail(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+	if err == nil && resp.Status != "200 Connected to Go RPC" {
+		err = fmt.Errorf("unexpected HTTP response %q", resp.Status)
+	}
+	if err != nil {
+		conn.Close()
+		return fail(err)
+	}
+	_ = conn.SetDeadline(time.Time{}) // an ADD may take up to the daemon's -resendtimeout
+	return rpc.NewClient(conn), nil
 }
 
 func call(conf *Config, method string, args *skel.CmdArgs, reply any) error {

@@ -95,7 +95,7 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		Expect(l.call("STATUS", "", l.conf("1.1.0", "")).Err).To(BeNil())
 	})
 
-	It("refuses bad input with codes 6, 4 and 7", func() {
+	It("refuses bad input with codes 6 (JSON), 1 (version), 4 (environment) and 7 (config)", func() {
 		out := l.call("ADD", "ctr1", `{"cniVersion": "1.1.0", "name": `)
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(Equal(uint(types.ErrDecodingFailure)))
@@ -103,6 +103,11 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		out = l.call("ADD", "ctr1", l.conf("9.9.9", ""))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(Equal(uint(types.ErrIncompatibleCNIVersion)))
+
+		out = testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1",
+			IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))}) // no CNI_NETNS
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrInvalidEnvironmentVariables)))
 
 		out = l.call("ADD", "ctr1", l.conf("1.1.0", `, "priority": -5`))
 		Expect(out.Err).NotTo(BeNil())
@@ -144,6 +149,15 @@ var _ = Describe("without a daemon", func() {
 		_, err = os.Stat(l.sock)
 		Expect(err).NotTo(HaveOccurred(), "the stale socket file must stay for this spec")
 
+		out := l.call("STATUS", "", l.conf("1.1.0", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(result.CodeUnavailable))
+	})
+
+	It("STATUS fails with code 50, not hangs, when something holds the socket but never answers", func() {
+		ln, err := net.Listen("unix", l.sock) // accepts into its backlog, never answers
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ln.Close)
 		out := l.call("STATUS", "", l.conf("1.1.0", ""))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(Equal(result.CodeUnavailable))

@@ -2,7 +2,10 @@ package dhcp
 
 import (
 	"context"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -174,5 +177,32 @@ var _ = Describe("the daemon process", func() {
 		l.startDaemon()
 		err := Run(context.Background(), l.daemonOpts())
 		Expect(err).To(MatchError(ContainSubstring("another daemon is serving")))
+	})
+
+	It("serves a socket systemd passes (LISTEN_FDS, LISTEN_PID)", func() {
+		l := newLab()
+		l.startDnsmasq()
+		ln, err := net.Listen("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		f, err := ln.(*net.UnixListener).File()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ln.Close)
+		DeferCleanup(f.Close)
+
+		// sh sets LISTEN_PID to its own PID, which exec hands to the daemon.
+		bin := filepath.Join(testutil.BinDir(), "dhcp")
+		cmd := exec.Command("sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" daemon -statedir "$1" -socketpath "$2"`,
+			bin, l.state, filepath.Join(l.dir, "unused.sock"))
+		cmd.ExtraFiles = []*os.File{f} // fd 3
+		Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+		p := &daemonProc{cmd: cmd}
+		DeferCleanup(p.kill)
+
+		conf := l.conf("1.1.0", "")
+		Eventually(func() *types.Error { return l.call("STATUS", "", conf).Err }).WithTimeout(10 * time.Second).Should(BeNil())
+		out := l.call("ADD", "ctr1", conf)
+		Expect(out.Err).To(BeNil())
+		Expect(l.records()).To(HaveLen(1))
+		Expect(l.call("DEL", "ctr1", conf).Err).To(BeNil())
 	})
 })
