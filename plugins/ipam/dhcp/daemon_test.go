@@ -3,10 +3,13 @@ package dhcp
 import (
 	"fmt"
 	"net"
+	"net/rpc"
 	"os"
 	"strings"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -63,6 +66,22 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 			Expect(l.call("DEL", "ctr1", l.conf(ver, "")).Err).To(BeNil())
 		})
 	}, testutil.VersionEntries())
+
+	It("speaks upstream's wire protocol: rpc.DialHTTP, DHCP.Allocate and DHCP.Release with the skel arguments", func() {
+		// What upstream's plugin does, call for call.
+		c, err := rpc.DialHTTP("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		args := &skel.CmdArgs{ContainerID: "up1", Netns: l.contNS.Path(), IfName: "eth0",
+			Args: "K8S_POD_NAME=x", Path: "/opt/cni/bin", StdinData: []byte(l.conf("0.4.0", ""))}
+		res := &current.Result{}
+		Expect(c.Call("DHCP.Allocate", args, res)).To(Succeed())
+		Expect(res.IPs).To(HaveLen(1))
+		Expect(inPool(res.IPs[0].Address.IP)).To(BeTrue())
+		Expect(l.leases()).To(HaveKey(res.IPs[0].Address.IP.String()))
+		Expect(c.Call("DHCP.Release", args, &struct{}{})).To(Succeed())
+		Eventually(l.leases).Should(BeEmpty())
+	})
 
 	It("gives two attachments two addresses", func() {
 		other := testutil.NewNS()
