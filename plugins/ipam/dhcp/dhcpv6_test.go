@@ -2,6 +2,7 @@ package dhcp
 
 import (
 	"net"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -48,5 +49,22 @@ var _ = Describe("DHCPv6", func() {
 		Expect(res.IPs).To(HaveLen(1))
 		Expect(res.IPs[0].Address.IP.To4()).To(BeNil())
 		Expect(l.leases()).To(BeEmpty())
+	})
+})
+
+var _ = Describe("an ADD that fails midway", func() {
+	It("releases the DHCPv4 lease it got when DHCPv6 gets none, and keeps no record", func() {
+		l := newLab()
+		l.startDnsmasq() // DHCPv4 only: no DHCPv6 server answers
+		o := l.daemonOpts()
+		o.ResendTimeout = 4 * time.Second
+		l.startDaemonWith(o)
+		out := l.call("ADD", "ctrX", l.conf("1.1.0", `, "ipFamilies": ["ipv4", "ipv6"]`))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("DHCPv6"))
+		Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPACK"), "the DHCPv4 half succeeded first")
+		Eventually(l.leases).Should(BeEmpty(), "the DHCPv4 lease was not released")
+		Expect(l.records()).To(BeEmpty())
+		Expect(l.call("DEL", "ctrX", l.conf("1.1.0", `, "ipFamilies": ["ipv4", "ipv6"]`)).Err).To(BeNil())
 	})
 })

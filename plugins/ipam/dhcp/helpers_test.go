@@ -140,9 +140,14 @@ func (l *lab) daemonOpts() Options {
 // startDaemon runs the daemon in-process until the spec ends.
 func (l *lab) startDaemon() {
 	GinkgoHelper()
+	l.startDaemonWith(l.daemonOpts())
+}
+
+func (l *lab) startDaemonWith(o Options) {
+	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, l.daemonOpts()) }()
+	go func() { done <- Run(ctx, o) }()
 	DeferCleanup(func() {
 		cancel()
 		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
