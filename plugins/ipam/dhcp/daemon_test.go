@@ -83,6 +83,18 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		Eventually(l.leases).Should(BeEmpty())
 	})
 
+	It("works as the built binary bin/dhcp (plugin mode), as a runtime execs it", func() {
+		c := testutil.Call{Command: "ADD", ContainerID: "bin1", Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.0.0", ""))}
+		var out testutil.Output
+		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
+		Expect(inPool(testutil.ParseResult("1.0.0", out.Stdout).IPs[0].Address.IP)).To(BeTrue())
+		c.Command = "DEL"
+		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
+		Expect(l.records()).To(BeEmpty())
+	})
+
 	It("gives two attachments two addresses", func() {
 		other := testutil.NewNS()
 		l.addPort("vh1", other, "eth0")
