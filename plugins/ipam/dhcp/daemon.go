@@ -40,6 +40,11 @@ type Options struct {
 	// (systemd socket activation).
 	Listener net.Listener
 	Log      *slog.Logger
+
+	// v6T1Cap, test-only, renews DHCPv6 leases at most this long after
+	// they were granted (dnsmasq's shortest DHCPv6 lease is 2 minutes, so
+	// its T1 is at least 1). Zero (always, outside tests): the server's T1.
+	v6T1Cap time.Duration
 }
 
 func (o *Options) defaults() {

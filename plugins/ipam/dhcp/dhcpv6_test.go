@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"fmt"
 	"net"
 	"time"
 
@@ -40,6 +41,32 @@ var _ = Describe("DHCPv6", func() {
 		Eventually(l.leases6).Should(BeEmpty(), func() string { return "no DHCPv6 release seen:\n" + l.dnsmasqLog() })
 		Eventually(l.leases).Should(BeEmpty())
 		Expect(l.records()).To(BeEmpty())
+	})
+
+	It("renews with Renew messages the server answers (T1 capped to 2 s by a test-only option)", func() {
+		o := l.daemonOpts()
+		o.SocketPath = l.sock + "6"
+		o.StateDir = l.state + "6"
+		o.v6T1Cap = 2 * time.Second
+		l.startDaemonWith(o)
+		conf := fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "dhcpnet", "ipam": {"type": "dhcp", "daemonSocketPath": %q, "ipFamilies": ["ipv6"]}}`, o.SocketPath)
+		out := l.call("ADD", "ctr6", conf)
+		Expect(out.Err).To(BeNil())
+		acquired := func() time.Time {
+			recs, err := loadRecords(o.StateDir)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(recs).To(HaveLen(1))
+			return recs[0].V6.Acquired
+		}
+		last := acquired()
+		for i := 0; i < 2; i++ {
+			Eventually(acquired).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(BeTemporally(">", last))
+			last = acquired()
+		}
+		Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRENEW"))
+		Expect(l.call("CHECK", "ctr6", string(testutil.WithPrev([]byte(conf), out.Stdout))).Err).NotTo(BeNil(),
+			"the address is not on eth0: CHECK must say so even with a live lease")
+		Expect(l.call("DEL", "ctr6", conf).Err).To(BeNil())
 	})
 
 	It("with ipFamilies [ipv6] runs DHCPv6 alone", func() {

@@ -387,7 +387,7 @@ func (l *lease) nextEvent() time.Time {
 		}
 	}
 	if l.v6 != nil {
-		if t1 := l.v6.t1(); t1.Before(next) {
+		if t1 := l.t1v6(); t1.Before(next) {
 			next = t1
 		}
 	}

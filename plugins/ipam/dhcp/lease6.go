@@ -217,11 +217,20 @@ func (l *lease6) message6(id string, t dhcpv6.MessageType) (*dhcpv6.Message, err
 	return m, nil
 }
 
+// t1v6 is when the DHCPv6 lease is due for renewal (caller holds l.mu).
+func (l *lease) t1v6() time.Time {
+	t := l.v6.t1()
+	if c := l.d.opts.v6T1Cap; c > 0 && l.v6.at.Add(c).Before(t) {
+		t = l.v6.at.Add(c)
+	}
+	return t
+}
+
 func (l *lease) refresh6(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
-	cur, lost := l.v6, l.lost
+	cur, lost, t1 := l.v6, l.lost, l.t1v6()
 	l.mu.Unlock()
-	if !lost && now.Before(cur.t1()) {
+	if !lost && now.Before(t1) {
 		return nil
 	}
 	var reply *dhcpv6.Message
