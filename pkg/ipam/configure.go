@@ -62,10 +62,12 @@ func ConfigureIface(h *netlink.Handle, ifName string, res *current.Result, opts 
 // Route turns an IPAM result's route into a kernel route out of linkIndex:
 // via the route's own gateway, or, when it names none, via the gateway of
 // the first address in ips of the route's family that has one (as the
-// upstream plugins do).
+// upstream plugins do). A route with a scope narrower than universe (dhcp's
+// on-link option 121 routes have link scope) gets no borrowed gateway: the
+// kernel refuses a gateway on such a route.
 func Route(linkIndex int, r *types.Route, ips []*current.IPConfig) *netlink.Route {
 	gw := r.GW
-	if gw == nil {
+	if gw == nil && (r.Scope == nil || netlink.Scope(*r.Scope) == netlink.SCOPE_UNIVERSE) {
 		gw = gatewayFor(r.Dst.IP, ips)
 	}
 	nr := &netlink.Route{

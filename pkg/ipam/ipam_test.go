@@ -2,9 +2,12 @@ package ipam
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -33,5 +36,19 @@ func TestDelegationRefusesPaths(t *testing.T) {
 		if err := fn(context.Background(), "/bin/x", nil); result.Code(err) != types.ErrInvalidNetworkConfig {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+func TestRouteKeepsOnLinkRoutesOnLink(t *testing.T) {
+	_, dst, _ := net.ParseCIDR("192.168.7.0/24")
+	gw := net.IPv4(10, 99, 0, 1)
+	ips := []*current.IPConfig{{Address: net.IPNet{IP: net.IPv4(10, 99, 0, 20), Mask: net.CIDRMask(24, 32)}, Gateway: gw}}
+
+	link := int(netlink.SCOPE_LINK)
+	if r := Route(2, &types.Route{Dst: *dst, Scope: &link}, ips); r.Gw != nil || r.Scope != netlink.SCOPE_LINK {
+		t.Errorf("link-scope route got gateway %v, scope %v", r.Gw, r.Scope)
+	}
+	if r := Route(2, &types.Route{Dst: *dst}, ips); !r.Gw.Equal(gw) {
+		t.Errorf("route without scope got gateway %v, want %v", r.Gw, gw)
 	}
 }

@@ -1,0 +1,196 @@
+package dhcp
+
+import (
+	"fmt"
+	"net"
+	"net/rpc"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+func inPool(ip net.IP) bool {
+	v := ip.To4()
+	return v != nil && v[0] == 10 && v[1] == 99 && v[2] == 0 && v[3] >= 10 && v[3] <= 50
+}
+
+var _ = Describe("ADD and DEL against dnsmasq", func() {
+	var l *lab
+	BeforeEach(func() {
+		l = newLab()
+		l.startDnsmasq()
+		l.startDaemon()
+	})
+
+	DescribeTableSubtree("each spec version", func(ver string) {
+		It("gets a lease from the pool, persists it, and DEL releases it", func() {
+			out := l.call("ADD", "ctr1", l.conf(ver, ""))
+			Expect(out.Err).To(BeNil())
+			res := testutil.ParseResult(ver, out.Stdout)
+			Expect(res.IPs).To(HaveLen(1))
+			ip := res.IPs[0]
+			Expect(inPool(ip.Address.IP)).To(BeTrue(), "%s", ip.Address.String())
+			Expect(ip.Address.Mask).To(Equal(net.CIDRMask(24, 32)))
+			Expect(ip.Gateway.String()).To(Equal(labGW))
+			Expect(res.Routes).To(HaveLen(1))
+			Expect(res.Routes[0].Dst.String()).To(Equal("0.0.0.0/0"))
+			Expect(res.Routes[0].GW.String()).To(Equal(labGW))
+
+			// The server holds it under upstream's client ID.
+			lease := l.leases()[ip.Address.IP.String()]
+			Expect(lease).NotTo(BeNil(), "dnsmasq lease file: %v", l.leases())
+			var hexID []string
+			for _, b := range []byte("ctr1/dhcpnet/eth0") {
+				hexID = append(hexID, fmt.Sprintf("%02x", b))
+			}
+			Expect(lease[4]).To(Equal(strings.Join(hexID, ":")))
+			Expect(l.records()).To(HaveLen(1))
+
+			// An ADD retried gets the same lease back.
+			again := l.call("ADD", "ctr1", l.conf(ver, ""))
+			Expect(again.Err).To(BeNil())
+			Expect(testutil.ParseResult(ver, again.Stdout).IPs[0].Address.String()).To(Equal(ip.Address.String()))
+
+			Expect(l.call("DEL", "ctr1", l.conf(ver, "")).Err).To(BeNil())
+			Eventually(l.leases).Should(Not(HaveKey(ip.Address.IP.String())), func() string { return "dnsmasq saw no RELEASE:\n" + l.dnsmasqLog() })
+			Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRELEASE(" + labBridge + ") " + ip.Address.IP.String()))
+			Expect(l.records()).To(BeEmpty())
+			Expect(l.call("DEL", "ctr1", l.conf(ver, "")).Err).To(BeNil())
+		})
+	}, testutil.VersionEntries())
+
+	It("speaks upstream's wire protocol: rpc.DialHTTP, DHCP.Allocate and DHCP.Release with the skel arguments", func() {
+		// What upstream's plugin does, call for call.
+		c, err := rpc.DialHTTP("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		defer c.Close()
+		args := &skel.CmdArgs{ContainerID: "up1", Netns: l.contNS.Path(), IfName: "eth0",
+			Args: "K8S_POD_NAME=x", Path: "/opt/cni/bin", StdinData: []byte(l.conf("0.4.0", ""))}
+		res := &current.Result{}
+		Expect(c.Call("DHCP.Allocate", args, res)).To(Succeed())
+		Expect(res.IPs).To(HaveLen(1))
+		Expect(inPool(res.IPs[0].Address.IP)).To(BeTrue())
+		Expect(l.leases()).To(HaveKey(res.IPs[0].Address.IP.String()))
+		Expect(c.Call("DHCP.Release", args, &struct{}{})).To(Succeed())
+		Eventually(l.leases).Should(BeEmpty())
+	})
+
+	It("works as the built binary bin/dhcp (plugin mode), as a runtime execs it", func() {
+		c := testutil.Call{Command: "ADD", ContainerID: "bin1", Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.0.0", ""))}
+		var out testutil.Output
+		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
+		Expect(inPool(testutil.ParseResult("1.0.0", out.Stdout).IPs[0].Address.IP)).To(BeTrue())
+		c.Command = "DEL"
+		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
+		Expect(l.records()).To(BeEmpty())
+	})
+
+	It("gives two attachments two addresses", func() {
+		other := testutil.NewNS()
+		l.addPort("vh1", other, "eth0")
+		a := l.call("ADD", "ctrA", l.conf("1.1.0", ""))
+		Expect(a.Err).To(BeNil())
+		b := testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctrB",
+			Netns: other.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))})
+		Expect(b.Err).To(BeNil())
+		ra, rb := testutil.ParseResult("1.1.0", a.Stdout), testutil.ParseResult("1.1.0", b.Stdout)
+		Expect(ra.IPs[0].Address.IP.Equal(rb.IPs[0].Address.IP)).To(BeFalse())
+		Expect(l.leases()).To(HaveLen(2))
+	})
+
+	It("DEL succeeds when the netns is gone, and forgets the lease", func() {
+		gone, cleanup, err := testutil.CreateNS()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(cleanup)
+		l.addPort("vh2", gone, "eth0")
+		c := testutil.Call{Command: "ADD", ContainerID: "ctrG", Netns: gone.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))}
+		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
+		Expect(cleanup()).To(Succeed())
+		c.Command = "DEL"
+		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
+		Expect(l.records()).To(BeEmpty())
+		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
+	})
+
+	It("STATUS is OK while the daemon answers", func() {
+		Expect(l.call("STATUS", "", l.conf("1.1.0", "")).Err).To(BeNil())
+	})
+
+	It("refuses bad input with codes 6 (JSON), 1 (version), 4 (environment) and 7 (config)", func() {
+		out := l.call("ADD", "ctr1", `{"cniVersion": "1.1.0", "name": `)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrDecodingFailure)))
+
+		out = l.call("ADD", "ctr1", l.conf("9.9.9", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrIncompatibleCNIVersion)))
+
+		out = testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1",
+			IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))}) // no CNI_NETNS
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrInvalidEnvironmentVariables)))
+
+		out = l.call("ADD", "ctr1", l.conf("1.1.0", `, "priority": -5`))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrInvalidNetworkConfig)))
+		Expect(out.Err.Msg).To(ContainSubstring("ipam.priority: -5"))
+		Expect(l.leases()).To(BeEmpty())
+	})
+
+	It("fails an ADD on a missing interface, naming it, and keeps nothing", func() {
+		out := testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1",
+			Netns: l.contNS.Path(), IfName: "nosuch0", Stdin: []byte(l.conf("1.1.0", ""))})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring(`"nosuch0"`))
+		Expect(l.records()).To(BeEmpty())
+	})
+})
+
+var _ = Describe("without a daemon", func() {
+	var l *lab
+	BeforeEach(func() { l = newLab() })
+
+	It("STATUS fails with code 50 and ADD with code 11, naming the socket", func() {
+		out := l.call("STATUS", "", l.conf("1.1.0", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(result.CodeUnavailable))
+		Expect(out.Err.Msg).To(ContainSubstring(l.sock))
+
+		out = l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(uint(types.ErrTryAgainLater)))
+		Expect(out.Err.Msg).To(ContainSubstring(l.sock))
+	})
+
+	It("STATUS fails with code 50 on a stale socket file", func() {
+		ln, err := net.Listen("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		Expect(ln.Close()).To(Succeed())
+		_, err = os.Stat(l.sock)
+		Expect(err).NotTo(HaveOccurred(), "the stale socket file must stay for this spec")
+
+		out := l.call("STATUS", "", l.conf("1.1.0", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(result.CodeUnavailable))
+	})
+
+	It("STATUS fails with code 50, not hangs, when something holds the socket but never answers", func() {
+		ln, err := net.Listen("unix", l.sock) // accepts into its backlog, never answers
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(ln.Close)
+		out := l.call("STATUS", "", l.conf("1.1.0", ""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(Equal(result.CodeUnavailable))
+	})
+})

@@ -1,0 +1,294 @@
+package dhcp
+
+import (
+	"context"
+	"fmt"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	current "github.com/containernetworking/cni/pkg/types/100"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// lab is one spec's world: a stand-in host netns with a bridge (10.99.0.1/24)
+// that a dnsmasq serves, a container netns whose eth0 is a veth on that
+// bridge (as a main plugin would leave it before calling IPAM), and a
+// temp folder for the daemon's socket and state and the server's files.
+type lab struct {
+	hostNS, contNS *ns.NetNS
+	dir            string
+	sock, state    string
+	dnsmasq        *exec.Cmd
+}
+
+const (
+	labBridge = "dhcpbr0"
+	labGW     = "10.99.0.1"
+)
+
+func newLab() *lab {
+	GinkgoHelper()
+	l := &lab{hostNS: testutil.NewNS(), contNS: testutil.NewNS()}
+	// Short: a unix socket path has 108 bytes at most.
+	dir, err := os.MkdirTemp("", "dhcp")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
+	l.dir, l.sock, l.state = dir, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state")
+
+	h := testutil.Handle(l.hostNS)
+	la := netlink.NewLinkAttrs()
+	la.Name = labBridge
+	br := &netlink.Bridge{LinkAttrs: la}
+	Expect(h.LinkAdd(br)).To(Succeed())
+	Expect(h.AddrAdd(br, mustAddr(labGW+"/24"))).To(Succeed())
+	Expect(h.LinkSetUp(br)).To(Succeed())
+	l.addPort("vh0", l.contNS, "eth0")
+	return l
+}
+
+// addPort makes a veth with one end (ifName) in n and the other (hostName)
+// on the lab's bridge, both up.
+func (l *lab) addPort(hostName string, n *ns.NetNS, ifName string) {
+	GinkgoHelper()
+	Expect(testutil.ConnectNS(testutil.VethEnd{NS: l.hostNS, Name: hostName}, testutil.VethEnd{NS: n, Name: ifName})).To(Succeed())
+	h := testutil.Handle(l.hostNS)
+	port, err := h.LinkByName(hostName)
+	Expect(err).NotTo(HaveOccurred())
+	br, err := h.LinkByName(labBridge)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(h.LinkSetMaster(port, br)).To(Succeed())
+}
+
+func mustAddr(s string) *netlink.Addr {
+	a, err := netlink.ParseAddr(s)
+	Expect(err).NotTo(HaveOccurred())
+	return a
+}
+
+// startDnsmasq runs dnsmasq in the foreground in the lab's host netns,
+// serving the bridge, with its own lease, pid and log files; it is stopped
+// by PID when the spec ends. extra are more dnsmasq options.
+func (l *lab) startDnsmasq(extra ...string) {
+	GinkgoHelper()
+	logPath := filepath.Join(l.dir, "dnsmasq.log")
+	args := append([]string{
+		"--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
+		"--interface=" + labBridge, "--bind-interfaces", "--user=root",
+		"--dhcp-range=10.99.0.10,10.99.0.50,255.255.255.0,2m",
+		"--dhcp-authoritative", "--log-dhcp",
+		// No ping of an address before offering it: that costs 3 s an ADD.
+		"--no-ping",
+		"--dhcp-leasefile=" + filepath.Join(l.dir, "dnsmasq.leases"),
+		"--pid-file=" + filepath.Join(l.dir, "dnsmasq.pid"),
+		"--log-facility=" + logPath,
+	}, extra...)
+	cmd := exec.Command("/usr/sbin/dnsmasq", args...)
+	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+	DeferCleanup(func() {
+		_ = cmd.Process.Kill() // by PID; Wait reaps it
+		_, _ = cmd.Process.Wait()
+	})
+	l.dnsmasq = cmd
+	Eventually(func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b)
+	}).WithTimeout(10*time.Second).Should(ContainSubstring("sockets bound exclusively"), "dnsmasq did not start")
+}
+
+func (l *lab) stopDnsmasq() {
+	GinkgoHelper()
+	Expect(l.dnsmasq.Process.Kill()).To(Succeed())
+	_, _ = l.dnsmasq.Process.Wait()
+}
+
+// leases returns dnsmasq's lease file: IP -> the line's fields
+// (expiry, MAC, IP, hostname, client ID).
+func (l *lab) leases() map[string][]string {
+	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.leases")) // a missing file is no lease yet
+	out := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && !strings.Contains(f[2], ":") {
+			out[f[2]] = f
+		}
+	}
+	return out
+}
+
+func (l *lab) dnsmasqLog() string {
+	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.log"))
+	return string(b)
+}
+
+// daemonOpts are short times so the specs see renewals and give-ups soon.
+func (l *lab) daemonOpts() Options {
+	return Options{SocketPath: l.sock, StateDir: l.state, Timeout: 3 * time.Second,
+		ResendMax: 2 * time.Second, ResendTimeout: 10 * time.Second}
+}
+
+// startDaemon runs the daemon in-process until the spec ends.
+func (l *lab) startDaemon() {
+	GinkgoHelper()
+	l.startDaemonWith(l.daemonOpts())
+}
+
+func (l *lab) startDaemonWith(o Options) {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	DeferCleanup(func() {
+		cancel()
+		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+	})
+	l.waitDaemon()
+}
+
+func (l *lab) waitDaemon() {
+	GinkgoHelper()
+	Eventually(func() error {
+		c, err := rpc.DialHTTP("unix", l.sock)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+// daemonProc runs the built binary (bin/dhcp daemon) in the lab's host
+// netns; kill it with kill(), by PID.
+type daemonProc struct{ cmd *exec.Cmd }
+
+func (l *lab) execDaemon() *daemonProc {
+	GinkgoHelper()
+	bin := filepath.Join(testutil.BinDir(), "dhcp")
+	_, err := os.Stat(bin)
+	Expect(err).NotTo(HaveOccurred(), "run ./build_linux.sh first")
+	o := l.daemonOpts()
+	cmd := exec.Command(bin, "daemon", "-socketpath", o.SocketPath, "-statedir", o.StateDir,
+		"-timeout", o.Timeout.String(), "-resendmax", o.ResendMax.String(), "-resendtimeout", o.ResendTimeout.String(),
+		"-pidfile", filepath.Join(l.dir, "daemon.pid"), "-debug")
+	logf, err := os.OpenFile(filepath.Join(l.dir, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(logf.Close)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+	p := &daemonProc{cmd: cmd}
+	DeferCleanup(p.kill)
+	l.waitDaemon()
+	return p
+}
+
+// kill SIGKILLs the daemon (by PID) and reaps it; it may run twice.
+func (p *daemonProc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL) // already gone is fine
+	_, _ = p.cmd.Process.Wait()
+}
+
+// call runs the plugin in-process in the lab's host netns.
+func (l *lab) call(cmd, id, stdin string) testutil.Output {
+	GinkgoHelper()
+	return testutil.RunIn(l.hostNS, Plugin, testutil.Call{
+		Command: cmd, ContainerID: id, Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(stdin)})
+}
+
+func (l *lab) conf(ver, ipamExtra string) string {
+	return fmt.Sprintf(`{"cniVersion": %q, "name": "dhcpnet", "type": "bridge",
+		"ipam": {"type": "dhcp", "daemonSocketPath": %q%s}}`, ver, l.sock, ipamExtra)
+}
+
+// configure puts res on the container's eth0, as the main plugin would
+// (renewals are unicast to that address).
+func (l *lab) configure(res *current.Result) {
+	GinkgoHelper()
+	Expect(ipam.ConfigureIface(testutil.Handle(l.contNS), "eth0", res, ipam.ConfigureOptions{})).To(Succeed())
+}
+
+// records lists the daemon's lease files.
+func (l *lab) records() []string {
+	m, _ := filepath.Glob(filepath.Join(l.state, "*.json"))
+	return m
+}
+
+// startUdhcpd runs busybox udhcpd in the foreground in the lab's host
+// netns instead of dnsmasq: it allows leases of a few seconds (dnsmasq's
+// shortest is 2 minutes), so renewal and expiry happen within a spec. It
+// serves 10.99.0.60-80 with a leaseSecs lease; stopped by PID.
+func (l *lab) startUdhcpd(leaseSecs int) *exec.Cmd {
+	GinkgoHelper()
+	confPath := filepath.Join(l.dir, "udhcpd.conf")
+	conf := fmt.Sprintf(`start 10.99.0.60
+end 10.99.0.80
+interface %s
+lease_file %s
+pidfile %s
+min_lease 2
+auto_time 1
+option subnet 255.255.255.0
+option router %s
+option lease %d
+`, labBridge, filepath.Join(l.dir, "udhcpd.leases"), filepath.Join(l.dir, "udhcpd.pid"), labGW, leaseSecs)
+	Expect(os.WriteFile(confPath, []byte(conf), 0o644)).To(Succeed())
+	logf, err := os.Create(filepath.Join(l.dir, "udhcpd.log"))
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(logf.Close)
+	cmd := exec.Command("busybox", "udhcpd", "-f", confPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+	DeferCleanup(func() {
+		_ = cmd.Process.Kill() // by PID; already gone is fine
+		_, _ = cmd.Process.Wait()
+	})
+	Eventually(func() string {
+		b, _ := os.ReadFile(filepath.Join(l.dir, "udhcpd.log"))
+		return string(b)
+	}).WithTimeout(10*time.Second).Should(ContainSubstring("started"), "udhcpd did not start")
+	return cmd
+}
+
+// acquiredAt reads when the daemon last got an ACK for the lease in the
+// only record of the state dir.
+func (l *lab) acquiredAt() time.Time {
+	GinkgoHelper()
+	recs, err := loadRecords(l.state)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(recs).To(HaveLen(1))
+	Expect(recs[0].V4).NotTo(BeNil())
+	return recs[0].V4.Acquired
+}
+
+// addV6 gives the lab's bridge fd99::1/64 (no DAD), for a DHCPv6 server.
+func (l *lab) addV6() {
+	GinkgoHelper()
+	h := testutil.Handle(l.hostNS)
+	br, err := h.LinkByName(labBridge)
+	Expect(err).NotTo(HaveOccurred())
+	a := mustAddr("fd99::1/64")
+	a.Flags = syscall.IFA_F_NODAD
+	Expect(h.AddrAdd(br, a)).To(Succeed())
+}
+
+// leases6 returns dnsmasq's DHCPv6 leases: address -> the line's fields
+// (expiry, IAID, address, hostname, client DUID).
+func (l *lab) leases6() map[string][]string {
+	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.leases")) // a missing file is no lease yet
+	out := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[2], ":") {
+			out[f[2]] = f
+		}
+	}
+	return out
+}
