@@ -2,9 +2,13 @@ package verbs_test
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -23,6 +27,9 @@ func configs(dataDir string) map[string]string {
 		"static":     `{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "static", "addresses": [{"address": "10.62.0.2/24"}]}}`,
 		"bridge":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
 		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
+		// The dhcp daemon that startDHCPDaemon runs serves this socket.
+		"dhcp": fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "dhcp", "daemonSocketPath": %q}}`,
+			dhcpSock(dataDir)),
 	}
 }
 
@@ -77,6 +84,7 @@ var _ = Describe("GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 	BeforeEach(func() {
 		hostNS = testutil.NewNS()
 		dataDir = GinkgoT().TempDir()
+		startDHCPDaemon(hostNS, dataDir)
 	})
 
 	It("has a config here for every plugin binary", func() {
@@ -138,3 +146,28 @@ var _ = Describe("GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 		Entry("ptp", "ptp"),
 	)
 })
+
+// dhcpSock is beside dataDir, not in it: a spec reads every file in dataDir.
+func dhcpSock(dataDir string) string { return dataDir + ".dhcp.sock" }
+
+// startDHCPDaemon runs bin/dhcp daemon on dhcpSock(dataDir) until the spec
+// ends: dhcp's STATUS fails (code 50) when no daemon answers.
+func startDHCPDaemon(hostNS *ns.NetNS, dataDir string) {
+	GinkgoHelper()
+	sock := dhcpSock(dataDir)
+	cmd := exec.Command(filepath.Join(testutil.BinDir(), "dhcp"), "daemon",
+		"-socketpath", sock, "-statedir", GinkgoT().TempDir())
+	Expect(hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
+	DeferCleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM) // by PID; it removes its socket
+		_, _ = cmd.Process.Wait()
+		_ = os.Remove(sock) // in case it could not
+	})
+	Eventually(func() error {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+}
