@@ -150,6 +150,7 @@ else
 		bad=()
 		for b in bin/*; do
 			name=$(basename "$b")
+			[ "$name" = cniforge ] && continue # the multicall binary, not a plugin
 			if [ ! -x "$dest/$name" ] || ! cmp -s "$b" "$dest/$name"; then
 				bad+=("$name: not installed")
 				continue

@@ -36,10 +36,11 @@ var AllVersions = version.PluginSupports("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.
 
 // About is the text printed on stderr when the plugin runs without CNI_COMMAND.
 func (p Plugin) About() string {
-	return fmt.Sprintf("CNI %s plugin %s (cniforge): %s", p.Name, suiteVersion(), p.Summary)
+	return fmt.Sprintf("CNI %s plugin %s (cniforge): %s", p.Name, SuiteVersion(), p.Summary)
 }
 
-func suiteVersion() string {
+// SuiteVersion is Version, else the module version Go stamped, else "unknown".
+func SuiteVersion() string {
 	if Version != "" {
 		return Version
 	}

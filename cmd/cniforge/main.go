@@ -1,0 +1,74 @@
+// Command cniforge is the multicall binary: every cniforge plugin in one
+// executable, plus the node tool. The basename of argv[0] picks the plugin,
+// so /opt/cni/bin/bridge can be a link to it; `cniforge <plugin>` works too.
+//
+//	cniforge version                 the suite's version and the plugins it holds
+//	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/plugins/all"
+)
+
+func main() {
+	plugins := all.Plugins()
+	plugin.Register(plugins...)
+
+	if p, ok := plugin.Lookup(filepath.Base(os.Args[0])); ok {
+		plugin.Main(p) // exits
+		return
+	}
+	os.Exit(run(os.Args[1:], plugins, os.Stdout, os.Stderr))
+}
+
+// run is the cniforge command line (argv[0] named no plugin); it returns the
+// exit status.
+func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr, plugins)
+		return 2
+	}
+	if p, ok := plugin.Lookup(args[0]); ok {
+		plugin.Main(p) // exits
+		return 0
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintf(stdout, "cniforge %s\n", plugin.SuiteVersion())
+		fmt.Fprintf(stdout, "plugins: %s\n", strings.Join(names(plugins), " "))
+		fmt.Fprintf(stdout, "CNI protocol versions supported: %s\n", strings.Join(plugin.AllVersions.SupportedVersions(), ", "))
+		return 0
+	case "help", "-h", "--help":
+		usage(stdout, plugins)
+		return 0
+	}
+	fmt.Fprintf(stderr, "cniforge: unknown command or plugin %q\n", args[0])
+	usage(stderr, plugins)
+	return 2
+}
+
+func names(plugins []plugin.Plugin) []string {
+	out := make([]string, len(plugins))
+	for i, p := range plugins {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func usage(w io.Writer, plugins []plugin.Plugin) {
+	fmt.Fprintf(w, `cniforge %s: the cniforge CNI plugins in one binary
+
+usage:
+  cniforge version      print the version and the plugins this binary holds
+  cniforge <plugin>     run a plugin (as /opt/cni/bin/<plugin> linked to cniforge does)
+
+plugins: %s
+`, plugin.SuiteVersion(), strings.Join(names(plugins), " "))
+}
