@@ -29,6 +29,12 @@ type Plugin struct {
 	Summary  string             // one line: what it does
 	Versions version.PluginInfo // spec versions it accepts
 	Funcs    skel.CNIFuncs      // ADD, DEL, CHECK, GC, STATUS
+
+	// InProcess says the plugin may run inside the process of a plugin
+	// that delegates to it (pkg/ipam, in the multicall binary): its
+	// commands print only to Stdout(args), read the CNI_* values only
+	// from args, and keep no state between calls.
+	InProcess bool
 }
 
 // AllVersions is every spec version a cniforge plugin accepts.
