@@ -3,9 +3,9 @@
 # none of them can rot unseen (test_linux.sh calls it after the Go tests):
 #
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
-#   install   sudo install -D -m 0755 -t /opt/cni/bin bin/*   (into a temporary
-#             folder instead of /opt/cni/bin; every binary must then run and
-#             print its about text)
+#   install   sudo bin/cniforge install   (with --dir, into a temporary folder
+#             instead of /opt/cni/bin; cniforge and every plugin it lists must
+#             then be there and each plugin print its about text)
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #
@@ -44,7 +44,7 @@ known=(
 	'./build_linux.sh && sudo scripts/demo.sh'
 	'sudo ./test_linux.sh'
 	'./build_linux.sh'
-	'sudo install -D -m 0755 -t /opt/cni/bin bin/*'
+	'sudo bin/cniforge install'
 )
 readme_commands() {
 	awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md
@@ -135,23 +135,22 @@ if host_untouched demo bash -c './build_linux.sh && scripts/demo.sh'; then
 fi
 
 # --- install, into a temporary folder --------------------------------------
-install_cmd=$(readme_commands | grep -m1 '^sudo install .* /opt/cni/bin ')
+install_cmd=$(readme_commands | grep -m1 '^sudo bin/cniforge install')
 dest=$work/opt/cni/bin
 if [ -z "$install_cmd" ]; then
-	fail "the README has no 'sudo install ... /opt/cni/bin ...' command"
+	fail "the README has no 'sudo bin/cniforge install' command"
 else
-	# The README's own words, with the destination swapped and sudo dropped.
-	cmd=${install_cmd#sudo }
-	cmd=${cmd//\/opt\/cni\/bin/$dest}
+	# The README's own words, sudo dropped, into $dest instead of /opt/cni/bin.
+	cmd="${install_cmd#sudo } --dir $dest"
 	if ! (eval "$cmd") >"$work/install.log" 2>&1; then
 		fail "install [$cmd]:"
 		sed 's/^/    /' "$work/install.log" >&2
 	else
 		bad=()
-		for b in bin/*; do
-			name=$(basename "$b")
-			[ "$name" = cniforge ] && continue # the multicall binary, not a plugin
-			if [ ! -x "$dest/$name" ] || ! cmp -s "$b" "$dest/$name"; then
+		cmp -s bin/cniforge "$dest/cniforge" || bad+=("cniforge: not installed")
+		plugins=$(bin/cniforge version | sed -n 's/^plugins: //p')
+		for name in $plugins; do
+			if [ ! -x "$dest/$name" ]; then
 				bad+=("$name: not installed")
 				continue
 			fi
@@ -162,10 +161,10 @@ else
 			*) bad+=("$name: about text [$about]") ;;
 			esac
 		done
-		if [ ${#bad[@]} -eq 0 ] && [ -n "$(ls bin)" ]; then
-			ok "install: $(ls bin | wc -l) binaries installed by the README's command, each runs"
+		if [ ${#bad[@]} -eq 0 ] && [ -n "$plugins" ]; then
+			ok "install: cniforge and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
 		else
-			fail "install: ${bad[*]:-nothing in bin/}"
+			fail "install: ${bad[*]:-bin/cniforge version lists no plugins}"
 		fi
 	fi
 fi

@@ -4,6 +4,9 @@
 //
 //	cniforge version                 the suite's version and the plugins it holds
 //	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
+//	cniforge install [--dir D] [--force]
+//	                                 install this binary as D/cniforge (default
+//	                                 /opt/cni/bin) and each plugin as a link to it
 package main
 
 import (
@@ -45,6 +48,8 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "plugins: %s\n", strings.Join(names(plugins), " "))
 		fmt.Fprintf(stdout, "CNI protocol versions supported: %s\n", strings.Join(plugin.AllVersions.SupportedVersions(), ", "))
 		return 0
+	case "install":
+		return install(args[1:], plugins, stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout, plugins)
 		return 0
@@ -68,6 +73,10 @@ func usage(w io.Writer, plugins []plugin.Plugin) {
 usage:
   cniforge version      print the version and the plugins this binary holds
   cniforge <plugin>     run a plugin (as /opt/cni/bin/<plugin> linked to cniforge does)
+  cniforge install [--dir /opt/cni/bin] [--force]
+                        install this binary into the directory, and each plugin
+                        as a link to it; each file is replaced atomically, and a
+                        file that is not cniforge's only with --force
 
 plugins: %s
 `, plugin.SuiteVersion(), strings.Join(names(plugins), " "))
