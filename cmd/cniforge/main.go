@@ -7,6 +7,11 @@
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
 //	                                 /opt/cni/bin) and each plugin as a link to it
+//	cniforge ls [--json]             cached attachments, unowned host-local
+//	                                 reservations, addresses used and free
+//	cniforge gc [--apply] [--network NAME]
+//	                                 DEL attachments whose netns is gone, then GC
+//	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir)
 package main
 
 import (
@@ -50,6 +55,10 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		return 0
 	case "install":
 		return install(args[1:], plugins, stdout, stderr)
+	case "ls":
+		return ls(args[1:], stdout, stderr)
+	case "gc":
+		return gc(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout, plugins)
 		return 0
@@ -77,6 +86,15 @@ usage:
                         install this binary into the directory, and each plugin
                         as a link to it; each file is replaced atomically, and a
                         file that is not cniforge's only with --force
+  cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
+                        host-local reservations no attachment owns, and per
+                        network the addresses used and free
+  cniforge gc [--apply] [--network NAME]
+                        DEL (through libcni) every cached attachment whose netns
+                        is gone, then GC each network keeping those that remain;
+                        a dry run without --apply
+  ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
+  --bin-dir (/opt/cni/bin)
 
 plugins: %s
 `, plugin.SuiteVersion(), strings.Join(names(plugins), " "))
