@@ -409,10 +409,19 @@ func gc(args []string, stdout, stderr io.Writer) int {
 		}
 		// The valid list is read again now: what the DELs above removed is
 		// gone from the cache, and one that failed stays valid.
-		valid, err := validAttachments(cni, n.Name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		var valid []types.GCAttachment
+		if *apply {
+			valid, err = validAttachments(cni, n.Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		} else {
+			for _, a := range st.Attachments { // what the DELs would leave
+				if a.Network == n.Name && a.NetnsState != nsGone {
+					valid = append(valid, types.GCAttachment{ContainerID: a.ContainerID, IfName: a.IfName})
+				}
+			}
 		}
 		msg := fmt.Sprintf("%s: %sGC keeping %d cached attachment(s)", n.Name, would, len(valid))
 		if len(orphans) > 0 {

@@ -218,6 +218,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 		t.Errorf("ls networks: %+v, want nodenet 4 used, 249 free (and oldnet)", st.Networks)
 	}
 	text, rc := n.cli("ls")
+	t.Logf("cniforge ls:\n%s", text)
 	for _, line := range []string{"nodenet  ctr-gone1  eth0", "nodenet  " + ipLost + "  ctr-lost", "nodenet  1.1.0       host-local  4     249"} {
 		if rc != 0 || !strings.Contains(text, line) {
 			t.Errorf("ls (exit %d) lacks %q:\n%s", rc, line, text)
@@ -226,13 +227,14 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 
 	before := n.snapshot()
 	out, rc := n.cli("gc")
+	t.Logf("cniforge gc:\n%s", out)
 	if rc != 0 {
 		t.Fatalf("gc dry run: exit %d: %s", rc, out)
 	}
 	for _, line := range []string{
 		"nodenet: would DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)",
 		"nodenet: would DEL ctr-gone2 eth0",
-		"nodenet: would GC keeping 3 cached attachment(s); releases unowned reservation(s) " + ipLost,
+		"nodenet: would GC keeping 1 cached attachment(s); releases unowned reservation(s) " + ipLost,
 		"oldnet: no GC (cniVersion 0.4.0; GC needs 1.1.0)",
 	} {
 		if !strings.Contains(out, line) {
@@ -247,6 +249,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 	if rc != 0 {
 		t.Fatalf("gc --apply: exit %d: %s", rc, out)
 	}
+	t.Logf("cniforge gc --apply:\n%s", out)
 	if !strings.Contains(out, "nodenet: GC keeping 1 cached attachment(s)") || !strings.Contains(out, "nodenet: DEL ctr-gone2 eth0") {
 		t.Errorf("gc --apply printed:\n%s", out)
 	}
