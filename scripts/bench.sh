@@ -4,7 +4,14 @@
 # network namespaces this script creates and removes (a stand-in host and a
 # container, "bench-*-<pid>"); the machine's own namespace is never touched.
 #
-#   scripts/bench.sh [-n N] [scenario...]     (root; run ./build_linux.sh first)
+#   scripts/bench.sh [-n N] [-c DIR] [scenario...]   (root; run ./build_linux.sh first)
+#
+# -c DIR compares: every timed cycle runs once with the binaries of
+# $CNIFORGE_BIN (A) and once with those in DIR (B), in alternating order,
+# so both see the same machine load; rows are "<scenario>@A" and "@B", and
+# a B/A ratio of the medians follows. E.g. the multicall binary installed
+# with links against the separate binaries:
+#   bin/cniforge install --dir /tmp/multi && scripts/bench.sh -c /tmp/multi
 #
 # Scenarios (default: all whose plugins are built):
 #   bridge-iptables   bridge + host-local, ipMasq on iptables: ADD, CHECK, DEL
@@ -27,12 +34,13 @@ export LC_ALL=C # $EPOCHREALTIME with a "." decimal separator
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CNIFORGE_BIN:-$repo/bin}
 n=50
+binb=
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # --- inner part: runs inside the stand-in host namespace -------------------
 if [ "${BENCH_INNER:-}" = 1 ]; then
-	scenario=$1 n=$2 contns=$3 datadir=$4 out=$5
+	scenario=$1 n=$2 contns=$3 datadir=$4 out=$5 binb=${6:-}
 
 	case $scenario in
 	bridge-iptables | bridge-nftables)
@@ -57,14 +65,15 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		;;
 	esac
 
-	export CNI_PATH=$bin CNI_NETNS=/run/netns/$contns CNI_IFNAME=eth0 CNI_CONTAINERID
+	export CNI_PATH CNI_NETNS=/run/netns/$contns CNI_IFNAME=eth0 CNI_CONTAINERID
+	ibin=$bin
 
 	# invoke CMD STDIN: runs the plugin, leaves its stdout in $result and
 	# its duration (ms) in $ms; a failure stops the benchmark.
 	invoke() {
 		local t0 t1 rc=0
 		t0=$EPOCHREALTIME
-		result=$(CNI_COMMAND=$1 "$bin/$plugin" <<<"$2" 2>"$datadir/stderr") || rc=$?
+		result=$(CNI_COMMAND=$1 CNI_PATH=$ibin "$ibin/$plugin" <<<"$2" 2>"$datadir/stderr") || rc=$?
 		t1=$EPOCHREALTIME
 		if [ "$rc" != 0 ]; then
 			echo "$scenario: $1 failed (exit $rc): $result" >&2
@@ -75,22 +84,38 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		ms="$((ms / 100)).$(printf '%02d' $((ms % 100)))"
 	}
 
-	cycle() { # cycle RECORD
+	cycle() { # cycle RECORD [LABEL DIR]: one ADD, CHECK, DEL
+		local label=${2:-}
+		ibin=${3:-$bin}
 		CNI_CONTAINERID=bench-$RANDOM$RANDOM
 		invoke ADD "$conf"
-		[ "$1" = 1 ] && echo "ADD $ms" >>"$out"
+		[ "$1" = 1 ] && echo "$label ADD $ms" >>"$out"
 		local check_conf
 		check_conf=$(jq -c --argjson prev "$result" '. + {prevResult: $prev}' <<<"$conf")
 		invoke CHECK "$check_conf"
-		[ "$1" = 1 ] && echo "CHECK $ms" >>"$out"
+		[ "$1" = 1 ] && echo "$label CHECK $ms" >>"$out"
 		invoke DEL "$conf"
-		[ "$1" = 1 ] && echo "DEL $ms" >>"$out"
+		[ "$1" = 1 ] && echo "$label DEL $ms" >>"$out"
 		return 0
 	}
 
-	cycle 0 # warm-up: creates the bridge, loads nat tables, fills caches
+	if [ -z "$binb" ]; then
+		cycle 0 # warm-up: creates the bridge, loads nat tables, fills caches
+		for ((i = 0; i < n; i++)); do
+			cycle 1
+		done
+		exit 0
+	fi
+	cycle 0 @A "$bin"
+	cycle 0 @B "$binb"
 	for ((i = 0; i < n; i++)); do
-		cycle 1
+		if ((i % 2)); then
+			cycle 1 @B "$binb"
+			cycle 1 @A "$bin"
+		else
+			cycle 1 @A "$bin"
+			cycle 1 @B "$binb"
+		fi
 	done
 	exit 0
 fi
@@ -102,6 +127,10 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-n)
 		n=$2
+		shift 2
+		;;
+	-c)
+		binb=$(cd "$2" && pwd)
 		shift 2
 		;;
 	-h | --help)
@@ -164,7 +193,9 @@ ip -n "$upns" addr add 10.249.0.1/24 dev eth0
 ip -n "$upns" link set eth0 up
 ip -n "$hostns" route add default via 10.249.0.1
 
-printf 'cniforge plugins from %s, %d iterations each, on %s (%s CPUs)\n\n' "$bin" "$n" "$(uname -r)" "$(nproc)"
+printf 'cniforge plugins from %s, %d iterations each, on %s (%s CPUs)\n' "$bin" "$n" "$(uname -r)" "$(nproc)"
+[ -n "$binb" ] && printf 'compared (@B) with %s, interleaved with them (@A)\n' "$binb"
+echo
 printf '%-18s %-6s %8s %8s %8s %8s\n' scenario op min median p90 max
 for s in "${scenarios[@]}"; do
 	ip netns add "$contns"
@@ -172,17 +203,29 @@ for s in "${scenarios[@]}"; do
 	mkdir -p "$work/$s"
 	: >"$work/$s.times"
 	BENCH_INNER=1 CNIFORGE_BIN=$bin ip netns exec "$hostns" \
-		"$0" "$s" "$n" "$contns" "$work/$s" "$work/$s.times"
+		"$0" "$s" "$n" "$contns" "$work/$s" "$work/$s.times" "$binb"
 	ip netns del "$contns"
-	for op in ADD CHECK DEL; do
-		awk -v op="$op" '$1 == op { print $2 }' "$work/$s.times" | sort -n | awk -v s="$s" -v op="$op" '
-			{ v[NR] = $1 }
-			END {
-				if (NR == 0) exit
-				med = v[int((NR + 1) / 2)]
-				p90 = v[int(NR * 0.9 + 0.999999)]
-				printf "%-18s %-6s %8.2f %8.2f %8.2f %8.2f\n", s, op, v[1], med, p90, v[NR]
-			}'
+	labels=("")
+	[ -n "$binb" ] && labels=(@A @B)
+	for label in "${labels[@]}"; do
+		for op in ADD CHECK DEL; do
+			# Without -c the lines read " ADD 12.3" (an empty label).
+			awk -v l="$label" -v op="$op" '(l == "" && NF == 2 && $1 == op) || ($1 == l && $2 == op) { print $NF }' \
+				"$work/$s.times" | sort -n | awk -v s="$s$label" -v op="$op" '
+				{ v[NR] = $1 }
+				END {
+					if (NR == 0) exit
+					med = v[int((NR + 1) / 2)]
+					p90 = v[int(NR * 0.9 + 0.999999)]
+					printf "%-18s %-6s %8.2f %8.2f %8.2f %8.2f\n", s, op, v[1], med, p90, v[NR]
+				}' | tee -a "$work/rows"
+		done
 	done
+	if [ -n "$binb" ]; then
+		for op in ADD CHECK DEL; do
+			awk -v a="$s@A" -v b="$s@B" -v op="$op" '$2 == op && $1 == a { ma = $4 } $2 == op && $1 == b { mb = $4 }
+				END { if (ma > 0) printf "%-18s %-6s B/A median %.2f\n", substr(a, 1, length(a) - 2), op, mb / ma }' "$work/rows"
+		done
+	fi
 done
 printf '\n(milliseconds per plugin exec, IPAM delegation included)\n'

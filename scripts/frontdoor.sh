@@ -3,9 +3,12 @@
 # none of them can rot unseen (test_linux.sh calls it after the Go tests):
 #
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
-#   install   sudo install -D -m 0755 -t /opt/cni/bin bin/*   (into a temporary
-#             folder instead of /opt/cni/bin; every binary must then run and
-#             print its about text)
+#   install   sudo bin/cniforge install   (with --dir, into a temporary folder
+#             instead of /opt/cni/bin; cniforge and every plugin it lists must
+#             then be there and each plugin print its about text)
+#   release   scripts/release.sh, twice (the second time under another umask
+#             and time zone) into temporary folders: the bytes must match, and
+#             each tarball hold cniforge, a hardlink per plugin and SHA256SUMS
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #
@@ -44,7 +47,8 @@ known=(
 	'./build_linux.sh && sudo scripts/demo.sh'
 	'sudo ./test_linux.sh'
 	'./build_linux.sh'
-	'sudo install -D -m 0755 -t /opt/cni/bin bin/*'
+	'sudo bin/cniforge install'
+	'scripts/release.sh'
 )
 readme_commands() {
 	awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md
@@ -138,22 +142,22 @@ if host_untouched demo bash -c './build_linux.sh && scripts/demo.sh'; then
 fi
 
 # --- install, into a temporary folder --------------------------------------
-install_cmd=$(readme_commands | grep -m1 '^sudo install .* /opt/cni/bin ')
+install_cmd=$(readme_commands | grep -m1 '^sudo bin/cniforge install')
 dest=$work/opt/cni/bin
 if [ -z "$install_cmd" ]; then
-	fail "the README has no 'sudo install ... /opt/cni/bin ...' command"
+	fail "the README has no 'sudo bin/cniforge install' command"
 else
-	# The README's own words, with the destination swapped and sudo dropped.
-	cmd=${install_cmd#sudo }
-	cmd=${cmd//\/opt\/cni\/bin/$dest}
+	# The README's own words, sudo dropped, into $dest instead of /opt/cni/bin.
+	cmd="${install_cmd#sudo } --dir $dest"
 	if ! (eval "$cmd") >"$work/install.log" 2>&1; then
 		fail "install [$cmd]:"
 		sed 's/^/    /' "$work/install.log" >&2
 	else
 		bad=()
-		for b in bin/*; do
-			name=$(basename "$b")
-			if [ ! -x "$dest/$name" ] || ! cmp -s "$b" "$dest/$name"; then
+		cmp -s bin/cniforge "$dest/cniforge" || bad+=("cniforge: not installed")
+		plugins=$(bin/cniforge version | sed -n 's/^plugins: //p')
+		for name in $plugins; do
+			if [ ! -x "$dest/$name" ]; then
 				bad+=("$name: not installed")
 				continue
 			fi
@@ -164,12 +168,45 @@ else
 			*) bad+=("$name: about text [$about]") ;;
 			esac
 		done
-		if [ ${#bad[@]} -eq 0 ] && [ -n "$(ls bin)" ]; then
-			ok "install: $(ls bin | wc -l) binaries installed by the README's command, each runs"
+		if [ ${#bad[@]} -eq 0 ] && [ -n "$plugins" ]; then
+			ok "install: cniforge and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
 		else
-			fail "install: ${bad[*]:-nothing in bin/}"
+			fail "install: ${bad[*]:-bin/cniforge version lists no plugins}"
 		fi
 	fi
+fi
+
+# --- the release, built twice ----------------------------------------------
+# The second build finds the Go build cache warm, so it checks the link,
+# the tar and the gzip steps, not the compiler's own determinism.
+if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
+	(umask 077 && TZ=Pacific/Kiritimati scripts/release.sh "$work/rel2") >>"$work/release.log" 2>&1; then
+	bad=()
+	tgzs=$(cd "$work/rel1" && ls *.tgz)
+	for f in SHA256SUMS $tgzs; do
+		cmp -s "$work/rel1/$f" "$work/rel2/$f" || bad+=("$f differs between two builds")
+	done
+	for arch in amd64 arm64; do
+		grep -q -- "-linux-$arch.tgz\$" <<<"$tgzs" || bad+=("no $arch tarball")
+	done
+	mkdir -p "$work/rel-x"
+	for f in $tgzs; do
+		tar -C "$work/rel-x" -xzf "$work/rel1/$f"
+		d=$work/rel-x/${f%.tgz}
+		(cd "$d" && sha256sum -c --quiet SHA256SUMS) >/dev/null 2>&1 || bad+=("$f: SHA256SUMS does not match")
+		inode=$(stat -c %i "$d/cniforge")
+		for name in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
+			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$inode" ] || bad+=("$f: $name is not a hardlink to cniforge")
+		done
+	done
+	if [ ${#bad[@]} -eq 0 ] && [ -n "$tgzs" ]; then
+		ok "release.sh: $(wc -w <<<"$tgzs") tarballs, the same bytes twice, hardlinks and SHA256SUMS right"
+	else
+		fail "release.sh: ${bad[*]:-no tarballs}"
+	fi
+else
+	fail "release.sh:"
+	sed 's/^/    /' "$work/release.log" >&2
 fi
 
 # --- the benchmarks, in a short mode ---------------------------------------

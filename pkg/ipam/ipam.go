@@ -1,6 +1,11 @@
 // Package ipam delegates address management to the IPAM plugin named in a
 // network config (ADD, DEL, CHECK, GC, STATUS) and applies an IPAM result to
 // an interface. The delegate is found on CNI_PATH, as the spec requires.
+//
+// In the multicall binary (cmd/cniforge), a delegate whose binary on
+// CNI_PATH is that same executable runs in this process instead of a second
+// exec, with the stdin, environment, result and errors the exec would have
+// had (plugin.Plugin.RunInProcess); any other binary is exec'd.
 package ipam
 
 import (
@@ -33,7 +38,7 @@ func Add(ctx context.Context, ipamType string, netconf []byte) (*current.Result,
 	if err := ValidateType(ipamType); err != nil {
 		return nil, result.InvalidConfig(err)
 	}
-	r, err := invoke.DelegateAdd(ctx, ipamType, netconf, nil)
+	r, err := invoke.DelegateAdd(ctx, ipamType, netconf, delegateExec)
 	if err != nil {
 		return nil, fmt.Errorf("ipam %s ADD: %w", ipamType, err)
 	}
@@ -66,7 +71,7 @@ func delegate(ctx context.Context, verb, ipamType string, netconf []byte, fn del
 	if err := ValidateType(ipamType); err != nil {
 		return result.InvalidConfig(err)
 	}
-	if err := fn(ctx, ipamType, netconf, nil); err != nil {
+	if err := fn(ctx, ipamType, netconf, delegateExec); err != nil {
 		// The delegate's own CNI error (with its code) passes through intact.
 		return err
 	}

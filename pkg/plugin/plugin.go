@@ -29,6 +29,12 @@ type Plugin struct {
 	Summary  string             // one line: what it does
 	Versions version.PluginInfo // spec versions it accepts
 	Funcs    skel.CNIFuncs      // ADD, DEL, CHECK, GC, STATUS
+
+	// InProcess says the plugin may run inside the process of a plugin
+	// that delegates to it (pkg/ipam, in the multicall binary): its
+	// commands print only to Stdout(args), read the CNI_* values only
+	// from args, and keep no state between calls.
+	InProcess bool
 }
 
 // AllVersions is every spec version a cniforge plugin accepts.
@@ -36,10 +42,11 @@ var AllVersions = version.PluginSupports("0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.
 
 // About is the text printed on stderr when the plugin runs without CNI_COMMAND.
 func (p Plugin) About() string {
-	return fmt.Sprintf("CNI %s plugin %s (cniforge): %s", p.Name, suiteVersion(), p.Summary)
+	return fmt.Sprintf("CNI %s plugin %s (cniforge): %s", p.Name, SuiteVersion(), p.Summary)
 }
 
-func suiteVersion() string {
+// SuiteVersion is Version, else the module version Go stamped, else "unknown".
+func SuiteVersion() string {
 	if Version != "" {
 		return Version
 	}

@@ -3,6 +3,7 @@ package result
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -14,6 +15,16 @@ import (
 // runtime asked for in the config.
 func Print(res types.Result, cniVersion string) error {
 	return types.PrintResult(res, cniVersion)
+}
+
+// Fprint writes res to w converted to cniVersion, exactly as Print writes
+// it to stdout.
+func Fprint(w io.Writer, res types.Result, cniVersion string) error {
+	conv, err := res.GetAsVersion(cniVersion)
+	if err != nil {
+		return err
+	}
+	return conv.PrintTo(w)
 }
 
 // Current converts any result to the current (1.x) result type.

@@ -26,7 +26,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	return result.Print(res, conf.CNIVersion)
+	return result.Fprint(plugin.Stdout(args), res, conf.CNIVersion)
 }
 
 func cmdDel(args *skel.CmdArgs) error {

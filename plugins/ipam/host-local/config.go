@@ -92,6 +92,10 @@ func parseConfig(stdin []byte) (*Config, error) {
 	return conf, err
 }
 
+// ParseConfig is parseConfig for other packages: the node tool (cniforge
+// ls) reads a network's ranges and data folder with it.
+func ParseConfig(stdin []byte) (*Config, error) { return parseConfig(stdin) }
+
 // parseAddConfig is parseConfig plus what only ADD uses: the requested
 // addresses (from runtimeConfig.ips, args.cni.ips or CNI_ARGS) and whether
 // the requested cniVersion's result can carry every address. DEL, CHECK and

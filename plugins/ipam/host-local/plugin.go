@@ -23,4 +23,5 @@ var Plugin = plugin.Plugin{
 		GC:     cmdGC,
 		Status: cmdStatus,
 	},
+	InProcess: true,
 }

@@ -28,7 +28,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 		// only), but it is more often a misspelt key: say so on stderr.
 		plugin.Logger("ADD", args).Warn("no addresses to hand out: set ipam.addresses, runtimeConfig.ips, args.cni.ips or CNI_ARGS IP")
 	}
-	return result.Print(conf.result(), conf.cniVersion)
+	return result.Fprint(plugin.Stdout(args), conf.result(), conf.cniVersion)
 }
 
 // result is what ADD reports: every address with its gateway, the routes

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// cniforgeMark is in every cniforge binary, the separate plugin binaries
+// included: the about text's format (pkg/plugin). A file without it is
+// someone else's (upstream's plugins, a user's own) and install leaves it
+// alone unless --force.
+var cniforgeMark = []byte(" (cniforge): ")
+
+// install copies the running executable to <dir>/cniforge and makes every
+// plugin name in dir a symlink to it. Each file is written aside and
+// renamed over its name, so a runtime exec'ing a plugin meanwhile sees the
+// old file or the new one, never half of one. Before anything is written,
+// every name is checked: a file that is not cniforge's stops the install
+// unless force.
+func install(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("cniforge install", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("dir", "/opt/cni/bin", "the runtime's plugin directory")
+	force := fl.Bool("force", false, "replace files that are not cniforge's")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "cniforge install: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "cniforge install: find this executable: %v\n", err)
+		return 1
+	}
+	if err := runInstall(self, *dir, names(plugins), *force, stdout); err != nil {
+		fmt.Fprintf(stderr, "cniforge install: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// existing describes what a name in the target dir holds now.
+type existing int
+
+const (
+	absent existing = iota
+	ours
+	foreign
+)
+
+func (e existing) String() string {
+	return [...]string{"new", "replaced cniforge's", "replaced a file not cniforge's (--force)"}[e]
+}
+
+func runInstall(src, dir string, pluginNames []string, force bool, out io.Writer) error {
+	names := append([]string{"cniforge"}, pluginNames...)
+	state := map[string]existing{}
+	var refused []string
+	for _, n := range names {
+		st, err := classify(filepath.Join(dir, n))
+		if err != nil {
+			return err
+		}
+		state[n] = st
+		if st == foreign && !force {
+			refused = append(refused, n)
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("%s: %q not cniforge's; nothing installed (--force replaces them)", dir, refused)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := copyAside(src, dir, "cniforge"); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %s\n", filepath.Join(dir, "cniforge"), state["cniforge"])
+	for _, n := range pluginNames {
+		if err := symlinkAside("cniforge", dir, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s -> cniforge: %s\n", filepath.Join(dir, n), state[n])
+	}
+	return nil
+}
+
+// classify tells whether path is absent, cniforge's (a symlink to a
+// cniforge binary or a cniforge binary) or anything else.
+func classify(path string) (existing, error) {
+	lst, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return absent, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if lst.IsDir() {
+		return 0, fmt.Errorf("%s is a directory", path)
+	}
+	b, err := os.ReadFile(path) // follows a symlink
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return foreign, nil // a dangling symlink: not ours to judge
+		}
+		return 0, err
+	}
+	if bytes.Contains(b, cniforgeMark) {
+		return ours, nil
+	}
+	return foreign, nil
+}
+
+// copyAside writes src to dir/.name.new, then renames it over dir/name.
+func copyAside(src, dir, name string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(dir, "."+name+".new-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			_ = os.Remove(tmp.Name()) // best effort: only our own temp file
+		}
+	}()
+	if _, err = io.Copy(tmp, in); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err = tmp.Chmod(0o755); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+// symlinkAside makes dir/.name.new-* a symlink to target, then renames it
+// over dir/name.
+func symlinkAside(target, dir, name string) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".new-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	tmp.Close()
+	// A name of our own making (O_EXCL above), replaced by the symlink.
+	if err := os.Remove(tmpName); err != nil {
+		return err
+	}
+	if err := os.Symlink(target, tmpName); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpName, filepath.Join(dir, name)); err != nil {
+		_ = os.Remove(tmpName) // best effort: only our own temp link
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+// Command cniforge is the multicall binary: every cniforge plugin in one
+// executable, plus the node tool. The basename of argv[0] picks the plugin,
+// so /opt/cni/bin/bridge can be a link to it; `cniforge <plugin>` works too.
+//
+//	cniforge version                 the suite's version and the plugins it holds
+//	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
+//	cniforge install [--dir D] [--force]
+//	                                 install this binary as D/cniforge (default
+//	                                 /opt/cni/bin) and each plugin as a link to it
+//	cniforge ls [--json]             cached attachments, unowned host-local
+//	                                 reservations, addresses used and free
+//	cniforge gc [--apply] [--network NAME]
+//	                                 DEL attachments whose netns is gone, then GC
+//	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir)
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/plugins/all"
+)
+
+func main() {
+	plugins := all.Plugins()
+	plugin.Register(plugins...)
+
+	if p, ok := plugin.Lookup(filepath.Base(os.Args[0])); ok {
+		plugin.Main(p) // exits
+		return
+	}
+	os.Exit(run(os.Args[1:], plugins, os.Stdout, os.Stderr))
+}
+
+// run is the cniforge command line (argv[0] named no plugin); it returns the
+// exit status.
+func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr, plugins)
+		return 2
+	}
+	if p, ok := plugin.Lookup(args[0]); ok {
+		plugin.Main(p) // exits
+		return 0
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintf(stdout, "cniforge %s\n", plugin.SuiteVersion())
+		fmt.Fprintf(stdout, "plugins: %s\n", strings.Join(names(plugins), " "))
+		fmt.Fprintf(stdout, "CNI protocol versions supported: %s\n", strings.Join(plugin.AllVersions.SupportedVersions(), ", "))
+		return 0
+	case "install":
+		return install(args[1:], plugins, stdout, stderr)
+	case "ls":
+		return ls(args[1:], stdout, stderr)
+	case "gc":
+		return gc(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout, plugins)
+		return 0
+	}
+	fmt.Fprintf(stderr, "cniforge: unknown command or plugin %q\n", args[0])
+	usage(stderr, plugins)
+	return 2
+}
+
+func names(plugins []plugin.Plugin) []string {
+	out := make([]string, len(plugins))
+	for i, p := range plugins {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func usage(w io.Writer, plugins []plugin.Plugin) {
+	fmt.Fprintf(w, `cniforge %s: the cniforge CNI plugins in one binary
+
+usage:
+  cniforge version      print the version and the plugins this binary holds
+  cniforge <plugin>     run a plugin (as /opt/cni/bin/<plugin> linked to cniforge does)
+  cniforge install [--dir /opt/cni/bin] [--force]
+                        install this binary into the directory, and each plugin
+                        as a link to it; each file is replaced atomically, and a
+                        file that is not cniforge's only with --force
+  cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
+                        host-local reservations no attachment owns, and per
+                        network the addresses used and free
+  cniforge gc [--apply] [--network NAME]
+                        DEL (through libcni) every cached attachment whose netns
+                        is gone, then GC each network keeping those that remain;
+                        a dry run without --apply
+  ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
+  --bin-dir (/opt/cni/bin)
+
+plugins: %s
+`, plugin.SuiteVersion(), strings.Join(names(plugins), " "))
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/all"
+)
+
+// multicall returns the built bin/cniforge (./build_linux.sh).
+func multicall(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(testutil.BinDir(), "cniforge")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s missing (run ./build_linux.sh first): %v", path, err)
+	}
+	return path
+}
+
+func TestVersionListsEveryPlugin(t *testing.T) {
+	out, err := exec.Command(multicall(t), "version").Output()
+	if err != nil {
+		t.Fatalf("cniforge version: %v", err)
+	}
+	want := "plugins: " + strings.Join(names(all.Plugins()), " ") + "\n"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("cniforge version printed %q, want a line %q", out, want)
+	}
+	if !strings.HasPrefix(string(out), "cniforge ") {
+		t.Errorf("cniforge version printed %q, want it to start with the version", out)
+	}
+}
+
+// Without CNI_COMMAND a plugin prints its about text: so each link name and
+// each `cniforge <plugin>` must reach that plugin, not another one.
+func TestArgv0AndArgumentPickThePlugin(t *testing.T) {
+	bin := multicall(t)
+	dir := t.TempDir()
+	for _, p := range all.Plugins() {
+		link := filepath.Join(dir, p.Name)
+		if err := os.Symlink(bin, link); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []*exec.Cmd{exec.Command(link), exec.Command(bin, p.Name)} {
+			cmd.Env = []string{}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("%v: %v: %s", cmd.Args, err, out)
+				continue
+			}
+			if !strings.HasPrefix(string(out), "CNI "+p.Name+" plugin ") {
+				t.Errorf("%v printed %q, want %s's about text", cmd.Args, out, p.Name)
+			}
+		}
+	}
+}
+
+func TestUnknownCommandFails(t *testing.T) {
+	cmd := exec.Command(multicall(t), "no-such-plugin")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("cniforge no-such-plugin: %v, want exit 2", err)
+	}
+	if !strings.Contains(string(out), `unknown command or plugin "no-such-plugin"`) {
+		t.Errorf("printed %q", out)
+	}
+}

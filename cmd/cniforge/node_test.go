@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// node is a stand-in node: a host netns, a plugin dir holding a cniforge
+// install, a conf dir, libcni's cache, host-local's data dir.
+type node struct {
+	t                          *testing.T
+	hostNS                     *ns.NetNS
+	bin, conf, cache, ipamData string
+	list                       *libcni.NetworkConfigList
+}
+
+func newNS(t *testing.T) (*ns.NetNS, func() error) {
+	t.Helper()
+	n, remove, err := testutil.CreateNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remove() })
+	return n, remove
+}
+
+func newNode(t *testing.T) *node {
+	if os.Getuid() != 0 {
+		t.Fatal("needs root (network namespaces)")
+	}
+	dir := t.TempDir()
+	n := &node{t: t, bin: filepath.Join(dir, "bin"), conf: filepath.Join(dir, "net.d"),
+		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam")}
+	n.hostNS, _ = newNS(t)
+	if out, rc := runCLI(t, "install", "--dir", n.bin); rc != 0 {
+		t.Fatalf("install: %s", out)
+	}
+	must(t, os.MkdirAll(n.conf, 0o755))
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[{"type":"bridge","bridge":"cnode0",
+		"isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
+		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}}]}`, n.ipamData)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	must(t, os.WriteFile(path, []byte(conf), 0o644))
+	var err error
+	n.list, err = libcni.ConfListFromFile(path)
+	must(t, err)
+	// A second network, older than GC: listed, never GC'd.
+	must(t, os.WriteFile(filepath.Join(n.conf, "20-old.conf"), []byte(`{"cniVersion":"0.4.0","name":"oldnet","type":"loopback"}`), 0o644))
+	return n
+}
+
+// add attaches container id in contNS through libcni, as a runtime would.
+func (n *node) add(id string, contNS *ns.NetNS) string {
+	n.t.Helper()
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	var res *current.Result
+	must(n.t, n.hostNS.Do(func() error {
+		r, err := cni.AddNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
+			ContainerID: id, NetNS: contNS.Path(), IfName: "eth0"})
+		if err != nil {
+			return err
+		}
+		res, err = current.NewResultFromResult(r)
+		return err
+	}))
+	return res.IPs[0].Address.IP.String()
+}
+
+// cli runs the built cniforge with args inside the node's host netns.
+func (n *node) cli(args ...string) (string, int) {
+	n.t.Helper()
+	args = append(args, "--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", n.bin)
+	var out string
+	var rc int
+	must(n.t, n.hostNS.Do(func() error {
+		cmd := exec.Command(multicall(n.t), args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		out = stdout.String() + stderr.String()
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+			return nil
+		}
+		return err
+	}))
+	return out, rc
+}
+
+// snapshot is what gc may change: cache and reservation files, the host
+// netns's links and its nftables ruleset.
+func (n *node) snapshot() string {
+	n.t.Helper()
+	var b strings.Builder
+	for _, d := range []string{n.cache, n.ipamData} {
+		_ = filepath.Walk(d, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				fmt.Fprintln(&b, p)
+			}
+			return nil
+		})
+	}
+	fmt.Fprintln(&b, "links:", n.links())
+	fmt.Fprintln(&b, n.nft())
+	return b.String()
+}
+
+// links are the host netns's link names, sorted.
+func (n *node) links() []string {
+	var out []byte
+	must(n.t, n.hostNS.Do(func() error {
+		var err error
+		out, err = exec.Command("ip", "-br", "link", "show").Output()
+		return err
+	}))
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		name, _, _ := strings.Cut(strings.Fields(l)[0], "@")
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// waitLinks waits (up to a deadline) until the host netns has want links.
+func (n *node) waitLinks(want int) {
+	n.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(n.links()) != want {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("host links %v, want %d", n.links(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (n *node) nft() string {
+	var out []byte
+	must(n.t, n.hostNS.Do(func() error {
+		var err error
+		out, err = exec.Command("nft", "list", "ruleset").CombinedOutput()
+		return err
+	}))
+	return string(out)
+}
+
+func (n *node) ls() nodeState {
+	n.t.Helper()
+	out, rc := n.cli("ls", "--json")
+	if rc != 0 {
+		n.t.Fatalf("ls --json: exit %d: %s", rc, out)
+	}
+	var st nodeState
+	must(n.t, json.Unmarshal([]byte(out), &st))
+	return st
+}
+
+// A node whose runtime never sends GC: two containers' netns were deleted
+// without a DEL, and a third's cache entry was lost with its netns. ls shows
+// it; gc's dry run changes nothing; gc --apply reclaims exactly the leaked
+// reservations, rules and links and keeps the live container's.
+func TestNodeToolReclaimsLeaks(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	gone1, rm1 := newNS(t)
+	gone2, rm2 := newNS(t)
+	lost, rm3 := newNS(t)
+	ipLive := n.add("ctr-live", live)
+	ipGone1 := n.add("ctr-gone1", gone1)
+	ipGone2 := n.add("ctr-gone2", gone2)
+	ipLost := n.add("ctr-lost", lost)
+	for _, id := range []string{"ctr-live", "ctr-gone1", "ctr-gone2", "ctr-lost"} {
+		if !strings.Contains(n.nft(), id) {
+			t.Fatalf("no masquerade rule names %s; the test cannot see rules:\n%s", id, n.nft())
+		}
+	}
+	// Behind the runtime's back.
+	must(t, rm1())
+	must(t, rm2())
+	must(t, rm3())
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	// The kernel destroys a removed namespace (and the host ends of its
+	// veths) asynchronously; the snapshots below need it finished.
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+
+	st := n.ls()
+	got := map[string]string{}
+	for _, a := range st.Attachments {
+		got[a.ContainerID] = a.NetnsState + " " + strings.Join(a.IPs, ",")
+	}
+	want := map[string]string{
+		"ctr-live":  "live " + ipLive + "/24",
+		"ctr-gone1": "gone " + ipGone1 + "/24",
+		"ctr-gone2": "gone " + ipGone2 + "/24",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ls attachments: %v, want %v", got, want)
+	}
+	if len(st.Orphans) != 1 || st.Orphans[0].IP != ipLost || st.Orphans[0].ContainerID != "ctr-lost" {
+		t.Errorf("ls orphans: %+v, want %s of ctr-lost", st.Orphans, ipLost)
+	}
+	if len(st.Networks) != 2 || st.Networks[0].Name != "nodenet" || st.Networks[0].Used != 4 || st.Networks[0].Free != "249" {
+		t.Errorf("ls networks: %+v, want nodenet 4 used, 249 free (and oldnet)", st.Networks)
+	}
+	text, rc := n.cli("ls")
+	t.Logf("cniforge ls:\n%s", text)
+	for _, line := range []string{"nodenet  ctr-gone1  eth0", "nodenet  " + ipLost + "  ctr-lost", "nodenet  1.1.0       host-local  4     249"} {
+		if rc != 0 || !strings.Contains(text, line) {
+			t.Errorf("ls (exit %d) lacks %q:\n%s", rc, line, text)
+		}
+	}
+
+	before := n.snapshot()
+	out, rc := n.cli("gc")
+	t.Logf("cniforge gc:\n%s", out)
+	if rc != 0 {
+		t.Fatalf("gc dry run: exit %d: %s", rc, out)
+	}
+	for _, line := range []string{
+		"nodenet: would DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)",
+		"nodenet: would DEL ctr-gone2 eth0",
+		"nodenet: would GC keeping 1 cached attachment(s); releases unowned reservation(s) " + ipLost,
+		"oldnet: no GC (cniVersion 0.4.0; GC needs 1.1.0)",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("gc dry run lacks %q:\n%s", line, out)
+		}
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc dry run changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 {
+		t.Fatalf("gc --apply: exit %d: %s", rc, out)
+	}
+	t.Logf("cniforge gc --apply:\n%s", out)
+	if !strings.Contains(out, "nodenet: GC keeping 1 cached attachment(s)") || !strings.Contains(out, "nodenet: DEL ctr-gone2 eth0") {
+		t.Errorf("gc --apply printed:\n%s", out)
+	}
+	st = n.ls()
+	if len(st.Attachments) != 1 || st.Attachments[0].ContainerID != "ctr-live" || len(st.Orphans) != 0 || st.Networks[0].Used != 1 {
+		t.Errorf("after gc --apply: %+v", st)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n.ipamData, "nodenet")); !hasOnlyAddr(ents, ipLive) {
+		t.Errorf("reservations after gc: %v, want only %s", ents, ipLive)
+	}
+	rules := n.nft()
+	if !strings.Contains(rules, "ctr-live") {
+		t.Errorf("gc removed the live container's rule:\n%s", rules)
+	}
+	for _, id := range []string{"ctr-gone1", "ctr-gone2", "ctr-lost"} {
+		if strings.Contains(rules, id) {
+			t.Errorf("gc left %s's rule:\n%s", id, rules)
+		}
+	}
+	links := n.links()
+	if len(links) != 3 { // lo, cnode0, the live veth
+		t.Errorf("host links after gc: %v, want lo, cnode0 and the live container's veth", links)
+	}
+	// And again: nothing left to do.
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL") {
+		t.Errorf("second gc --apply: exit %d:\n%s", rc, out)
+	}
+}
+
+func TestGCUnknownNetwork(t *testing.T) {
+	n := newNode(t)
+	if out, rc := n.cli("gc", "--network", "nope"); rc != 1 || !strings.Contains(out, `no network "nope"`) {
+		t.Errorf("gc --network nope: exit %d: %s", rc, out)
+	}
+}
+
+// hasOnlyAddr: among the files named by an address, only want.
+func hasOnlyAddr(ents []os.DirEntry, want string) bool {
+	var addrs []string
+	for _, e := range ents {
+		if strings.Count(e.Name(), ".") == 3 && !strings.Contains(e.Name(), "_") && !strings.HasPrefix(e.Name(), "last") {
+			addrs = append(addrs, e.Name())
+		}
+	}
+	return len(addrs) == 1 && addrs[0] == want
+}

@@ -1,0 +1,25 @@
+// Package all lists every plugin the cniforge multicall binary holds. A new
+// plugin joins the suite with one line here (and its own cmd/<name> for the
+// separate binary).
+package all
+
+import (
+	"github.com/cniforge/plugins/pkg/plugin"
+	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
+	"github.com/cniforge/plugins/plugins/ipam/static"
+	"github.com/cniforge/plugins/plugins/main/bridge"
+	"github.com/cniforge/plugins/plugins/main/loopback"
+	"github.com/cniforge/plugins/plugins/main/ptp"
+)
+
+// Plugins returns the descriptors, sorted by name. It is a function, not a
+// package variable, so nothing is built before the multicall needs it.
+func Plugins() []plugin.Plugin {
+	return []plugin.Plugin{
+		bridge.Plugin,
+		hostlocal.Plugin,
+		loopback.Plugin,
+		ptp.Plugin,
+		static.Plugin,
+	}
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# release.sh — builds the release tarballs into OUTDIR (default release/):
+#
+#   cniforge-<version>-linux-amd64.tgz
+#   cniforge-<version>-linux-arm64.tgz
+#   SHA256SUMS                         (of the tarballs)
+#
+# Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
+# multicall binary `cniforge`, every plugin name as a hardlink to it, and
+# a SHA256SUMS of those files. `cniforge install` from there (or copying
+# the folder's files to /opt/cni/bin) installs the suite.
+#
+# The build is reproducible: the same commit gives the same bytes. The
+# binary is built with -trimpath and an empty build ID; the tar entries are
+# sorted, owned by 0:0, with the commit's time as mtime and fixed modes;
+# gzip stores no name or time. GOARCHES="amd64" limits the architectures.
+#
+#   scripts/release.sh [OUTDIR]
+set -euo pipefail
+export LC_ALL=C TZ=UTC
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+out=${1:-release}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+version=$(git describe --tags --always --dirty 2>/dev/null || echo "0.0.0-unknown")
+# The commit's time, not the clock's: the same commit gives the same mtimes.
+epoch=$(git log -1 --format=%ct 2>/dev/null || echo 0)
+arches=${GOARCHES:-amd64 arm64}
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+# The plugin names: from a binary this machine can run.
+CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
+plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
+if [ -z "$plugins" ]; then
+	echo "release.sh: cniforge version listed no plugins" >&2
+	exit 1
+fi
+
+tarballs=()
+for arch in $arches; do
+	name=cniforge-$version-linux-$arch
+	dir=$stage/$name
+	mkdir "$dir"
+	echo "release.sh: building $name"
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false \
+		-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
+		-o "$dir/cniforge" ./cmd/cniforge
+	for p in $plugins; do
+		ln "$dir/cniforge" "$dir/$p"
+	done
+	(cd "$dir" && sha256sum cniforge $plugins | sort -k2 >SHA256SUMS)
+	chmod 0755 "$dir" "$dir/cniforge"
+	chmod 0644 "$dir/SHA256SUMS"
+	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
+		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
+	tarballs+=("$name.tgz")
+done
+(cd "$out" && sha256sum "${tarballs[@]}" >SHA256SUMS)
+for t in "${tarballs[@]}"; do
+	echo "release.sh: $out/$t ($(stat -c %s "$out/$t") bytes)"
+done
