@@ -44,7 +44,7 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if p, ok := plugin.Lookup(args[0]); ok {
-		plugin.Main(p) // exits
+		plugin.MainArgs(p, args[1:]) // exits
 		return 0
 	}
 	switch args[0] {

@@ -69,3 +69,24 @@ func TestUnknownCommandFails(t *testing.T) {
 		t.Errorf("printed %q", out)
 	}
 }
+
+// A plugin's subcommands (dhcp's daemon) answer through a link named for the
+// plugin and through `cniforge <plugin>`, as from the separate binary.
+func TestSubcommandsReachThePlugin(t *testing.T) {
+	bin := multicall(t)
+	link := filepath.Join(t.TempDir(), "dhcp")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []*exec.Cmd{
+		exec.Command(filepath.Join(testutil.BinDir(), "dhcp"), "daemon", "-h"),
+		exec.Command(link, "daemon", "-h"),
+		exec.Command(bin, "dhcp", "daemon", "-h"),
+	} {
+		cmd.Env = []string{}
+		out, _ := cmd.CombinedOutput() // -h exits non-zero by flag's convention
+		if !strings.Contains(string(out), "Usage of dhcp daemon") || !strings.Contains(string(out), "-socketpath") {
+			t.Errorf("%v printed %q, want the dhcp daemon's usage", cmd.Args, out)
+		}
+	}
+}

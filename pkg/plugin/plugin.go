@@ -35,6 +35,11 @@ type Plugin struct {
 	// commands print only to Stdout(args), read the CNI_* values only
 	// from args, and keep no state between calls.
 	InProcess bool
+	// Subcommands are what the plugin's binary answers besides the CNI
+	// protocol, picked by its first argument (dhcp's "daemon"); each gets
+	// the arguments after that name and returns the exit status. They work
+	// the same from the separate binary and the multicall one.
+	Subcommands map[string]func(args []string) int
 }
 
 // AllVersions is every spec version a cniforge plugin accepts.
@@ -57,7 +62,16 @@ func SuiteVersion() string {
 }
 
 // Main runs p through skel and exits: the result or CNI error JSON on stdout.
-func Main(p Plugin) {
+func Main(p Plugin) { MainArgs(p, os.Args[1:]) }
+
+// MainArgs is Main with the arguments that follow the plugin's name: a
+// subcommand of p when the first one names one, else the CNI protocol.
+func MainArgs(p Plugin, args []string) {
+	if len(args) > 0 {
+		if sub, ok := p.Subcommands[args[0]]; ok {
+			os.Exit(sub(args[1:]))
+		}
+	}
 	skel.PluginMainFuncs(p.SkelFuncs(), p.Versions, p.About())
 }
 

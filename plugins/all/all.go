@@ -6,6 +6,7 @@ package all
 import (
 	"github.com/cniforge/plugins/pkg/plugin"
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
+	"github.com/cniforge/plugins/plugins/ipam/dhcp"
 	"github.com/cniforge/plugins/plugins/ipam/static"
 	"github.com/cniforge/plugins/plugins/main/bridge"
 	"github.com/cniforge/plugins/plugins/main/loopback"
@@ -17,6 +18,7 @@ import (
 func Plugins() []plugin.Plugin {
 	return []plugin.Plugin{
 		bridge.Plugin,
+		dhcp.Plugin,
 		hostlocal.Plugin,
 		loopback.Plugin,
 		ptp.Plugin,

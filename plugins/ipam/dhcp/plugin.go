@@ -18,6 +18,11 @@
 package dhcp
 
 import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/cniforge/plugins/pkg/plugin"
@@ -35,4 +40,12 @@ var Plugin = plugin.Plugin{
 		GC:     cmdGC,
 		Status: cmdStatus,
 	},
+	Subcommands: map[string]func([]string) int{"daemon": daemonCommand},
+}
+
+// daemonCommand is `dhcp daemon [flags]`: it serves until SIGTERM or SIGINT.
+func daemonCommand(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return DaemonMain(ctx, args, os.Getenv, os.Stderr)
 }
