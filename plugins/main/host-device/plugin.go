@@ -1,0 +1,67 @@
+// Package hostdevice is the host-device plugin: it moves an existing
+// network device of the host (a physical NIC, an SR-IOV VF, an auxiliary
+// device, any link) into the container under CNI_IFNAME, and back on DEL.
+//
+// The device is picked by exactly one of device (its name), hwaddr,
+// kernelpath (its /sys/devices path), pciBusID, or runtimeConfig.deviceID
+// (capability "deviceID": a PCI address or an auxiliary-bus device). A PCI
+// device bound to a userspace driver (vfio-pci, uio) has no netdev: ADD
+// then only runs IPAM and returns its result, touching no link.
+//
+// It runs on the frame in pkg/attach. ADD, in order (each step pushes its
+// undo; a failure or panic runs them in reverse, IPAM release included):
+//
+//	resolve     find the device in the host namespace (through sysfs for
+//	            kernelpath, pciBusID and deviceID), changing nothing;
+//	            CNI_IFNAME must be free in the container
+//	ipam        delegate ADD to the IPAM plugin (when ipam.type is set)
+//	move        down, renamed to a random temporary name, its original
+//	            name kept in the link alias (as upstream keeps it), moved
+//	            into the container, renamed to CNI_IFNAME
+//	configure   up when it was up (or with IPAM), addresses and routes
+//	announce    gratuitous ARP for the IPv4 addresses
+//
+// DEL moves the device back under the name its alias holds, through a
+// temporary name, so that a name the container also uses never collides.
+// It succeeds when the device or the namespace is gone (the kernel has
+// returned a physical device to the root namespace, or destroyed a virtual
+// one) and when run twice. GC and STATUS are the frame's: they go to IPAM.
+package hostdevice
+
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepResolve   = "resolve"   // the device found, nothing changed
+	StepIPAM      = "ipam"      // IPAM reserved the addresses (when configured)
+	StepMove      = "move"      // the device is CNI_IFNAME in the container
+	StepConfigure = "configure" // up, with addresses and routes
+	StepAnnounce  = "announce"  // gratuitous ARP sent
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepResolve, StepIPAM, StepMove, StepConfigure, StepAnnounce}
+
+// New returns the host-device plugin's descriptor running with hooks,
+// reading sysfs at sysfsRoot ("/sys"; tests pass a tree of their own).
+func New(hooks attach.Hooks, sysfsRoot string) plugin.Plugin {
+	p := &hostDevice{sysfs: sysfsRoot}
+	return attach.Plugin[*config]{
+		Name:    "host-device",
+		Summary: "moves a host network device into the container",
+		Parse:   parse,
+		Add:     p.add,
+		Del:     p.del,
+		Check:   p.check,
+	}.Descriptor(hooks)
+}
+
+type hostDevice struct {
+	sysfs string // root of the sysfs tree
+}
+
+// Plugin is the host-device plugin's descriptor.
+var Plugin = New(attach.Hooks{}, "/sys")
