@@ -23,7 +23,7 @@ import (
 // namespace.
 func findDevice(hostNS *ns.NetNS, hostH *netlink.Handle, s selector, names []string) (netlink.Link, error) {
 	notFound := func() error {
-		return result.InvalidConfig(fmt.Errorf("%s: %q: no such device in %s", s.key, s.value, hostNS.Path()))
+		return result.InvalidConfig(fmt.Errorf("%s: %q: no such device in the host network namespace (%s)", s.key, s.value, hostNS.Path()))
 	}
 	switch s.key {
 	case keyDevice:
@@ -53,7 +53,7 @@ func findDevice(hostNS *ns.NetNS, hostH *netlink.Handle, s selector, names []str
 				return nil, fmt.Errorf("in %s: %w", hostNS.Path(), err)
 			}
 		}
-		return nil, result.InvalidConfig(fmt.Errorf("%s: %q: its interface %s is not in %s", s.key, s.value, strings.Join(names, ", "), hostNS.Path()))
+		return nil, result.InvalidConfig(fmt.Errorf("%s: %q: its interface %s is not in the host network namespace (%s)", s.key, s.value, strings.Join(names, ", "), hostNS.Path()))
 	}
 }
 
