@@ -10,12 +10,12 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-// add makes the tap: resolve, IPAM, tap, bridge port, addresses, announce.
+// add makes the tap: resolve, IPAM, tap, bridge port, then the shared tail.
 // Each change pushes its undo as soon as it exists; the frame runs them in
 // reverse on a failure.
 func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
@@ -52,7 +52,7 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 		return nil, err
 	}
 	a.Undo.Push("delete tap "+ifName, func() error { return ip.DelLinkByName(contH, ifName) })
-	link, err := setLinkAttrs(contNS, contH, ifName, c, a.Alias())
+	tapLink, err := setLinkAttrs(contNS, contH, ifName, c, a.Alias())
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 	}
 
 	if br != nil {
-		if err := contH.LinkSetMaster(link, br); err != nil {
+		if err := contH.LinkSetMaster(tapLink, br); err != nil {
 			return nil, fmt.Errorf("bridge: make tap %q a port of %q in %s: %w", ifName, c.Bridge, contNS.Path(), err)
 		}
 	}
@@ -69,29 +69,20 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 		return nil, err
 	}
 
-	if err := configure(contNS, contH, ifName, res); err != nil {
+	// The tail: notify sysctls, up, addresses (no DAD wait) and routes, a
+	// gratuitous ARP, the result. A tap has no carrier until a VMM opens
+	// it; addresses and routes need the link only administratively up.
+	out, err := link.Finish(link.FinishOptions{
+		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
+		IPAM: res, DNS: c.DNS, Log: a.Log,
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := a.Step(StepConfigure); err != nil {
 		return nil, err
 	}
-
-	if res != nil {
-		if err := contNS.Do(func() error { return ip.AnnounceIPv4(link, attach.IPs(res.IPs)) }); err != nil {
-			// arp_notify announces the address too once a VMM brings the
-			// carrier up; a lost packet is no reason to fail.
-			a.Log.Warn("gratuitous arp failed", "err", err)
-		}
-	}
-	if err := a.Step(StepAnnounce); err != nil {
-		return nil, err
-	}
-
-	// Read back: the MAC the kernel picked when the config named none.
-	if link, err = ip.LinkByName(contH, ifName); err != nil {
-		return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
-	return buildResult(c, a.Args.Netns, link, res), nil
+	return out, nil
 }
 
 // resolve checks, changing nothing, that ifName is free in the container
@@ -140,65 +131,4 @@ func setLinkAttrs(contNS *ns.NetNS, contH *netlink.Handle, ifName string, c *con
 		return nil, fmt.Errorf("set alias of %q in %s: %w", ifName, contNS.Path(), err)
 	}
 	return ip.LinkByName(contH, ifName)
-}
-
-// configure brings the tap up with arp_notify and ndisc_notify on, and, with
-// IPAM, its addresses (no DAD wait: IPAM made them unique) and routes. A tap
-// has no carrier until a VMM opens it; addresses and routes need only the
-// link to be administratively up.
-func configure(contNS *ns.NetNS, contH *netlink.Handle, ifName string, res *current.Result) error {
-	if err := contNS.Do(func() error {
-		if err := ip.SetArpNotify(ifName); err != nil {
-			return err
-		}
-		// No IPv6 on the link (disabled) is not an error: nothing to notify.
-		_ = ip.SetSysctl(fmt.Sprintf("net/ipv6/conf/%s/ndisc_notify", ifName), "1") // best effort: see above
-		return nil
-	}); err != nil {
-		return fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
-	if res == nil {
-		link, err := ip.LinkByName(contH, ifName)
-		if err != nil {
-			return fmt.Errorf("in %s: %w", contNS.Path(), err)
-		}
-		if err := contH.LinkSetUp(link); err != nil {
-			return fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
-		}
-		return nil
-	}
-	// A result for the tap alone: every address is the tap's.
-	own := &current.Result{Routes: res.Routes}
-	for _, ipc := range res.IPs {
-		ipc := *ipc
-		ipc.Interface = nil
-		own.IPs = append(own.IPs, &ipc)
-	}
-	if err := ipam.ConfigureIface(contH, ifName, own, ipam.ConfigureOptions{}); err != nil {
-		return fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
-	return nil
-}
-
-// buildResult is upstream's shape: the tap with its sandbox and MAC, every
-// address on it, IPAM's routes, the config's DNS (IPAM's when it has none).
-func buildResult(c *config, sandbox string, link netlink.Link, ipamRes *current.Result) *current.Result {
-	out := &current.Result{
-		CNIVersion: current.ImplementedSpecVersion,
-		Interfaces: []*current.Interface{{Name: link.Attrs().Name, Mac: link.Attrs().HardwareAddr.String(), Sandbox: sandbox}},
-	}
-	if ipamRes != nil {
-		idx := 0
-		for _, ipc := range ipamRes.IPs {
-			ipc := *ipc
-			ipc.Interface = &idx
-			out.IPs = append(out.IPs, &ipc)
-		}
-		out.Routes = ipamRes.Routes
-		out.DNS = ipamRes.DNS
-	}
-	if !c.DNS.IsEmpty() {
-		out.DNS = c.DNS
-	}
-	return out
 }

@@ -7,12 +7,13 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 )
 
 // check compares the kernel with prevResult after the frame ran IPAM's
 // CHECK: the tap is a tap, up, persistent, with the owner, group,
 // multi-queue, MTU and bridge the config asks for, the MAC ADD reported,
-// and the addresses and routes. It changes nothing.
+// and the addresses and routes (pkg/link's Check). It changes nothing.
 func check(a *attach.Attachment, c *config, prev *current.Result) error {
 	idx, ipcs, err := a.ContainerIface(prev)
 	if err != nil {
@@ -23,7 +24,10 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 		return err
 	}
 	name := a.Args.IfName
-	l, err := attach.CheckLink(contNS, contH, name, "tuntap", true)
+	// Kind, up, MTU, MAC, addresses and routes.
+	l, err := link.Check(contNS, contH, link.Want{
+		Kind: "tuntap", MTU: c.MTU, Iface: prev.Interfaces[idx], IPs: ipcs, Routes: prev.Routes,
+	})
 	if err != nil {
 		return err
 	}
@@ -40,11 +44,6 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 		return fmt.Errorf("%s has group %d, config says %d", where, t.Group, *c.Group)
 	case c.MultiQueue != (t.Flags&netlink.TUNTAP_MULTI_QUEUE != 0):
 		return fmt.Errorf("%s: multi-queue is %t, config says %t", where, !c.MultiQueue, c.MultiQueue)
-	case c.MTU != 0 && t.MTU != c.MTU:
-		return fmt.Errorf("%s has MTU %d, config says %d", where, t.MTU, c.MTU)
-	}
-	if err := attach.CheckMAC(contNS, l, prev.Interfaces[idx].Mac); err != nil {
-		return err
 	}
 	if c.Bridge != "" {
 		br, err := attach.CheckLink(contNS, contH, c.Bridge, "bridge", false)
@@ -55,8 +54,5 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 			return err
 		}
 	}
-	if err := attach.CheckAddrs(contNS, contH, l, ipcs); err != nil {
-		return err
-	}
-	return attach.CheckRoutes(contNS, contH, l, prev.Routes)
+	return nil
 }

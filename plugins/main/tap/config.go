@@ -1,14 +1,13 @@
 package tap
 
 import (
-	"errors"
 	"fmt"
 	"net"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -32,20 +31,8 @@ type netConf struct {
 	// the tap becomes a port of.
 	Bridge string `json:"bridge,omitempty"`
 
-	Args struct {
-		Cni struct {
-			MAC string `json:"mac"`
-		} `json:"cni"`
-	} `json:"args"`
-	RuntimeConfig struct {
-		MAC string `json:"mac"`
-	} `json:"runtimeConfig"`
-}
-
-// envArgs are the CNI_ARGS keys tap reads.
-type envArgs struct {
-	types.CommonArgs
-	MAC types.UnmarshallableString `json:"mac,omitempty"`
+	// args.cni.mac and runtimeConfig.mac (capability "mac").
+	link.MACArgs
 }
 
 // config is a validated netConf with what is derived from it.
@@ -84,59 +71,11 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 			return nil, result.InvalidConfig(fmt.Errorf("%s: %d is not a valid id (leave %s out for none)", k.key, *k.id, k.key))
 		}
 	}
-	mac, err := c.pickMAC(cniArgs)
+	// runtimeConfig.mac, then args.cni.mac, then CNI_ARGS MAC, then mac.
+	mac, err := link.PickMAC(c.Sources(c.MAC), cniArgs)
 	if err != nil {
 		return nil, err
 	}
 	c.mac = mac
 	return c, nil
-}
-
-// pickMAC returns the tap's MAC: runtimeConfig.mac (capability "mac"),
-// else args.cni.mac, else CNI_ARGS MAC, else the "mac" key.
-func (c *config) pickMAC(cniArgs string) (net.HardwareAddr, error) {
-	var env envArgs
-	if err := types.LoadArgs(cniArgs, &env); err != nil {
-		return nil, result.InvalidEnv(fmt.Errorf("CNI_ARGS: %w", err))
-	}
-	src, val := "", ""
-	switch {
-	case c.RuntimeConfig.MAC != "":
-		src, val = "runtimeConfig.mac", c.RuntimeConfig.MAC
-	case c.Args.Cni.MAC != "":
-		src, val = "args.cni.mac", c.Args.Cni.MAC
-	case env.MAC != "":
-		src, val = "CNI_ARGS MAC", string(env.MAC)
-	case c.MAC != "":
-		src, val = "mac", c.MAC
-	default:
-		return nil, nil
-	}
-	mac, err := net.ParseMAC(val)
-	if err == nil && len(mac) != 6 {
-		err = errors.New("not a 6-byte ethernet address")
-	}
-	if err == nil && mac[0]&1 != 0 {
-		err = errors.New("is a multicast address")
-	}
-	if err == nil && isZero(mac) {
-		err = errors.New("is the zero address")
-	}
-	if err != nil {
-		err = fmt.Errorf("%s: %q: %w", src, val, err)
-		if src == "CNI_ARGS MAC" {
-			return nil, result.InvalidEnv(err)
-		}
-		return nil, result.InvalidConfig(err)
-	}
-	return mac, nil
-}
-
-func isZero(mac net.HardwareAddr) bool {
-	for _, b := range mac {
-		if b != 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -68,7 +68,6 @@ var _ = Describe("parseConfig", func() {
 		Entry("mtu", `"mtu": 12`, "", uint(types.ErrInvalidNetworkConfig), "mtu: 12"),
 		Entry("mac", `"mac": "not-a-mac"`, "", uint(types.ErrInvalidNetworkConfig), `mac: "not-a-mac"`),
 		Entry("multicast mac", `"mac": "01:00:5e:00:00:01"`, "", uint(types.ErrInvalidNetworkConfig), "multicast"),
-		Entry("zero mac", `"mac": "00:00:00:00:00:00"`, "", uint(types.ErrInvalidNetworkConfig), "zero"),
 		Entry("runtimeConfig.mac", `"runtimeConfig": {"mac": "zz"}`, "", uint(types.ErrInvalidNetworkConfig), `runtimeConfig.mac: "zz"`),
 		Entry("CNI_ARGS MAC", ``, "MAC=zz", uint(types.ErrInvalidEnvironmentVariables), `CNI_ARGS MAC: "zz"`),
 		Entry("CNI_ARGS", ``, "garbage", uint(types.ErrInvalidEnvironmentVariables), "CNI_ARGS"),

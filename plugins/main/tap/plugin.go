@@ -11,8 +11,8 @@
 //	tap         the tap, persistent, with owner, group, multi-queue,
 //	            SELinux label, then its MTU, MAC and alias
 //	bridge      the tap becomes a port of bridge (when set)
-//	configure   the tap up, arp_notify/ndisc_notify, IPAM addresses and routes
-//	announce    gratuitous ARP for the IPv4 addresses
+//	configure   arp_notify/ndisc_notify, the tap up, IPAM addresses and
+//	            routes, a gratuitous ARP (pkg/link's Finish)
 //
 // The tap is made through the tun ioctls on /dev/net/tun, never by exec of
 // `ip tuntap`. DEL deletes the tap when it is a tuntap carrying this
@@ -33,12 +33,11 @@ const (
 	StepIPAM      = "ipam"      // IPAM reserved the addresses (when configured)
 	StepTap       = "tap"       // the tap exists with its MTU, MAC and alias
 	StepBridge    = "bridge"    // the tap is a port of the bridge (when set)
-	StepConfigure = "configure" // up, with addresses and routes
-	StepAnnounce  = "announce"  // gratuitous ARP sent
+	StepConfigure = "configure" // up, with addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepResolve, StepIPAM, StepTap, StepBridge, StepConfigure, StepAnnounce}
+var AddSteps = []string{StepResolve, StepIPAM, StepTap, StepBridge, StepConfigure}
 
 // New returns the tap plugin's descriptor running with hooks.
 func New(hooks attach.Hooks) plugin.Plugin { return newPlugin(selinuxEnabled).Descriptor(hooks) }

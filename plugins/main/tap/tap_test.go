@@ -316,7 +316,7 @@ var _ = Describe("tap", func() {
 			h := testutil.Handle(contNS)
 			l, _ := h.LinkByName("tap0")
 			Expect(h.LinkSetMTU(l, 1300)).To(Succeed())
-		}, "MTU 1300, config says 1400"),
+		}, "MTU 1300, the config says 1400"),
 		Entry("a tap off the bridge", func(*current.Result) {
 			h := testutil.Handle(contNS)
 			l, _ := h.LinkByName("tap0")
