@@ -18,8 +18,9 @@
 //	move        down, renamed to a random temporary name, its original
 //	            name kept in the link alias (as upstream keeps it), moved
 //	            into the container, renamed to CNI_IFNAME
-//	configure   up when it was up (or with IPAM), addresses and routes
-//	announce    gratuitous ARP for the IPv4 addresses
+//	configure   with IPAM: arp_notify/ndisc_notify, up, addresses and
+//	            routes, a gratuitous ARP (pkg/link's Finish); without, the
+//	            device keeps the up/down state it had in the host
 //
 // DEL moves the device back under the name its alias holds, through a
 // temporary name, so that a name the container also uses never collides.
@@ -38,12 +39,11 @@ const (
 	StepResolve   = "resolve"   // the device found, nothing changed
 	StepIPAM      = "ipam"      // IPAM reserved the addresses (when configured)
 	StepMove      = "move"      // the device is CNI_IFNAME in the container
-	StepConfigure = "configure" // up, with addresses and routes
-	StepAnnounce  = "announce"  // gratuitous ARP sent
+	StepConfigure = "configure" // up, with addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepResolve, StepIPAM, StepMove, StepConfigure, StepAnnounce}
+var AddSteps = []string{StepResolve, StepIPAM, StepMove, StepConfigure}
 
 // New returns the host-device plugin's descriptor running with hooks,
 // reading sysfs at sysfsRoot ("/sys"; tests pass a tree of their own).
