@@ -139,6 +139,26 @@ var _ = Describe("tap", func() {
 		openTap(contNS, "tap0", true)
 	})
 
+	Describe("selinuxContext", func() {
+		const ctx = "system_u:system_r:container_t:s0"
+		It("is ignored when SELinux is off", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, extraKeys: `"selinuxContext": "` + ctx + `"`}
+			out := testutil.MustRunIn(hostNS, tap.WithSELinux(false, attach.Hooks{}), call("ADD", "c1", contNS, o.json()))
+			Expect(testutil.ParseResult("1.1.0", out.Stdout).Interfaces).To(HaveLen(1))
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "tap0"))
+		})
+		It("is set on the tap's thread when SELinux is on: a context the kernel refuses fails ADD and leaves nothing", func() {
+			// This host runs no SELinux, so the kernel refuses any context
+			// written to the thread's attr/current: that write is what on.
+			before := snapshot()
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, extraKeys: `"selinuxContext": "` + ctx + `"`}
+			out := testutil.RunIn(hostNS, tap.WithSELinux(true, attach.Hooks{}), call("ADD", "c1", contNS, o.json()))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring(`selinuxContext: set "` + ctx + `"`))
+			Expect(snapshot()).To(Equal(before))
+		})
+	})
+
 	It("takes runtimeConfig.mac over the mac key", func() {
 		o := netOpts{ver: "1.1.0", mac: "02:11:22:33:44:55", extraKeys: `"runtimeConfig": {"mac": "02:aa:bb:cc:dd:ee"}`}
 		res := add(o, "c1", contNS)
