@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -177,6 +178,25 @@ var _ = Describe("host-device", func() {
 		mustRun("DEL", contNS, stdin)
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "dev0"))
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+	})
+
+	It("ends ADD, DEL, ADD in the same state as one ADD", func() {
+		// A range of one address, so that both ADDs get the same.
+		stdin := []byte(strings.Replace(string(conf("1.1.0", `"device": "dev0"`, false)), `"rangeStart": "10.1.4.10"`, `"rangeStart": "10.1.4.10", "rangeEnd": "10.1.4.10"`, 1))
+		mustRun("ADD", contNS, stdin)
+		first := snapshot()
+		mustRun("DEL", contNS, stdin)
+		mustRun("ADD", contNS, stdin)
+		Expect(snapshot()).To(Equal(first))
+	})
+
+	It("leaves a device that was down in the host down without IPAM", func() {
+		Expect(testutil.Handle(hostNS).LinkSetDown(linkIn(hostNS, "dev0"))).To(Succeed())
+		stdin := conf("1.1.0", `"device": "dev0"`, true)
+		mustRun("ADD", contNS, stdin)
+		Expect(linkIn(contNS, "net1").Attrs().Flags & net.FlagUp).To(BeZero())
+		mustRun("DEL", contNS, stdin)
+		Expect(linkIn(hostNS, "dev0").Attrs().Flags & net.FlagUp).To(BeZero())
 	})
 
 	It("keeps the device's up state without IPAM, and is layer 2 only", func() {

@@ -23,6 +23,7 @@ type netOpts struct {
 	ver        string
 	dataDir    string // "" leaves ipam out: layer 2 only
 	subnet     string // default 10.1.2.0/24
+	oneIP      bool   // a range of one address, so that every ADD gets the same
 	mac        string
 	mtu        int
 	multiQueue bool
@@ -41,8 +42,12 @@ func (o netOpts) json() []byte {
 		if subnet == "" {
 			subnet = "10.1.2.0/24"
 		}
+		r := map[string]string{"subnet": subnet}
+		if o.oneIP {
+			r["rangeStart"], r["rangeEnd"] = "10.1.2.2", "10.1.2.2"
+		}
 		conf["ipam"] = map[string]any{"type": "host-local", "dataDir": o.dataDir,
-			"ranges": [][]map[string]string{{{"subnet": subnet}}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}}
+			"ranges": [][]map[string]string{{r}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}}
 	}
 	if o.mac != "" {
 		conf["mac"] = o.mac

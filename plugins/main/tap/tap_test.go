@@ -159,6 +159,27 @@ var _ = Describe("tap", func() {
 		})
 	})
 
+	It("ends ADD, DEL, ADD in the same state as one ADD", func() {
+		bridgeIn(contNS)
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, bridge: "br0", mac: "02:11:22:33:44:55", oneIP: true}
+		add(o, "c1", contNS)
+		first := snapshot()
+		testutil.MustRunIn(hostNS, tap.Plugin, call("DEL", "c1", contNS, o.json()))
+		add(o, "c1", contNS)
+		Expect(snapshot()).To(Equal(first))
+	})
+
+	It("undoes everything when the kernel refuses the MAC", func() {
+		// All zeros passes parsing; the kernel refuses it for an ethernet
+		// link once the tap exists.
+		before := snapshot()
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, mac: "00:00:00:00:00:00"}
+		out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c1", contNS, o.json()))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("mac: set 00:00:00:00:00:00"))
+		Expect(snapshot()).To(Equal(before))
+	})
+
 	It("takes runtimeConfig.mac over the mac key", func() {
 		o := netOpts{ver: "1.1.0", mac: "02:11:22:33:44:55", extraKeys: `"runtimeConfig": {"mac": "02:aa:bb:cc:dd:ee"}`}
 		res := add(o, "c1", contNS)
