@@ -164,3 +164,83 @@ func sendUDP(n *ns.NetNS, dst string) error {
 		return err
 	})
 }
+
+// answer serves, until the tap is closed, as a VM with mac and ip behind
+// it: it answers ARP requests for ip and ICMP echo requests to ip.
+func (v *vm) answer(mac net.HardwareAddr, ip net.IP) {
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := v.f.Read(buf)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue
+			}
+			if err != nil {
+				return // closed at the end of the spec
+			}
+			if reply := vmReply(buf[:n], mac, ip.To4()); reply != nil {
+				_, _ = v.f.Write(reply) // a lost reply fails the ping that waits for it
+			}
+		}
+	}()
+}
+
+// vmReply is the reply of a VM with mac and ip to frame f: an ARP reply
+// to a request for ip, an echo reply to an ICMP echo request to ip, else
+// nil.
+func vmReply(f []byte, mac net.HardwareAddr, ip net.IP) []byte {
+	if len(f) < 42 {
+		return nil
+	}
+	switch {
+	case f[12] == 0x08 && f[13] == 0x06 && f[20] == 0 && f[21] == 1 && net.IP(f[38:42]).Equal(ip):
+		r := make([]byte, 42)
+		copy(r[0:6], f[6:12])
+		copy(r[6:12], mac)
+		r[12], r[13] = 0x08, 0x06
+		copy(r[14:20], []byte{0, 1, 0x08, 0x00, 6, 4}) // ethernet, IPv4
+		r[20], r[21] = 0, 2                            // reply
+		copy(r[22:28], mac)
+		copy(r[28:32], ip)
+		copy(r[32:38], f[22:28])
+		copy(r[38:42], f[28:32])
+		return r
+	case f[12] == 0x08 && f[13] == 0x00:
+		ihl := int(f[14]&0x0f) * 4
+		total := int(f[16])<<8 | int(f[17])
+		if f[23] != 1 || len(f) < 14+total || total < ihl+8 || !net.IP(f[30:34]).Equal(ip) || f[14+ihl] != 8 {
+			return nil
+		}
+		r := append([]byte(nil), f[:14+total]...)
+		copy(r[0:6], f[6:12])
+		copy(r[6:12], mac)
+		copy(r[26:30], f[30:34])
+		copy(r[30:34], f[26:30])
+		r[22] = 64 // TTL
+		r[24], r[25] = 0, 0
+		c := checksum(r[14 : 14+ihl])
+		r[24], r[25] = byte(c>>8), byte(c)
+		icmp := r[14+ihl:]
+		icmp[0] = 0 // echo reply
+		icmp[2], icmp[3] = 0, 0
+		c = checksum(icmp)
+		icmp[2], icmp[3] = byte(c>>8), byte(c)
+		return r
+	}
+	return nil
+}
+
+// checksum is the Internet checksum (RFC 1071) of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

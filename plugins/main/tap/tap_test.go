@@ -198,6 +198,29 @@ var _ = Describe("tap", func() {
 		Expect(ip.Equal(res.IPs[0].Address.IP)).To(BeTrue(), "ARP from %s", ip)
 	})
 
+	It("carries a ping between the container and a VM behind the tap", func() {
+		o := netOpts{ver: "1.1.0", dataDir: dataDir}
+		add(o, "c1", contNS)
+		v := openTap(contNS, "tap0", false)
+		v.answer(net.HardwareAddr{2, 0, 0, 0, 0, 0x77}, net.ParseIP("10.1.2.77"))
+		Expect(testutil.Ping(contNS, "10.1.2.77")).To(Succeed())
+	})
+
+	It("carries a ping through the bridge to a VM behind the tap", func() {
+		br := bridgeIn(contNS)
+		peerNS := testutil.NewNS()
+		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "nb0"},
+			testutil.VethEnd{NS: peerNS, Name: "eth0", Addrs: []string{"10.1.3.1/24"}})).To(Succeed())
+		h := testutil.Handle(contNS)
+		nb, err := h.LinkByName("nb0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetMaster(nb, br)).To(Succeed())
+		add(netOpts{ver: "1.1.0", bridge: "br0"}, "c1", contNS)
+		v := openTap(contNS, "tap0", false)
+		v.answer(net.HardwareAddr{2, 0, 0, 0, 0, 0x78}, net.ParseIP("10.1.3.2"))
+		Expect(testutil.Ping(peerNS, "10.1.3.2")).To(Succeed())
+	})
+
 	It("makes the tap a port of an existing bridge, which floods to it", func() {
 		br := bridgeIn(contNS)
 		peerNS := testutil.NewNS()
