@@ -3,6 +3,7 @@ package hostdevice
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -12,6 +13,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // add moves the device in: resolve, IPAM, move, then the shared tail. Each
@@ -106,5 +108,13 @@ func (p *hostDevice) resolve(hostNS *ns.NetNS, hostH *netlink.Handle, s selector
 		names = d.names
 	}
 	dev, err := findDevice(hostNS, hostH, s, names)
-	return dev, "", err
+	if err != nil {
+		return nil, "", err
+	}
+	if dev.Attrs().Flags&net.FlagLoopback != 0 {
+		// The kernel keeps a loopback in its namespace (NETIF_F_NETNS_LOCAL);
+		// say so before anything is renamed.
+		return nil, "", result.InvalidConfig(fmt.Errorf("%s: %q: %q is the loopback device of %s, which cannot move", s.key, s.value, dev.Attrs().Name, hostNS.Path()))
+	}
+	return dev, "", nil
 }

@@ -1,5 +1,12 @@
 package hostdevice
 
+import (
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/rollback"
+)
+
 // ParseConfig exposes parseConfig to the config tests.
 var ParseConfig = parseConfig
 
@@ -15,4 +22,14 @@ func ReadSysfs(root string, stdin []byte) ([]string, string, error) {
 	}
 	d, err := readSysfs(root, c.sel)
 	return d.names, d.userspaceDriver, err
+}
+
+// MoveIn runs moveIn as ADD's frame would: on an error its undo stack runs.
+func MoveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *netlink.Handle, dev netlink.Link, ifName string) error {
+	var undo rollback.Stack
+	_, err := moveIn(hostNS, hostH, contNS, contH, dev, ifName, &undo)
+	if err != nil {
+		undo.Run(nil)
+	}
+	return err
 }

@@ -223,6 +223,23 @@ var _ = Describe("host-device", func() {
 		Expect(snapshot()).To(Equal(before))
 	})
 
+	It("undoes a move the kernel refuses halfway: name, alias and up state come back", func() {
+		// The kernel refuses to move a loopback (ADD refuses it earlier);
+		// here moveIn meets that refusal after the rename and the alias.
+		hostH := testutil.Handle(hostNS)
+		lo := linkIn(hostNS, "lo")
+		Expect(hostH.LinkSetAlias(lo, "mine")).To(Succeed())
+		lo = linkIn(hostNS, "lo")
+		err := hostdevice.MoveIn(hostNS, hostH, contNS, testutil.Handle(contNS), lo, "net1")
+		Expect(err).To(MatchError(ContainSubstring(`move "lo"`)))
+		lo = linkIn(hostNS, "lo")
+		Expect(lo.Attrs().Alias).To(Equal("mine"))
+		Expect(lo.Attrs().Flags & net.FlagUp).NotTo(BeZero())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.Ping(hostNS, "127.0.0.1")).To(Succeed())
+	})
+
 	Describe("a failure midway through ADD", func() {
 		for _, step := range hostdevice.AddSteps {
 			It("leaves nothing behind after "+step, func() {
@@ -360,6 +377,7 @@ var _ = Describe("host-device", func() {
 			Entry("a missing device", `"device": "nodev0"`, `device: "nodev0": no such device in the host network namespace`),
 			Entry("a missing hwaddr", `"hwaddr": "02:00:00:00:00:99"`, `hwaddr: "02:00:00:00:00:99": no such device`),
 			Entry("a missing PCI device", `"pciBusID": "0000:00:09.0"`, `pciBusID: "0000:00:09.0": no device at`),
+			Entry("the loopback", `"device": "lo"`, `device: "lo": "lo" is the loopback device`),
 		)
 		It("refuses a CNI_IFNAME the container already has, changing nothing", func() {
 			h := testutil.Handle(contNS)
