@@ -2,17 +2,34 @@ package hostdevice
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // del moves the device back to the host under its original name; the frame
 // releases IPAM after it. A namespace that is gone (empty path, missing,
-// no longer a namespace) has nothing to return: the kernel gave a physical
-// device back to the root namespace, or destroyed a virtual one.
+// no longer a namespace) has nothing to return itself: the kernel
+// destroyed a virtual device with it, and gave a physical one back to the
+// root namespace under its container name, which DEL then renames to the
+// original name its alias keeps (see renameReturned).
 func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
+	hostNS, hostH, err := a.Host()
+	if err != nil {
+		return []error{err}
+	}
+	if err := p.delFromContainer(a, hostNS, hostH); err != nil {
+		return []error{err}
+	}
+	return []error{renameReturned(hostNS, hostH, a.Args.IfName)}
+}
+
+func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, hostH *netlink.Handle) error {
 	if a.Args.Netns == "" {
 		return nil
 	}
@@ -21,17 +38,46 @@ func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
 		return nil
 	}
 	if err != nil {
-		return []error{err}
+		return err
 	}
 	defer contNS.Close()
 	contH, err := contNS.Handle()
 	if err != nil {
-		return []error{err}
+		return err
 	}
 	defer contH.Close()
-	hostNS, hostH, err := a.Host()
-	if err != nil {
-		return []error{err}
+	return moveOut(contNS, contH, hostNS, hostH, a.Args.IfName)
+}
+
+// renameReturned gives a device the kernel returned from a dead container
+// its original name back: a link named ifName in the host whose alias is
+// another interface name that is free is such a device (host-device, ours
+// or upstream's, wrote the alias when it moved the device in). A device
+// the kernel had to rename ("dev%d": its container name was taken in the
+// root namespace) cannot be told from others and stays.
+func renameReturned(hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) error {
+	l, err := ip.LinkByName(hostH, ifName)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return nil
 	}
-	return []error{moveOut(contNS, contH, hostNS, hostH, a.Args.IfName)}
+	if err != nil {
+		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
+	}
+	orig := l.Attrs().Alias
+	if orig == ifName || attach.ValidateIfName("alias", orig) != nil {
+		return nil
+	}
+	if _, err := ip.LinkByName(hostH, orig); err == nil {
+		return nil // taken: not ours to rename over
+	}
+	if err := hostH.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set %q down in %s: %w", ifName, hostNS.Path(), err)
+	}
+	if err := hostH.LinkSetName(l, orig); err != nil {
+		return fmt.Errorf("rename %q back to %q in %s: %w", ifName, orig, hostNS.Path(), err)
+	}
+	if err := hostH.LinkSetAlias(l, ""); err != nil {
+		return fmt.Errorf("clear the alias of %q in %s: %w", orig, hostNS.Path(), err)
+	}
+	return nil
 }

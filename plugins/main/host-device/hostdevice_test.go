@@ -279,6 +279,42 @@ var _ = Describe("host-device", func() {
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		})
 
+		It("renames a device the kernel returned from a dead container back to its original name", func() {
+			// What the kernel does with a physical device when its
+			// namespace dies: back in the root namespace, down, under its
+			// container name, with the alias ADD wrote. (A veth is destroyed
+			// instead, so the state is made by hand.)
+			stdin := conf("1.1.0", `"device": "dev0"`, false)
+			h := testutil.Handle(hostNS)
+			dev := linkIn(hostNS, "dev0")
+			Expect(h.LinkSetDown(dev)).To(Succeed())
+			Expect(h.LinkSetName(dev, "net1")).To(Succeed())
+			Expect(h.LinkSetAlias(dev, "dev0")).To(Succeed())
+			gone, cleanup, err := testutil.CreateNS()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cleanup()).To(Succeed())
+
+			mustRun("DEL", gone, stdin)
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+			Expect(linkIn(hostNS, "dev0").Attrs().Alias).To(BeEmpty())
+			mustRun("DEL", gone, stdin)
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+		})
+
+		It("leaves a host link named CNI_IFNAME alone unless its alias is a free interface name", func() {
+			h := testutil.Handle(hostNS)
+			for name, alias := range map[string]string{"net1": "cni:c9:net1", "net2": "lo"} {
+				la := netlink.NewLinkAttrs()
+				la.Name = name
+				Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+				Expect(h.LinkSetAlias(linkIn(hostNS, name), alias)).To(Succeed())
+				c := call("DEL", nil, conf("1.1.0", `"device": "dev0"`, false))
+				c.IfName = name
+				testutil.MustRunIn(hostNS, hd(), c)
+			}
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0", "net1", "net2"))
+		})
+
 		It("keeps the device in the container while its name is taken in the host, and returns it later", func() {
 			stdin := conf("1.1.0", `"device": "dev0"`, false)
 			mustRun("ADD", contNS, stdin)

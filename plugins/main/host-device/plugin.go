@@ -24,9 +24,11 @@
 //
 // DEL moves the device back under the name its alias holds, through a
 // temporary name, so that a name the container also uses never collides.
-// It succeeds when the device or the namespace is gone (the kernel has
-// returned a physical device to the root namespace, or destroyed a virtual
-// one) and when run twice. GC and STATUS are the frame's: they go to IPAM.
+// It succeeds when the device or the namespace is gone and when run twice.
+// When the namespace died, the kernel destroyed a virtual device, or gave
+// a physical one back to the root namespace under its container name: DEL
+// finds it there by CNI_IFNAME and its alias and renames it back. GC and
+// STATUS are the frame's: they go to IPAM.
 package hostdevice
 
 import (
