@@ -69,7 +69,8 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return out, nil
 	}
 
-	if _, err := moveIn(hostNS, hostH, contNS, contH, dev, ifName, &a.Undo); err != nil {
+	tmp := tempName(a.Args.ContainerID, ifName)
+	if _, err := moveIn(hostNS, hostH, contNS, contH, dev, ifName, tmp, &a.Undo); err != nil {
 		return nil, err
 	}
 	if err := a.Step(StepMove); err != nil {

@@ -17,19 +17,27 @@ import (
 // no longer a namespace) has nothing to return itself: the kernel
 // destroyed a virtual device with it, and gave a physical one back to the
 // root namespace under its container name, which DEL then renames to the
-// original name its alias keeps (see renameReturned).
+// original name its alias keeps (see renameFromAlias).
 func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
 	hostNS, hostH, err := a.Host()
 	if err != nil {
 		return []error{err}
 	}
-	if err := p.delFromContainer(a, hostNS, hostH); err != nil {
+	tmp := tempName(a.Args.ContainerID, a.Args.IfName)
+	if err := p.delFromContainer(a, hostNS, hostH, tmp); err != nil {
 		return []error{err}
 	}
-	return []error{renameReturned(hostNS, hostH, a.Args.IfName)}
+	// A device an ADD or DEL that was killed midway left in the host
+	// under the attachment's temporary name.
+	if err := renameFromAlias(hostNS, hostH, tmp); err != nil {
+		return []error{err}
+	}
+	return []error{renameFromAlias(hostNS, hostH, a.Args.IfName)}
 }
 
-func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, hostH *netlink.Handle) error {
+// delFromContainer returns the device to the host: CNI_IFNAME, and the
+// attachment's temporary name (an ADD or DEL killed midway).
+func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
 	if a.Args.Netns == "" {
 		return nil
 	}
@@ -46,16 +54,21 @@ func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, ho
 		return err
 	}
 	defer contH.Close()
-	return moveOut(contNS, contH, hostNS, hostH, a.Args.IfName)
+	if err := moveOut(contNS, contH, hostNS, hostH, a.Args.IfName, tmp); err != nil {
+		return err
+	}
+	return moveToHost(contH, hostNS, tmp)
 }
 
-// renameReturned gives a device the kernel returned from a dead container
-// its original name back: a link named ifName in the host whose alias is
-// another interface name that is free is such a device (host-device, ours
-// or upstream's, wrote the alias when it moved the device in). A device
-// the kernel had to rename ("dev%d": its container name was taken in the
-// root namespace) cannot be told from others and stays.
-func renameReturned(hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) error {
+// renameFromAlias gives a device that came back to the host its original
+// name: a link named ifName in the host whose alias is another interface
+// name that is free is such a device (host-device, ours or upstream's,
+// wrote the alias when it moved the device in). ifName is CNI_IFNAME (the
+// kernel returned the device from a dead container under its container
+// name) or the attachment's temporary name (a killed ADD or DEL left it).
+// A device the kernel had to rename ("dev%d": its container name was taken
+// in the root namespace) cannot be told from others and stays.
+func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) error {
 	l, err := ip.LinkByName(hostH, ifName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
 		return nil

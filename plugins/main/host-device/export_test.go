@@ -27,9 +27,12 @@ func ReadSysfs(root string, stdin []byte) ([]string, string, error) {
 // MoveIn runs moveIn as ADD's frame would: on an error its undo stack runs.
 func MoveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *netlink.Handle, dev netlink.Link, ifName string) error {
 	var undo rollback.Stack
-	_, err := moveIn(hostNS, hostH, contNS, contH, dev, ifName, &undo)
+	_, err := moveIn(hostNS, hostH, contNS, contH, dev, ifName, tempName("test", ifName), &undo)
 	if err != nil {
 		undo.Run(nil)
 	}
 	return err
 }
+
+// TempName is the temporary name of the attachment's device.
+var TempName = tempName

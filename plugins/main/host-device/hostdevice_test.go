@@ -301,6 +301,34 @@ var _ = Describe("host-device", func() {
 			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
 		})
 
+		DescribeTable("finds a device an ADD killed midway left under the attachment's temporary name",
+			func(inContainer bool) {
+				// The state a killed ADD leaves after the rename (host) or
+				// after the move (container): alias first, then the name.
+				tmp := hostdevice.TempName("c1", "net1")
+				h := testutil.Handle(hostNS)
+				dev := linkIn(hostNS, "dev0")
+				Expect(h.LinkSetDown(dev)).To(Succeed())
+				Expect(h.LinkSetAlias(dev, "dev0")).To(Succeed())
+				Expect(h.LinkSetName(dev, tmp)).To(Succeed())
+				if inContainer {
+					Expect(h.LinkSetNsFd(linkIn(hostNS, tmp), int(contNS.Fd()))).To(Succeed())
+				}
+				// Another attachment's DEL leaves it alone.
+				other := call("DEL", contNS, conf("1.1.0", `"device": "dev0"`, false))
+				other.ContainerID = "c2"
+				testutil.MustRunIn(hostNS, hd(), other)
+				Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement("dev0"))
+
+				mustRun("DEL", contNS, conf("1.1.0", `"device": "dev0"`, false))
+				Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+				Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+				Expect(linkIn(hostNS, "dev0").Attrs().Alias).To(BeEmpty())
+			},
+			Entry("in the host", false),
+			Entry("in the container", true),
+		)
+
 		It("leaves a host link named CNI_IFNAME alone unless its alias is a free interface name", func() {
 			h := testutil.Handle(hostNS)
 			for name, alias := range map[string]string{"net1": "cni:c9:net1", "net2": "lo"} {

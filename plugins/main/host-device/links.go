@@ -1,7 +1,7 @@
 package hostdevice
 
 import (
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,20 +57,25 @@ func findDevice(hostNS *ns.NetNS, hostH *netlink.Handle, s selector, names []str
 	}
 }
 
-// tempName is a random interface name a device carries between two
-// namespaces, so that its name in neither collides with a link in the other.
-func tempName() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return "hdtmp" + hex.EncodeToString(b)
+// tempName is the interface name the attachment's device carries between
+// two namespaces, so that its name in neither collides with a link in the
+// other: "hd" and a hash of container ID and ifname. It is the
+// attachment's own, so a DEL after an ADD (or a DEL) that was killed
+// midway finds the device under it, and no other attachment's DEL touches
+// it.
+func tempName(containerID, ifName string) string {
+	sum := sha256.Sum256([]byte(containerID + "\x00" + ifName))
+	return "hd" + hex.EncodeToString(sum[:])[:13]
 }
 
 // moveIn moves dev from the host namespace into the container as ifName:
-// down (a link is renamed only when down), renamed to a temporary name,
-// its original name in its alias, into the container, renamed to ifName,
-// up again when it was up. Each change pushes its undo onto undo as soon as
-// it is made. It returns the device as the container sees it.
-func moveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *netlink.Handle, dev netlink.Link, ifName string, undo *rollback.Stack) (netlink.Link, error) {
+// down (a link is renamed only when down), its original name written into
+// its alias, renamed to the temporary name tmp, into the container,
+// renamed to ifName, up again when it was up. The alias is written first,
+// so that wherever a killed ADD leaves the device, DEL knows its name.
+// Each change pushes its undo onto undo as soon as it is made. It returns
+// the device as the container sees it.
+func moveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *netlink.Handle, dev netlink.Link, ifName, tmp string, undo *rollback.Stack) (netlink.Link, error) {
 	orig, origAlias := dev.Attrs().Name, dev.Attrs().Alias
 	wasUp := dev.Attrs().Flags&net.FlagUp != 0
 	if err := hostH.LinkSetDown(dev); err != nil {
@@ -79,15 +84,14 @@ func moveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *ne
 	if wasUp {
 		undo.Push("set "+orig+" up", func() error { return setUpByName(hostH, orig) })
 	}
-	tmp := tempName()
+	if err := hostH.LinkSetAlias(dev, orig); err != nil {
+		return nil, fmt.Errorf("keep the name %q in the alias of %q in %s: %w", orig, orig, hostNS.Path(), err)
+	}
+	undo.Push("restore the alias of "+orig, func() error { return setAliasByName(hostH, orig, origAlias) })
 	if err := hostH.LinkSetName(dev, tmp); err != nil {
 		return nil, fmt.Errorf("rename %q to %q in %s: %w", orig, tmp, hostNS.Path(), err)
 	}
 	undo.Push("rename "+tmp+" back to "+orig, func() error { return renameByName(hostH, tmp, orig) })
-	if err := hostH.LinkSetAlias(dev, orig); err != nil {
-		return nil, fmt.Errorf("keep the name %q in the alias of %q in %s: %w", orig, tmp, hostNS.Path(), err)
-	}
-	undo.Push("restore the alias of "+orig, func() error { return setAliasByName(hostH, tmp, origAlias) })
 	if err := hostH.LinkSetNsFd(dev, int(contNS.Fd())); err != nil {
 		return nil, fmt.Errorf("move %q (%q) from %s to %s: %w", orig, tmp, hostNS.Path(), contNS.Path(), err)
 	}
@@ -116,7 +120,7 @@ func moveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *ne
 // plugin made carries "cni:..."). When the original name is taken in the
 // host, the device stays in the container and the error names both, so a
 // later DEL can finish.
-func moveOut(contNS *ns.NetNS, contH *netlink.Handle, hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) error {
+func moveOut(contNS *ns.NetNS, contH *netlink.Handle, hostNS *ns.NetNS, hostH *netlink.Handle, ifName, tmp string) error {
 	l, err := ip.LinkByName(contH, ifName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
 		return nil
@@ -136,7 +140,6 @@ func moveOut(contNS *ns.NetNS, contH *netlink.Handle, hostNS *ns.NetNS, hostH *n
 	if err := contH.LinkSetDown(l); err != nil {
 		return fmt.Errorf("set %q down in %s: %w", ifName, contNS.Path(), err)
 	}
-	tmp := tempName()
 	if err := contH.LinkSetName(l, tmp); err != nil {
 		return fmt.Errorf("rename %q to %q in %s: %w", ifName, tmp, contNS.Path(), err)
 	}

@@ -15,15 +15,18 @@
 //	            kernelpath, pciBusID and deviceID), changing nothing;
 //	            CNI_IFNAME must be free in the container
 //	ipam        delegate ADD to the IPAM plugin (when ipam.type is set)
-//	move        down, renamed to a random temporary name, its original
-//	            name kept in the link alias (as upstream keeps it), moved
-//	            into the container, renamed to CNI_IFNAME
+//	move        down, its original name kept in the link alias (as
+//	            upstream keeps it), renamed to the attachment's temporary
+//	            name, moved into the container, renamed to CNI_IFNAME
 //	configure   with IPAM: arp_notify/ndisc_notify, up, addresses and
 //	            routes, a gratuitous ARP (pkg/link's Finish); without, the
 //	            device keeps the up/down state it had in the host
 //
-// DEL moves the device back under the name its alias holds, through a
+// DEL moves the device back under the name its alias holds, through the
 // temporary name, so that a name the container also uses never collides.
+// The temporary name ("hd" + a hash of container ID and ifname) is the
+// attachment's own: a DEL after an ADD or DEL killed midway finds the
+// device under it in either namespace, and no other DEL touches it.
 // It succeeds when the device or the namespace is gone and when run twice.
 // When the namespace died, the kernel destroyed a virtual device, or gave
 // a physical one back to the root namespace under its container name: DEL
