@@ -14,10 +14,12 @@ import (
 
 // del moves the device back to the host under its original name; the frame
 // releases IPAM after it. A namespace that is gone (empty path, missing,
-// no longer a namespace) has nothing to return itself: the kernel
-// destroyed a virtual device with it, and gave a physical one back to the
-// root namespace under its container name, which DEL then renames to the
-// original name its alias keeps (see renameFromAlias).
+// no longer a namespace) has nothing to return: the kernel destroyed a
+// virtual device with it, and gave a physical one back to the root
+// namespace under its container name (or "dev%d"). DEL leaves that one as
+// it is: by name and alias alone it cannot be told from a host link that
+// happens to be called CNI_IFNAME and carry an alias, and renaming a
+// host's uplink would be far worse than a device left under another name.
 func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
 	hostNS, hostH, err := a.Host()
 	if err != nil {
@@ -29,10 +31,7 @@ func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
 	}
 	// A device an ADD or DEL that was killed midway left in the host
 	// under the attachment's temporary name.
-	if err := renameFromAlias(hostNS, hostH, tmp); err != nil {
-		return []error{err}
-	}
-	return []error{renameFromAlias(hostNS, hostH, a.Args.IfName)}
+	return []error{renameFromAlias(hostNS, hostH, tmp)}
 }
 
 // delFromContainer returns the device to the host: CNI_IFNAME, and the
@@ -60,16 +59,11 @@ func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, ho
 	return moveToHost(contH, hostNS, tmp)
 }
 
-// renameFromAlias gives a device that came back to the host its original
-// name: a link named ifName in the host whose alias is another interface
-// name that is free is such a device (host-device, ours or upstream's,
-// wrote the alias when it moved the device in). ifName is CNI_IFNAME (the
-// kernel returned the device from a dead container under its container
-// name) or the attachment's temporary name (a killed ADD or DEL left it).
-// A device the kernel had to rename ("dev%d": its container name was taken
-// in the root namespace) cannot be told from others and stays.
-func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) error {
-	l, err := ip.LinkByName(hostH, ifName)
+// renameFromAlias gives the device a killed ADD or DEL left in the host
+// under the attachment's temporary name tmp the name its alias keeps (ADD
+// writes the alias before the rename), when that name is free.
+func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
+	l, err := ip.LinkByName(hostH, tmp)
 	if errors.Is(err, ip.ErrLinkNotFound) {
 		return nil
 	}
@@ -77,17 +71,17 @@ func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, ifName string) err
 		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
 	}
 	orig := l.Attrs().Alias
-	if orig == ifName || attach.ValidateIfName("alias", orig) != nil {
+	if orig == tmp || attach.ValidateIfName("alias", orig) != nil {
 		return nil
 	}
 	if _, err := ip.LinkByName(hostH, orig); err == nil {
-		return nil // taken: not ours to rename over
+		return fmt.Errorf("cannot rename %q in %s back to %q: a link of that name exists there", tmp, hostNS.Path(), orig)
 	}
 	if err := hostH.LinkSetDown(l); err != nil {
-		return fmt.Errorf("set %q down in %s: %w", ifName, hostNS.Path(), err)
+		return fmt.Errorf("set %q down in %s: %w", tmp, hostNS.Path(), err)
 	}
 	if err := hostH.LinkSetName(l, orig); err != nil {
-		return fmt.Errorf("rename %q back to %q in %s: %w", ifName, orig, hostNS.Path(), err)
+		return fmt.Errorf("rename %q back to %q in %s: %w", tmp, orig, hostNS.Path(), err)
 	}
 	if err := hostH.LinkSetAlias(l, ""); err != nil {
 		return fmt.Errorf("clear the alias of %q in %s: %w", orig, hostNS.Path(), err)

@@ -29,9 +29,9 @@
 // device under it in either namespace, and no other DEL touches it.
 // It succeeds when the device or the namespace is gone and when run twice.
 // When the namespace died, the kernel destroyed a virtual device, or gave
-// a physical one back to the root namespace under its container name: DEL
-// finds it there by CNI_IFNAME and its alias and renames it back. GC and
-// STATUS are the frame's: they go to IPAM.
+// a physical one back to the root namespace under its container name; DEL
+// leaves that one as it is (see del). GC and STATUS are the frame's: they
+// go to IPAM.
 package hostdevice
 
 import (
