@@ -5,12 +5,14 @@ package all
 
 import (
 	"github.com/cniforge/plugins/pkg/plugin"
-	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 	"github.com/cniforge/plugins/plugins/ipam/dhcp"
+	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 	"github.com/cniforge/plugins/plugins/ipam/static"
 	"github.com/cniforge/plugins/plugins/main/bridge"
+	hostdevice "github.com/cniforge/plugins/plugins/main/host-device"
 	"github.com/cniforge/plugins/plugins/main/loopback"
 	"github.com/cniforge/plugins/plugins/main/ptp"
+	"github.com/cniforge/plugins/plugins/main/tap"
 )
 
 // Plugins returns the descriptors, sorted by name. It is a function, not a
@@ -19,9 +21,11 @@ func Plugins() []plugin.Plugin {
 	return []plugin.Plugin{
 		bridge.Plugin,
 		dhcp.Plugin,
+		hostdevice.Plugin,
 		hostlocal.Plugin,
 		loopback.Plugin,
 		ptp.Plugin,
 		static.Plugin,
+		tap.Plugin,
 	}
 }

@@ -22,11 +22,13 @@ import (
 func configs(dataDir string) map[string]string {
 	hostLocal := fmt.Sprintf(`{"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": "10.61.0.0/24"}]]}`, dataDir)
 	return map[string]string{
-		"loopback":   `{"cniVersion": "1.1.0", "name": "verbs", "type": "loopback"}`,
-		"host-local": fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": %s}`, hostLocal),
-		"static":     `{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "static", "addresses": [{"address": "10.62.0.2/24"}]}}`,
-		"bridge":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
-		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
+		"loopback":    `{"cniVersion": "1.1.0", "name": "verbs", "type": "loopback"}`,
+		"host-local":  fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": %s}`, hostLocal),
+		"static":      `{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "static", "addresses": [{"address": "10.62.0.2/24"}]}}`,
+		"bridge":      fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
+		"ptp":         fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
+		"host-device": fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "host-device", "device": "verbs0", "ipam": %s}`, hostLocal),
+		"tap":         fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "tap", "ipam": %s}`, hostLocal),
 		// The dhcp daemon that startDHCPDaemon runs serves this socket.
 		"dhcp": fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "dhcp", "daemonSocketPath": %q}}`,
 			dhcpSock(dataDir)),

@@ -6,9 +6,9 @@ import (
 	"net"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -34,26 +34,13 @@ type netConf struct {
 	DisableContainerInterface bool         `json:"disableContainerInterface"`
 	PortIsolation             bool         `json:"portIsolation"`
 
-	Args struct {
-		Cni struct {
-			MAC string `json:"mac"`
-		} `json:"cni"`
-	} `json:"args"`
-	RuntimeConfig struct {
-		MAC string `json:"mac"`
-	} `json:"runtimeConfig"`
+	link.MACArgs // args.cni.mac, runtimeConfig.mac
 }
 
 type vlanTrunk struct {
 	ID    *int `json:"id"`
 	MinID *int `json:"minID"`
 	MaxID *int `json:"maxID"`
-}
-
-// envArgs are the CNI_ARGS keys bridge reads.
-type envArgs struct {
-	types.CommonArgs
-	MAC types.UnmarshallableString `json:"mac,omitempty"`
 }
 
 // config is a validated netConf with everything derived from it.
@@ -84,7 +71,8 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 	if err := c.validate(); err != nil {
 		return nil, result.InvalidConfig(err)
 	}
-	mac, err := c.pickMAC(cniArgs)
+	// bridge has no "mac" key of its own.
+	mac, err := link.PickMAC(c.MACArgs.Sources(""), cniArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -163,39 +151,4 @@ func (t *vlanTrunk) bounds() ([2]int, error) {
 		return [2]int{}, fmt.Errorf("minID %d is greater than maxID %d", *t.MinID, *t.MaxID)
 	}
 	return [2]int{*t.MinID, *t.MaxID}, nil
-}
-
-// pickMAC returns the container MAC: runtimeConfig.mac (capability "mac"),
-// else args.cni.mac, else CNI_ARGS MAC, as upstream orders them.
-func (c *config) pickMAC(cniArgs string) (net.HardwareAddr, error) {
-	var env envArgs
-	if err := types.LoadArgs(cniArgs, &env); err != nil {
-		return nil, result.InvalidEnv(fmt.Errorf("CNI_ARGS: %w", err))
-	}
-	src, val := "", ""
-	switch {
-	case c.RuntimeConfig.MAC != "":
-		src, val = "runtimeConfig.mac", c.RuntimeConfig.MAC
-	case c.Args.Cni.MAC != "":
-		src, val = "args.cni.mac", c.Args.Cni.MAC
-	case env.MAC != "":
-		src, val = "CNI_ARGS MAC", string(env.MAC)
-	default:
-		return nil, nil
-	}
-	mac, err := net.ParseMAC(val)
-	if err == nil && len(mac) != 6 {
-		err = errors.New("not a 6-byte ethernet address")
-	}
-	if err == nil && mac[0]&1 != 0 {
-		err = errors.New("is a multicast address")
-	}
-	if err != nil {
-		err = fmt.Errorf("%s: %q: %w", src, val, err)
-		if src == "CNI_ARGS MAC" {
-			return nil, result.InvalidEnv(err)
-		}
-		return nil, result.InvalidConfig(err)
-	}
-	return mac, nil
 }

@@ -1,0 +1,106 @@
+package link
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// CreateOptions is where Create makes a link and where it ends up.
+type CreateOptions struct {
+	// MasterNS and MasterH: the namespace the master lives in (the host's,
+	// or the container's with linkInContainer), the link is created there.
+	MasterNS *ns.NetNS
+	MasterH  *netlink.Handle
+	// ContNS and ContH: the container namespace, where the link ends up
+	// named IfName. They may be the master's.
+	ContNS *ns.NetNS
+	ContH  *netlink.Handle
+	IfName string
+	// Alias tags the link as the attachment's (see DeleteOwned).
+	Alias string
+}
+
+// tempName is a random name for a link on its way to the container: it
+// cannot clash with CNI_IFNAME ("eth0") existing in the master's namespace.
+func tempName() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return "cni" + hex.EncodeToString(b)
+}
+
+// Create adds l (its LinkAttrs filled in but for the name: ParentIndex,
+// MTU, MAC, ...) to opts.MasterNS under a random temporary name, moves it
+// into opts.ContNS when that is another namespace, tags it with
+// opts.Alias and renames it to opts.IfName. It returns the link as the
+// container sees it, down. On failure it deletes what it made, wherever
+// it is by then, so the caller pushes its undo (DelLinkByName(ContH,
+// IfName)) after success only. An IfName taken in the container is an
+// error naming it.
+func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
+	same, err := opts.MasterNS.Same(opts.ContNS)
+	if err != nil {
+		return nil, err
+	}
+	la := l.Attrs()
+	var tmp string
+	for attempt := 0; ; attempt++ {
+		tmp = tempName()
+		la.Name = tmp
+		err := opts.MasterH.LinkAdd(l)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, unix.EEXIST) && attempt < 4 {
+			continue // the random name was taken
+		}
+		return nil, fmt.Errorf("create %s link %q in %s: %w", l.Type(), tmp, opts.MasterNS.Path(), err)
+	}
+	// h is where the link is now: deleting it there undoes everything.
+	h, where := opts.MasterH, opts.MasterNS
+	fail := func(err error) (netlink.Link, error) {
+		if derr := ip.DelLinkByName(h, tmp); derr != nil {
+			err = errors.Join(err, fmt.Errorf("delete %q again in %s: %w", tmp, where.Path(), derr))
+		}
+		return nil, err
+	}
+	made, err := ip.LinkByName(h, tmp)
+	if err != nil {
+		return fail(fmt.Errorf("in %s: %w", where.Path(), err))
+	}
+	if !same {
+		if err := h.LinkSetNsFd(made, int(opts.ContNS.Fd())); err != nil {
+			return fail(fmt.Errorf("move %q from %s into %s: %w", tmp, where.Path(), opts.ContNS.Path(), err))
+		}
+		h, where = opts.ContH, opts.ContNS
+		if made, err = ip.LinkByName(h, tmp); err != nil {
+			return fail(fmt.Errorf("in %s after the move: %w", where.Path(), err))
+		}
+	}
+	if opts.Alias != "" {
+		if err := h.LinkSetAlias(made, opts.Alias); err != nil {
+			return fail(fmt.Errorf("set alias of %q in %s: %w", tmp, where.Path(), err))
+		}
+	}
+	if err := h.LinkSetName(made, opts.IfName); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%s already has an interface named %q: %w", where.Path(), opts.IfName, err)
+		} else {
+			err = fmt.Errorf("rename %q to %q in %s: %w", tmp, opts.IfName, where.Path(), err)
+		}
+		return fail(err)
+	}
+	tmp = opts.IfName // what fail deletes from here on
+	out, err := ip.LinkByName(h, opts.IfName)
+	if err != nil {
+		return fail(fmt.Errorf("in %s: %w", where.Path(), err))
+	}
+	return out, nil
+}

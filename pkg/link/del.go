@@ -1,0 +1,65 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// DeleteOwned deletes ifName in the namespace at nsPath when it is a link
+// of kind tagged with alias, or untagged (an ADD of the other suite tags
+// nothing). An empty or missing nsPath, a path that is no longer a network
+// namespace, a missing link and a link that is not ours (another kind,
+// another attachment's alias) are "nothing to delete". It does not depend
+// on the calling thread's namespace.
+func DeleteOwned(nsPath, ifName, kind, alias string) error {
+	if nsPath == "" {
+		return nil
+	}
+	n, err := ns.Open(nsPath)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	h, err := n.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return DeleteOwnedIn(n, h, ifName, kind, alias)
+}
+
+// DeleteOwnedIn is DeleteOwned in an open namespace n, h bound to it.
+func DeleteOwnedIn(n *ns.NetNS, h *netlink.Handle, ifName, kind, alias string) error {
+	l, err := ip.LinkByName(h, ifName)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("in %s: %w", n.Path(), err)
+	}
+	if !Owned(l, kind, alias) {
+		return nil
+	}
+	if err := ip.DelLinkByName(h, ifName); err != nil {
+		return fmt.Errorf("in %s: %w", n.Path(), err)
+	}
+	return nil
+}
+
+// Owned reports whether l is a link of kind DEL may delete for alias.
+func Owned(l netlink.Link, kind, alias string) bool {
+	if l.Type() != kind {
+		return false
+	}
+	a := l.Attrs().Alias
+	return a == alias || a == ""
+}

@@ -1,0 +1,90 @@
+package hostdevice
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// del moves the device back to the host under its original name; the frame
+// releases IPAM after it. A namespace that is gone (empty path, missing,
+// no longer a namespace) has nothing to return: the kernel destroyed a
+// virtual device with it, and gave a physical one back to the root
+// namespace under its container name (or "dev%d"). DEL leaves that one as
+// it is: by name and alias alone it cannot be told from a host link that
+// happens to be called CNI_IFNAME and carry an alias, and renaming a
+// host's uplink would be far worse than a device left under another name.
+func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
+	hostNS, hostH, err := a.Host()
+	if err != nil {
+		return []error{err}
+	}
+	tmp := tempName(a.Args.ContainerID, a.Args.IfName)
+	if err := p.delFromContainer(a, hostNS, hostH, tmp); err != nil {
+		return []error{err}
+	}
+	// A device an ADD or DEL that was killed midway left in the host
+	// under the attachment's temporary name.
+	return []error{renameFromAlias(hostNS, hostH, tmp)}
+}
+
+// delFromContainer returns the device to the host: CNI_IFNAME, and the
+// attachment's temporary name (an ADD or DEL killed midway).
+func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
+	if a.Args.Netns == "" {
+		return nil
+	}
+	contNS, err := ns.Open(a.Args.Netns)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer contNS.Close()
+	contH, err := contNS.Handle()
+	if err != nil {
+		return err
+	}
+	defer contH.Close()
+	if err := moveOut(contNS, contH, hostNS, hostH, a.Args.IfName, tmp); err != nil {
+		return err
+	}
+	return moveToHost(contH, hostNS, tmp)
+}
+
+// renameFromAlias gives the device a killed ADD or DEL left in the host
+// under the attachment's temporary name tmp the name its alias keeps (ADD
+// writes the alias before the rename), when that name is free.
+func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
+	l, err := ip.LinkByName(hostH, tmp)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
+	}
+	orig := l.Attrs().Alias
+	if orig == tmp || attach.ValidateIfName("alias", orig) != nil {
+		return nil
+	}
+	if _, err := ip.LinkByName(hostH, orig); err == nil {
+		return fmt.Errorf("cannot rename %q in %s back to %q: a link of that name exists there", tmp, hostNS.Path(), orig)
+	}
+	if err := hostH.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set %q down in %s: %w", tmp, hostNS.Path(), err)
+	}
+	if err := hostH.LinkSetName(l, orig); err != nil {
+		return fmt.Errorf("rename %q back to %q in %s: %w", tmp, orig, hostNS.Path(), err)
+	}
+	if err := hostH.LinkSetAlias(l, ""); err != nil {
+		return fmt.Errorf("clear the alias of %q in %s: %w", orig, hostNS.Path(), err)
+	}
+	return nil
+}
