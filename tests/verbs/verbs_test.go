@@ -24,6 +24,7 @@ func configs(dataDir string) map[string]string {
 		"static":     `{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "static", "addresses": [{"address": "10.62.0.2/24"}]}}`,
 		"bridge":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
 		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
+		"bandwidth":  `{"cniVersion": "1.1.0", "name": "verbs", "type": "bandwidth", "ingressRate": 8000, "ingressBurst": 8000}`,
 		"sbr":        `{"cniVersion": "1.1.0", "name": "verbs", "type": "sbr", "table": 300}`,
 		"tuning":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "tuning", "dataDir": %q, "mtu": 1400, "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}`, dataDir),
 	}
