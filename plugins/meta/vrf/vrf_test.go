@@ -81,7 +81,9 @@ func routes(n *ns.NetNS) []string {
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, r := range rs {
-		if r.Dst != nil && r.Dst.IP.IsLinkLocalUnicast() || r.Dst != nil && r.Dst.IP.IsLinkLocalMulticast() {
+		// fe80::/64 and ff00::/8 are the kernel's, made again (later) each
+		// time a device comes up, as enslaving and releasing make it do.
+		if r.Dst != nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("table %d %s", r.Table, r.String()))
