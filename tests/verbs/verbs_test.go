@@ -26,6 +26,7 @@ func configs(dataDir string) map[string]string {
 		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
 		"bandwidth":  `{"cniVersion": "1.1.0", "name": "verbs", "type": "bandwidth", "ingressRate": 8000, "ingressBurst": 8000}`,
 		"sbr":        `{"cniVersion": "1.1.0", "name": "verbs", "type": "sbr", "table": 300}`,
+		"vrf":        `{"cniVersion": "1.1.0", "name": "verbs", "type": "vrf", "vrfname": "verbsvrf"}`,
 		"tuning":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "tuning", "dataDir": %q, "mtu": 1400, "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}`, dataDir),
 	}
 }
