@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -105,6 +106,12 @@ var _ = Describe("sbr", func() {
 		// would leave it; net1's answers would go out there without sbr.
 		ipOut(contNS, "route", "add", "default", "via", "10.5.0.1", "dev", "eth0")
 		ipOut(contNS, "-6", "route", "add", "default", "via", "fd00:6::1", "dev", "net1", "metric", "2000")
+		// The kernel adds each device's fe80::/64 and ff00::/8 routes a
+		// moment after the link comes up: wait for them, so that a snapshot
+		// taken now does not miss what sbr will move and put back.
+		Eventually(func() string { return ipOut(contNS, "-6", "route", "show", "table", "all") }).WithTimeout(10 * time.Second).Should(And(
+			ContainSubstring("fe80::/64 dev eth0"), ContainSubstring("fe80::/64 dev net1"),
+			ContainSubstring("ff00::/8 dev eth0"), ContainSubstring("ff00::/8 dev net1")))
 	})
 
 	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {

@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/kernelfeature"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -77,7 +78,9 @@ func conf(ver, keys string, prev []byte) []byte {
 // routes lists n's routes of every table, as text.
 func routes(n *ns.NetNS) []string {
 	GinkgoHelper()
-	rs, err := testutil.Handle(n).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
+	// ip's list retries a dump the kernel interrupted: it is still
+	// adding the routes of a device that just came back up.
+	rs, err := ip.RouteListFiltered(testutil.Handle(n), netlink.FAMILY_ALL, &netlink.Route{Table: 0}, netlink.RT_FILTER_TABLE)
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, r := range rs {
@@ -94,7 +97,7 @@ func routes(n *ns.NetNS) []string {
 
 func tableRoutes(n *ns.NetNS, table int) []string {
 	GinkgoHelper()
-	rs, err := testutil.Handle(n).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+	rs, err := ip.RouteListFiltered(testutil.Handle(n), netlink.FAMILY_ALL, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, r := range rs {
