@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"sort"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -245,6 +246,29 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		Expect(remove()).To(Succeed())
 		out := testutil.RunIn(hostNS, vrf.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: path, Stdin: conf("1.1.0", `"vrfname": "blue"`, nil)})
 		Expect(out.Err).To(BeNil())
+	})
+
+	It("two members' DELs at the same moment both succeed and take the VRF away (upstream #1282)", func() {
+		wire(contNS, net1)
+		del := vrf.Plugin.SkelFuncs().Del
+		for round := 0; round < 5; round++ {
+			must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+			must("ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
+			// The DEL callbacks run directly, each on its own thread in the
+			// stand-in host: testutil.Run would take turns.
+			errs := make(chan error, 2)
+			for _, ifName := range []string{"eth0", "net1"} {
+				go func() {
+					errs <- hostNS.Do(func() error {
+						return del(&skel.CmdArgs{ContainerID: "ctr1", Netns: contNS.Path(), IfName: ifName,
+							StdinData: conf("1.1.0", `"vrfname": "blue"`, nil)})
+					})
+				}()
+			}
+			Expect(<-errs).To(Succeed())
+			Expect(<-errs).To(Succeed())
+			Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"), "round %d", round)
+		}
 	})
 
 	It("CHECK fails when the interface left the VRF or a route is missing", func() {
