@@ -18,6 +18,11 @@
 #   bridge-nftables   bridge + host-local, ipMasq on nftables: ADD, CHECK, DEL
 #   ptp-dual          ptp + host-local, IPv4 + IPv6:            ADD, CHECK, DEL
 #   ptp-dual-masq     the same with ipMasq (default backend)
+#   chain             bridge (ipMasq) → bandwidth → tuning as one conflist,
+#                     prevResult passed along as libcni does: ADD, CHECK, DEL
+#                     of the list, and each plugin's own time (op:plugin).
+#                     portmap and firewall, in issue 11's full chain, are
+#                     not in it yet.
 #
 # Each scenario runs one untimed warm-up attachment (it creates the bridge,
 # the nat chains), then N timed ADD/CHECK/DEL cycles on one container
@@ -59,6 +64,17 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			ipam: {type: "host-local", dataDir: $dd,
 				ranges: [[{subnet: "10.250.2.0/24"}], [{subnet: "fd00:250:2::/64"}]]}}')
 		;;
+	chain)
+		plugin=chain
+		conf=$(jq -cn --arg dd "$datadir" '{
+			cniVersion: "1.0.0", name: "bench-chain", type: "bridge",
+			bridge: "benchbr1", isGateway: true, ipMasq: true,
+			ipam: {type: "host-local", dataDir: $dd, ranges: [[{subnet: "10.250.3.0/24"}]]}}')
+		bwconf=$(jq -cn '{cniVersion: "1.0.0", name: "bench-chain", type: "bandwidth",
+			runtimeConfig: {bandwidth: {ingressRate: 100000000, ingressBurst: 1000000, egressRate: 100000000, egressBurst: 1000000}}}')
+		tuneconf=$(jq -cn --arg dd "$datadir/tuning" '{cniVersion: "1.0.0", name: "bench-chain", type: "tuning",
+			dataDir: $dd, mtu: 1400, txQLen: 500, sysctl: {"net.ipv4.conf.IFNAME.arp_filter": "1"}}')
+		;;
 	*)
 		echo "unknown scenario $scenario" >&2
 		exit 2
@@ -71,9 +87,9 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 	# invoke CMD STDIN: runs the plugin, leaves its stdout in $result and
 	# its duration (ms) in $ms; a failure stops the benchmark.
 	invoke() {
-		local t0 t1 rc=0
+		local t0 t1 rc=0 p=${3:-$plugin}
 		t0=$EPOCHREALTIME
-		result=$(CNI_COMMAND=$1 CNI_PATH=$ibin "$ibin/$plugin" <<<"$2" 2>"$datadir/stderr") || rc=$?
+		result=$(CNI_COMMAND=$1 CNI_PATH=$ibin "$ibin/$p" <<<"$2" 2>"$datadir/stderr") || rc=$?
 		t1=$EPOCHREALTIME
 		if [ "$rc" != 0 ]; then
 			echo "$scenario: $1 failed (exit $rc): $result" >&2
@@ -99,6 +115,52 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		return 0
 	}
 
+	# ms_add A B: A + B, both "ms.cc"
+	ms_add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b }'; }
+	with_prev() { jq -c --argjson prev "$2" '. + {prevResult: $prev}' <<<"$1"; }
+
+	chain_cycle() { # chain_cycle RECORD: ADD, CHECK, DEL of the list
+		CNI_CONTAINERID=bench-$RANDOM$RANDOM
+		local total=0 prev final names=(bridge bandwidth tuning) confs=("$conf" "$bwconf" "$tuneconf") i
+		prev=
+		for i in 0 1 2; do
+			local c=${confs[$i]}
+			[ -n "$prev" ] && c=$(with_prev "$c" "$prev")
+			invoke ADD "$c" "${names[$i]}"
+			prev=$result
+			[ "$1" = 1 ] && echo "ADD:${names[$i]} $ms" >>"$out"
+			total=$(ms_add "$total" "$ms")
+		done
+		final=$prev
+		[ "$1" = 1 ] && echo "ADD $total" >>"$out"
+		total=0
+		for i in 0 1 2; do
+			invoke CHECK "$(with_prev "${confs[$i]}" "$final")" "${names[$i]}"
+			[ "$1" = 1 ] && echo "CHECK:${names[$i]} $ms" >>"$out"
+			total=$(ms_add "$total" "$ms")
+		done
+		[ "$1" = 1 ] && echo "CHECK $total" >>"$out"
+		total=0
+		for i in 2 1 0; do
+			invoke DEL "$(with_prev "${confs[$i]}" "$final")" "${names[$i]}"
+			[ "$1" = 1 ] && echo "DEL:${names[$i]} $ms" >>"$out"
+			total=$(ms_add "$total" "$ms")
+		done
+		[ "$1" = 1 ] && echo "DEL $total" >>"$out"
+		return 0
+	}
+	if [ "$scenario" = chain ]; then
+		if [ -n "$binb" ]; then
+			echo "chain: no A/B comparison (-c) for the chain scenario" >&2
+			exit 2
+		fi
+		chain_cycle 0
+		for ((i = 0; i < n; i++)); do
+			chain_cycle 1
+		done
+		exit 0
+	fi
+
 	if [ -z "$binb" ]; then
 		cycle 0 # warm-up: creates the bridge, loads nat tables, fills caches
 		for ((i = 0; i < n; i++)); do
@@ -121,7 +183,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq chain)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -156,10 +218,14 @@ for tool in ip jq; do
 done
 if [ ${#scenarios[@]} = 0 ]; then
 	for s in "${all[@]}"; do
-		if [ -x "$bin/${s%%-*}" ] && [ -x "$bin/host-local" ]; then
+		need=("${s%%-*}")
+		[ "$s" = chain ] && need=(bridge bandwidth tuning)
+		ok=1
+		for p in "${need[@]}" host-local; do [ -x "$bin/$p" ] || ok=0; done
+		if [ "$ok" = 1 ]; then
 			scenarios+=("$s")
 		else
-			echo "skipping $s: $bin/${s%%-*} or $bin/host-local not built (./build_linux.sh)" >&2
+			echo "skipping $s: one of ${need[*]} host-local is not built in $bin (./build_linux.sh)" >&2
 		fi
 	done
 fi
@@ -196,7 +262,7 @@ ip -n "$hostns" route add default via 10.249.0.1
 printf 'cniforge plugins from %s, %d iterations each, on %s (%s CPUs)\n' "$bin" "$n" "$(uname -r)" "$(nproc)"
 [ -n "$binb" ] && printf 'compared (@B) with %s, interleaved with them (@A)\n' "$binb"
 echo
-printf '%-18s %-6s %8s %8s %8s %8s\n' scenario op min median p90 max
+printf '%-18s %-15s %8s %8s %8s %8s\n' scenario op min median p90 max
 for s in "${scenarios[@]}"; do
 	ip netns add "$contns"
 	ip -n "$contns" link set lo up
@@ -207,8 +273,10 @@ for s in "${scenarios[@]}"; do
 	ip netns del "$contns"
 	labels=("")
 	[ -n "$binb" ] && labels=(@A @B)
+	ops=(ADD CHECK DEL)
+	[ "$s" = chain ] && ops=(ADD ADD:bridge ADD:bandwidth ADD:tuning CHECK CHECK:bridge CHECK:bandwidth CHECK:tuning DEL DEL:tuning DEL:bandwidth DEL:bridge)
 	for label in "${labels[@]}"; do
-		for op in ADD CHECK DEL; do
+		for op in "${ops[@]}"; do
 			# Without -c the lines read " ADD 12.3" (an empty label).
 			awk -v l="$label" -v op="$op" '(l == "" && NF == 2 && $1 == op) || ($1 == l && $2 == op) { print $NF }' \
 				"$work/$s.times" | sort -n | awk -v s="$s$label" -v op="$op" '
@@ -217,7 +285,7 @@ for s in "${scenarios[@]}"; do
 					if (NR == 0) exit
 					med = v[int((NR + 1) / 2)]
 					p90 = v[int(NR * 0.9 + 0.999999)]
-					printf "%-18s %-6s %8.2f %8.2f %8.2f %8.2f\n", s, op, v[1], med, p90, v[NR]
+					printf "%-18s %-15s %8.2f %8.2f %8.2f %8.2f\n", s, op, v[1], med, p90, v[NR]
 				}' | tee -a "$work/rows"
 		done
 	done

@@ -256,4 +256,52 @@ EOF
 	echo "gc: ok"
 fi
 
+# --- the chain: bridge → bandwidth → tuning -------------------------------
+missing=()
+for p in bridge host-local bandwidth tuning; do
+	[ -x "bin/$p" ] || missing+=("bin/$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	step "chain bridge → bandwidth → tuning: SKIPPED, ${missing[*]} missing (not built yet)"
+else
+	step "chain bridge → bandwidth → tuning: ADD through cnitool (portmap and firewall do not exist yet)"
+	ip netns add "$ctrns" 2>/dev/null || true # the GC part above removed it
+	ip -n "$ctrns" link set dev lo up
+	mkdir -p "$tmp/tuning"
+	cat >"$tmp/net.d/40-demo-chain.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-chain",
+  "plugins": [
+    {"type": "bridge", "bridge": "cnichain0", "isGateway": true, "ipMasq": true,
+     "ipam": {"type": "host-local", "dataDir": "$tmp/host-local", "ranges": [[{"subnet": "10.98.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "bandwidth", "capabilities": {"bandwidth": true}},
+    {"type": "tuning", "dataDir": "$tmp/tuning", "mtu": 1400, "txQLen": 500, "capabilities": {"mac": true},
+     "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}
+  ]
+}
+EOF
+	cat "$tmp/net.d/40-demo-chain.conflist"
+	added+=("demo-chain eth0")
+	caps='{"bandwidth": {"ingressRate": 4000000, "ingressBurst": 400000, "egressRate": 8000000, "egressBurst": 800000}, "mac": "02:42:0a:62:00:99"}'
+	show cni add demo-chain eth0 CAP_ARGS="$caps"
+	echo
+	step "bandwidth: tbf on the host end of the veth (into the container), an ifb with tbf (out of it)"
+	show ip netns exec "$hostns" tc qdisc show
+	hostveth=$(ip -n "$hostns" -o link show master cnichain0 | awk -F': ' '{print $2}' | cut -d@ -f1)
+	show ip netns exec "$hostns" tc filter show dev "$hostveth" ingress
+	step "tuning: the MAC, MTU and queue length in the container, and the sysctl; the state file for DEL"
+	show ip -n "$ctrns" link show eth0
+	show ip netns exec "$ctrns" cat /proc/sys/net/ipv4/conf/eth0/arp_filter
+	show ls "$tmp/tuning"
+	step "chain: DEL twice"
+	show cni del demo-chain eth0
+	echo "del: ok"
+	show cni del demo-chain eth0
+	echo "second del: ok"
+	added=("${added[@]/demo-chain eth0/}")
+	show ip -n "$hostns" -br link show
+	show ls "$tmp/tuning"
+fi
+
 step "done"

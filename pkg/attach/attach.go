@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ip"
@@ -26,6 +27,9 @@ type Attachment struct {
 	// Undo is ADD's undo stack: push the undo of each change right after
 	// it succeeded. The runner runs it in reverse when ADD fails or panics.
 	Undo rollback.Stack
+	// Prev is ADD's prevResult, converted to the current version, for a
+	// chained plugin (Plugin.Chained); nil otherwise.
+	Prev *current.Result
 
 	hostNS *ns.NetNS
 	hostH  *netlink.Handle

@@ -277,4 +277,35 @@ var _ = Describe("the frame", func() {
 		}
 		Expect(calls).To(BeEmpty())
 	})
+
+	It("gives a chained plugin's ADD its prevResult, and refuses ADD without one (7) or with a broken one (6)", func() {
+		var prevs []*current.Result
+		p := toy(&calls)
+		p.Chained = true
+		inner := p.Add
+		p.Add = func(a *attach.Attachment, c *toyConf) (types.Result, error) {
+			prevs = append(prevs, a.Prev)
+			return inner(a, c)
+		}
+		chained := func(stdin []byte) testutil.Output {
+			GinkgoHelper()
+			return testutil.RunIn(hostNS, p.Descriptor(attach.Hooks{}),
+				testutil.Call{Command: "ADD", ContainerID: "c1", IfName: "toy0", Netns: contNS.Path(), Stdin: stdin})
+		}
+		out := chained(conf(""))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("prevResult: missing"))
+		out = chained(conf(`"prevResult": {"cniVersion": "9.9.9"}`))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		Expect(calls).To(BeEmpty())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+
+		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "ips": [{"version": "4", "address": "10.9.0.2/24"}]}`))
+		Expect(out.Err).To(BeNil())
+		Expect(prevs).To(HaveLen(1))
+		Expect(prevs[0].IPs).To(HaveLen(1))
+		Expect(prevs[0].IPs[0].Address.String()).To(Equal("10.9.0.2/24"))
+	})
 })

@@ -63,6 +63,12 @@ type Plugin[C Conf] struct {
 	// PrevOptional lets CHECK run without prevResult (loopback, whose
 	// state does not depend on what ADD reported).
 	PrevOptional bool
+	// Chained marks a plugin that adjusts the attachment a plugin before
+	// it in the conflist made (tuning, sbr, bandwidth, vrf): ADD refuses a
+	// config without prevResult (code 7) and a prevResult that does not
+	// decode (code 6) before anything is opened or changed, and hands it
+	// to Add as Attachment.Prev, converted to the current version.
+	Chained bool
 
 	// GC, optional, collects the plugin's own state of network c.Name that
 	// belongs to none of keep; the frame forwards GC to IPAM and collects
@@ -157,6 +163,11 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 			a.Undo.Run(a.Log) // a panicking undo step is an error of its own there
 		}
 	}()
+	if r.p.Chained {
+		if a.Prev, err = requirePrev(a.Conf, r.p.Name); err != nil {
+			return err
+		}
+	}
 	if err := findIPAM(a.Conf, args.Path); err != nil {
 		return err
 	}
@@ -168,6 +179,19 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 		return err
 	}
 	return result.Print(res, a.Conf.CNIVersion)
+}
+
+// requirePrev parses the prevResult a chained plugin's ADD needs: code 7
+// when there is none, code 6 when it does not decode.
+func requirePrev(c *NetConf, name string) (*current.Result, error) {
+	prev, err := c.Prev()
+	if err != nil {
+		return nil, err
+	}
+	if prev == nil {
+		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", name))
+	}
+	return prev, nil
 }
 
 // findIPAM refuses, before any change, an IPAM type that is not in

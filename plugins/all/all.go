@@ -13,19 +13,27 @@ import (
 	"github.com/cniforge/plugins/plugins/main/loopback"
 	"github.com/cniforge/plugins/plugins/main/ptp"
 	"github.com/cniforge/plugins/plugins/main/tap"
+	"github.com/cniforge/plugins/plugins/meta/bandwidth"
+	"github.com/cniforge/plugins/plugins/meta/sbr"
+	"github.com/cniforge/plugins/plugins/meta/tuning"
+	"github.com/cniforge/plugins/plugins/meta/vrf"
 )
 
 // Plugins returns the descriptors, sorted by name. It is a function, not a
 // package variable, so nothing is built before the multicall needs it.
 func Plugins() []plugin.Plugin {
 	return []plugin.Plugin{
+		bandwidth.Plugin,
 		bridge.Plugin,
 		dhcp.Plugin,
 		hostdevice.Plugin,
 		hostlocal.Plugin,
 		loopback.Plugin,
 		ptp.Plugin,
+		sbr.Plugin,
 		static.Plugin,
 		tap.Plugin,
+		tuning.Plugin,
+		vrf.Plugin,
 	}
 }

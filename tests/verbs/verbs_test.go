@@ -32,6 +32,10 @@ func configs(dataDir string) map[string]string {
 		// The dhcp daemon that startDHCPDaemon runs serves this socket.
 		"dhcp": fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "dhcp", "daemonSocketPath": %q}}`,
 			dhcpSock(dataDir)),
+		"bandwidth": `{"cniVersion": "1.1.0", "name": "verbs", "type": "bandwidth", "ingressRate": 8000, "ingressBurst": 8000}`,
+		"sbr":       `{"cniVersion": "1.1.0", "name": "verbs", "type": "sbr", "table": 300}`,
+		"vrf":       `{"cniVersion": "1.1.0", "name": "verbs", "type": "vrf", "vrfname": "verbsvrf"}`,
+		"tuning":    fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "tuning", "dataDir": %q, "mtu": 1400, "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}`, dataDir),
 	}
 }
 

@@ -33,9 +33,12 @@ func (a *attachment) check(prev *current.Result) error {
 	if brIdx < 0 {
 		return fmt.Errorf("prevResult: no bridge %q", conf.Bridge)
 	}
+	// bridge's own result lists the bridge, the host veth, then the
+	// container end; chained plugins append theirs (bandwidth its ifb), so
+	// the host veth is the first host-side interface after the bridge.
 	hostIdx := -1
-	for i, iface := range prev.Interfaces {
-		if i != brIdx && iface.Sandbox == "" {
+	for i := brIdx + 1; i < len(prev.Interfaces) && hostIdx < 0; i++ {
+		if prev.Interfaces[i].Sandbox == "" {
 			hostIdx = i
 		}
 	}

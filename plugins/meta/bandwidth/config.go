@@ -1,0 +1,131 @@
+package bandwidth
+
+import (
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"math"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// Entry is one set of limits: rates in bits per second, bursts in bits.
+// A rate needs its burst and a burst its rate; 0 and 0 is "no limit".
+type Entry struct {
+	IngressRate  uint64 `json:"ingressRate"`
+	IngressBurst uint64 `json:"ingressBurst"`
+	EgressRate   uint64 `json:"egressRate"`
+	EgressBurst  uint64 `json:"egressBurst"`
+}
+
+func (e *Entry) isZero() bool {
+	return e == nil || (e.IngressRate == 0 && e.IngressBurst == 0 && e.EgressRate == 0 && e.EgressBurst == 0)
+}
+
+// netConf is bandwidth's config. Keys are upstream's.
+type netConf struct {
+	attach.NetConf
+	*Entry
+	RuntimeConfig struct {
+		Bandwidth *Entry `json:"bandwidth,omitempty"`
+	} `json:"runtimeConfig,omitempty"`
+
+	// bw is the limits in force: runtimeConfig.bandwidth when the runtime
+	// passed it, else the top-level keys; nil: none.
+	bw *Entry
+}
+
+func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
+
+// parseConfig decodes and validates stdin, the same way for every
+// command. It touches no kernel state and leaves prevResult unparsed.
+func parseConfig(stdin []byte) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	c.bw = c.Entry
+	if c.RuntimeConfig.Bandwidth != nil {
+		c.bw = c.RuntimeConfig.Bandwidth
+	}
+	if c.bw == nil {
+		return c, nil
+	}
+	prefix := ""
+	if c.bw == c.RuntimeConfig.Bandwidth {
+		prefix = "runtimeConfig.bandwidth."
+	}
+	if err := validateRateBurst(prefix+"ingress", c.bw.IngressRate, c.bw.IngressBurst); err != nil {
+		return nil, err
+	}
+	if err := validateRateBurst(prefix+"egress", c.bw.EgressRate, c.bw.EgressBurst); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validateRateBurst checks what needs no kernel: a rate with its burst, a
+// rate of at least a byte per second, a burst tbf's 32-bit byte counts can
+// hold. What depends on the kernel's clock (the burst as time) is checked
+// by tbfFor.
+func validateRateBurst(dir string, rate, burst uint64) error {
+	switch {
+	case rate != 0 && burst == 0:
+		return result.InvalidConfig(fmt.Errorf("%sBurst: missing (%sRate is %d; a rate needs its burst)", dir, dir, rate))
+	case rate == 0 && burst != 0:
+		return result.InvalidConfig(fmt.Errorf("%sRate: missing (%sBurst is %d; a burst needs its rate)", dir, dir, burst))
+	case rate != 0 && rate < 8:
+		return result.InvalidConfig(fmt.Errorf("%sRate: %d bit/s is below tbf's 1 byte/s", dir, rate))
+	case burst != 0 && burst < 8:
+		return result.InvalidConfig(fmt.Errorf("%sBurst: %d bits is below tbf's 1 byte", dir, burst))
+	case burst/8 >= math.MaxUint32:
+		return result.InvalidConfig(fmt.Errorf("%sBurst: %d bits is more than tbf's 4 GiB", dir, burst))
+	}
+	return nil
+}
+
+// latencyUsec is how long a packet may wait in tbf (upstream's 25 ms):
+// it sets the queue limit.
+const latencyUsec = 25000
+
+// tbfParams are the values of one tbf qdisc: rate in bytes/s, buffer in
+// the kernel's ticks, limit in bytes.
+type tbfParams struct {
+	Rate   uint64
+	Buffer uint32
+	Limit  uint32
+}
+
+// tbfFor computes tbf's parameters as upstream does, with tick the
+// kernel's ticks per microsecond (netlink.TickInUsec), refusing (code 7,
+// naming the key) what tbf's 32-bit fields cannot hold.
+func tbfFor(dir string, rateBits, burstBits uint64, tick float64) (tbfParams, error) {
+	rate := rateBits / 8
+	burst := burstBits / 8
+	buffer := float64(burst) * 1e6 / float64(rate) * tick
+	if buffer > math.MaxUint32 {
+		return tbfParams{}, result.InvalidConfig(fmt.Errorf("%sBurst: %d bits at %sRate %d bit/s is %.0f s of traffic, more than tbf can hold",
+			dir, burstBits, dir, rateBits, float64(burst)/float64(rate)))
+	}
+	limit := float64(rate)*latencyUsec/1e6 + float64(burst)
+	if limit > math.MaxUint32 {
+		return tbfParams{}, result.InvalidConfig(fmt.Errorf("%sRate: %d bit/s with %sBurst %d bits needs a queue over tbf's 4 GiB", dir, rateBits, dir, burstBits))
+	}
+	return tbfParams{Rate: rate, Buffer: uint32(buffer), Limit: uint32(limit)}, nil
+}
+
+// IfbName is the ifb device upstream names for an attachment: "bwp" and
+// the hex of SHA-512(network name + container ID), 15 characters in all.
+func IfbName(network, containerID string) string {
+	sum := sha512.Sum512([]byte(network + containerID))
+	return ("bwp" + hex.EncodeToString(sum[:]))[:15]
+}
+
+// ifbAlias marks an ifb as this suite's, for the network (GC collects only
+// its own network's: the name does not say which network it is of).
+func ifbAlias(network, containerID string) string {
+	return "cni-bandwidth:" + network + ":" + containerID
+}

@@ -1,0 +1,67 @@
+// Package bandwidth is the bandwidth plugin, a chained plugin: it limits
+// the rate of the traffic into the container (tbf on the host end of its
+// veth) and out of it (the host end's ingress redirected to an ifb device
+// that carries a tbf), everything over netlink.
+//
+// It runs on the frame in pkg/attach in chained mode (ADD needs
+// prevResult, code 7 without it). ADD, in order (each step pushes its
+// undo; a failure or panic runs them in reverse):
+//
+//	(resolve)  the limits (runtimeConfig.bandwidth over the top-level
+//	           keys; none: prevResult passes through untouched); the host
+//	           end: the peer of CNI_IFNAME, a veth, listed in prevResult
+//	           as a host interface; tbf parameters (code 7 if tbf cannot
+//	           hold them)
+//	ingress    tbf as the root qdisc of the host end (ingressRate)
+//	ifb        ifb "bwp<hash>" up, MTU of the host end (egressRate)
+//	redirect   ingress qdisc on the host end, u32 filter with a mirred
+//	           redirect to the ifb
+//	egress     tbf as the root qdisc of the ifb
+//
+// The result is prevResult plus the ifb, as upstream reports it. DEL
+// deletes the ifb by name (no netns needed) and, when prevResult names the
+// host end, the qdiscs ADD put on it. CHECK compares every qdisc, the ifb
+// and the redirect with the config. GC deletes the ifbs this suite made
+// for the network whose container is not listed. STATUS has nothing to
+// report.
+package bandwidth
+
+import (
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepIngress  = "ingress"  // tbf on the host end
+	StepIfb      = "ifb"      // the ifb exists
+	StepRedirect = "redirect" // the host end's ingress goes to the ifb
+	StepEgress   = "egress"   // tbf on the ifb
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepIngress, StepIfb, StepRedirect, StepEgress}
+
+// versions are upstream's: 0.3.0 and up (a chained plugin needs
+// prevResult's interfaces).
+var versions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+
+// New returns the bandwidth plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin {
+	return attach.Plugin[*netConf]{
+		Name:     "bandwidth",
+		Summary:  "rate limits on a container's veth, in and out, with tbf and an ifb",
+		Versions: versions,
+		Chained:  true,
+		Parse:    parse,
+		Add:      add,
+		Del:      del,
+		Check:    check,
+		GC:       gc,
+	}.Descriptor(hooks)
+}
+
+// Plugin is the bandwidth plugin's descriptor.
+var Plugin = New(attach.Hooks{})

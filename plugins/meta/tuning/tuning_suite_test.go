@@ -1,0 +1,13 @@
+package tuning_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestTuning(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "tuning")
+}

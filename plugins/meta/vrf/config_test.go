@@ -1,0 +1,39 @@
+package vrf
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func TestParseConfig(t *testing.T) {
+	const base = `{"cniVersion": "1.0.0", "name": "n", "type": "vrf"`
+	for _, tc := range []struct {
+		name, stdin string
+		code        uint
+		msg         string
+	}{
+		{name: "name only", stdin: base + `, "vrfname": "blue"}`},
+		{name: "with table", stdin: base + `, "vrfname": "blue", "table": 1001}`},
+		{name: "not JSON", stdin: `{"vrfname": 3}`, code: 6},
+		{name: "no vrfname", stdin: base + `}`, code: 7, msg: "vrfname: missing"},
+		{name: "vrfname too long", stdin: base + `, "vrfname": "a-very-long-vrf-name"}`, code: 7, msg: "vrfname"},
+		{name: "vrfname with a slash", stdin: base + `, "vrfname": "a/b"}`, code: 7, msg: "vrfname"},
+		{name: "main table", stdin: base + `, "vrfname": "blue", "table": 254}`, code: 7, msg: "table: 254"},
+		{name: "negative table", stdin: base + `, "vrfname": "blue", "table": -1}`, code: 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig([]byte(tc.stdin))
+			if tc.code == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || result.Code(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err %v (code %d), want code %d naming %q", err, result.Code(err), tc.code, tc.msg)
+			}
+		})
+	}
+}

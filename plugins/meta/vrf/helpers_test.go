@@ -1,0 +1,5 @@
+package vrf_test
+
+import "github.com/containernetworking/cni/pkg/types"
+
+type typesRoute = types.Route
