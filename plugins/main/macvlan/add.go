@@ -10,37 +10,10 @@ import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/ns"
 )
 
-// masterNS returns the namespace the master lives in: the host's, or the
-// container's with linkInContainer.
-func masterNS(a *attach.Attachment, c *config) (*ns.NetNS, *netlink.Handle, error) {
-	if c.LinkInContainer {
-		return a.Container()
-	}
-	return a.Host()
-}
-
-// resolve looks up the master and refuses an mtu above its own: reads
-// only, before any change.
-func resolve(a *attach.Attachment, c *config) (*ns.NetNS, *netlink.Handle, netlink.Link, error) {
-	mNS, mH, err := masterNS(a, c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	master, err := link.ResolveMaster(mNS, mH, c.Master)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := link.CheckMasterMTU(c.MTU, master); err != nil {
-		return nil, nil, nil, err
-	}
-	return mNS, mH, master, nil
-}
-
 func add(a *attach.Attachment, c *config) (types.Result, error) {
-	mNS, mH, master, err := resolve(a, c)
+	m, err := link.ResolveMasterOf(a, c.LinkInContainer, c.Master, c.MTU)
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +33,13 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 	}
 
 	la := netlink.NewLinkAttrs()
-	la.ParentIndex = master.Attrs().Index
+	la.ParentIndex = m.Link.Attrs().Index
 	la.MTU = c.MTU
 	la.HardwareAddr = c.mac
 	mv := &netlink.Macvlan{LinkAttrs: la, Mode: c.mode, BCQueueLen: c.BCQueueLen}
 	ifName := a.Args.IfName
 	if _, err := link.Create(mv, link.CreateOptions{
-		MasterNS: mNS, MasterH: mH, ContNS: contNS, ContH: contH, IfName: ifName, Alias: a.Alias(),
+		MasterNS: m.NS, MasterH: m.H, ContNS: contNS, ContH: contH, IfName: ifName, Alias: a.Alias(),
 	}); err != nil {
 		return nil, err
 	}
@@ -100,7 +73,7 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 	if err != nil {
 		return err
 	}
-	_, _, master, err := resolve(a, c)
+	m, err := link.ResolveMasterOf(a, c.LinkInContainer, c.Master, c.MTU)
 	if err != nil {
 		return err
 	}
@@ -109,7 +82,7 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 		return err
 	}
 	if _, err := link.Check(contNS, contH, link.Want{
-		Kind: "macvlan", Mode: c.modeStr, Master: master, MTU: c.MTU,
+		Kind: "macvlan", Mode: c.modeStr, Master: m.Link, MTU: c.MTU,
 		Iface: prev.Interfaces[idx], IPs: ipcs, Routes: prev.Routes,
 	}); err != nil {
 		return fmt.Errorf("check: %w", err)
