@@ -25,6 +25,9 @@ func configs(dataDir string) map[string]string {
 		"bridge":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
 		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
 		"macvlan":    fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "macvlan", "master": "verbs0", "ipam": %s}`, hostLocal),
+		"ipvlan":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ipvlan", "master": "verbs0", "ipam": %s}`, hostLocal),
+		"vlan":       fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "vlan", "master": "verbs0", "vlanId": 100, "ipam": %s}`, hostLocal),
+		"dummy":      fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "dummy", "ipam": %s}`, hostLocal),
 	}
 }
 
