@@ -227,6 +227,43 @@ var _ = Describe("macvlan", func() {
 		Expect(testutil.Ping(contNS, peerIP)).To(Succeed())
 	})
 
+	It("dual stack: sets arp_notify and ndisc_notify, and the IPv6 address is usable at once (no DAD wait)", func() {
+		h := testutil.Handle(peerNS)
+		p, err := h.LinkByName("peer0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.AddrAdd(p, &netlink.Addr{IPNet: mustAddr("fd00:1::1/64").IPNet, Flags: 0x02 /* IFA_F_NODAD */})).To(Succeed())
+		ipam := map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": [][]map[string]string{
+			{{"subnet": "10.1.1.0/24", "rangeStart": "10.1.1.10", "rangeEnd": "10.1.1.50"}},
+			{{"subnet": "fd00:1::/64", "rangeStart": "fd00:1::10", "rangeEnd": "fd00:1::50"}},
+		}}
+		_, res := add("1.1.0", "c1", contNS, conf("1.1.0", dataDir, map[string]any{"ipam": ipam}))
+		Expect(res.IPs).To(HaveLen(2))
+		Expect(contNS.Do(func() error {
+			for _, k := range []string{"net/ipv4/conf/eth0/arp_notify", "net/ipv6/conf/eth0/ndisc_notify"} {
+				v, err := sysctl(k)
+				if err != nil {
+					return err
+				}
+				if v != "1" {
+					return errorf("%s is %q", k, v)
+				}
+			}
+			return nil
+		})).To(Succeed())
+		// Not tentative: the address is there without the DAD flag.
+		addrs, err := testutil.Handle(contNS).AddrList(nil, netlink.FAMILY_V6)
+		Expect(err).NotTo(HaveOccurred())
+		found := false
+		for _, a := range addrs {
+			if a.IP.Equal(res.IPs[1].Address.IP) {
+				found = true
+				Expect(a.Flags & 0x40 /* IFA_F_TENTATIVE */).To(BeZero())
+			}
+		}
+		Expect(found).To(BeTrue())
+		Expect(testutil.Ping(contNS, "fd00:1::1")).To(Succeed())
+	})
+
 	DescribeTable("takes the MAC from each source", func(keys map[string]any, cniArgs, want string) {
 		stdin := conf("1.1.0", dataDir, keys)
 		c := call("ADD", "c1", contNS, stdin)
