@@ -1,8 +1,6 @@
 package macvlan
 
 import (
-	"fmt"
-
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
@@ -81,11 +79,9 @@ func check(a *attach.Attachment, c *config, prev *current.Result) error {
 	if err != nil {
 		return err
 	}
-	if _, err := link.Check(contNS, contH, link.Want{
+	_, err = link.Check(contNS, contH, link.Want{
 		Kind: "macvlan", Mode: c.modeStr, Master: m.Link, MTU: c.MTU,
 		Iface: prev.Interfaces[idx], IPs: ipcs, Routes: prev.Routes,
-	}); err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	return nil
+	})
+	return err
 }
