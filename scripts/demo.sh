@@ -174,6 +174,54 @@ show cni del demo-static eth8
 show cni del demo-static eth9
 echo "del: ok"
 
+# --- macvlan + host-local --------------------------------------------------
+if [ ! -x bin/macvlan ] || [ ! -x bin/host-local ]; then
+	step "macvlan + host-local: SKIPPED, bin/macvlan or bin/host-local missing (not built yet)"
+else
+	step "macvlan: a veth in the stand-in host serves as the master's wire"
+	# demomaster0 is the master; its peer demowire0, in the same stand-in
+	# host, plays the neighbour on the wire at 10.98.0.1.
+	show ip -n "$hostns" link add demomaster0 type veth peer name demowire0
+	ip -n "$hostns" addr add 10.98.0.1/24 dev demowire0
+	ip -n "$hostns" link set demomaster0 up
+	ip -n "$hostns" link set demowire0 up
+	cat >"$tmp/net.d/25-demo-macvlan.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-macvlan",
+  "plugins": [{
+    "type": "macvlan",
+    "master": "demomaster0",
+    "mode": "bridge",
+    "ipam": {
+      "type": "host-local",
+      "dataDir": "$tmp/host-local",
+      "ranges": [[{"subnet": "10.98.0.0/24", "rangeStart": "10.98.0.10", "rangeEnd": "10.98.0.20"}]]
+    }
+  }]
+}
+EOF
+	cat "$tmp/net.d/25-demo-macvlan.conflist"
+	added+=("demo-macvlan net1")
+	show cni add demo-macvlan net1
+	echo
+	step "the container's macvlan, with a MAC of its own on demomaster0's wire"
+	show ip -n "$ctrns" -d link show net1
+	show ip -n "$ctrns" addr show net1
+	step "the container reaches the neighbour 10.98.0.1 on the master's wire"
+	show ip netns exec "$ctrns" ping -c1 -W2 10.98.0.1
+	step "macvlan: CHECK, then DEL twice"
+	show cni check demo-macvlan net1
+	echo "check: ok"
+	show cni del demo-macvlan net1
+	echo "del: ok"
+	show cni del demo-macvlan net1
+	echo "second del: ok"
+	added=("${added[@]/demo-macvlan net1/}")
+	show ip -n "$ctrns" -br link show
+	ip -n "$hostns" link del demomaster0
+fi
+
 # --- bridge + host-local ---------------------------------------------------
 missing=()
 for p in bridge host-local; do

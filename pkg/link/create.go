@@ -59,7 +59,11 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 			break
 		}
 		if errors.Is(err, unix.EEXIST) && attempt < 4 {
-			continue // the random name was taken
+			if _, lerr := ip.LinkByName(opts.MasterH, tmp); lerr == nil {
+				continue // the random name was taken
+			}
+			// Something else exists: a vlan of that ID on the master,
+			// which no other name fixes.
 		}
 		return nil, fmt.Errorf("create %s link %q in %s: %w", l.Type(), tmp, opts.MasterNS.Path(), err)
 	}

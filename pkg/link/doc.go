@@ -5,9 +5,11 @@
 //   - PickMAC: the container MAC from runtimeConfig.mac (capability "mac"),
 //     then args.cni.mac, then CNI_ARGS MAC, then the config's "mac" key
 //     (bridge uses it too, without a "mac" key). Pure.
-//   - ResolveMaster, CheckMasterMTU: the master link (the default route's
-//     interface when the config names none) and the MTU bound, code 7
-//     naming the interface and the numbers. Read-only.
+//   - Layer3: "ipam" absent or {} means layer 2 only. Pure.
+//   - ResolveMasterOf (ResolveMaster, CheckMasterMTU): the master link in
+//     the host or, with linkInContainer, the container namespace (the
+//     default route's interface when the config names none) and the MTU
+//     bound, code 7 naming the interface and the numbers. Read-only.
 //   - Create: make a link under a random temporary name in the namespace
 //     its master lives in, move it into the container when that is another
 //     namespace, rename it to CNI_IFNAME there. A failure deletes what it

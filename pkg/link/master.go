@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
@@ -78,4 +79,34 @@ func CheckMasterMTU(mtu int, master netlink.Link) error {
 		return result.InvalidConfig(fmt.Errorf("mtu: %d is above the MTU %d of master %q", mtu, m, master.Attrs().Name))
 	}
 	return nil
+}
+
+// Master is the master link of an attachment and the namespace it lives in.
+type Master struct {
+	NS   *ns.NetNS
+	H    *netlink.Handle
+	Link netlink.Link
+}
+
+// ResolveMasterOf resolves the master of a's link before any change: in
+// the host namespace, or in the container's with inContainer; name ""
+// takes that namespace's default route interface. An mtu above the
+// master's is refused (code 7, both numbers).
+func ResolveMasterOf(a *attach.Attachment, inContainer bool, name string, mtu int) (*Master, error) {
+	open := a.Host
+	if inContainer {
+		open = a.Container
+	}
+	n, h, err := open()
+	if err != nil {
+		return nil, err
+	}
+	l, err := ResolveMaster(n, h, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMasterMTU(mtu, l); err != nil {
+		return nil, err
+	}
+	return &Master{NS: n, H: h, Link: l}, nil
 }

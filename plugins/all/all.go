@@ -9,10 +9,14 @@ import (
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 	"github.com/cniforge/plugins/plugins/ipam/static"
 	"github.com/cniforge/plugins/plugins/main/bridge"
+	"github.com/cniforge/plugins/plugins/main/dummy"
 	hostdevice "github.com/cniforge/plugins/plugins/main/host-device"
+	"github.com/cniforge/plugins/plugins/main/ipvlan"
 	"github.com/cniforge/plugins/plugins/main/loopback"
+	"github.com/cniforge/plugins/plugins/main/macvlan"
 	"github.com/cniforge/plugins/plugins/main/ptp"
 	"github.com/cniforge/plugins/plugins/main/tap"
+	"github.com/cniforge/plugins/plugins/main/vlan"
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
 	"github.com/cniforge/plugins/plugins/meta/sbr"
 	"github.com/cniforge/plugins/plugins/meta/tuning"
@@ -26,14 +30,18 @@ func Plugins() []plugin.Plugin {
 		bandwidth.Plugin,
 		bridge.Plugin,
 		dhcp.Plugin,
+		dummy.Plugin,
 		hostdevice.Plugin,
 		hostlocal.Plugin,
+		ipvlan.Plugin,
 		loopback.Plugin,
+		macvlan.Plugin,
 		ptp.Plugin,
 		sbr.Plugin,
 		static.Plugin,
 		tap.Plugin,
 		tuning.Plugin,
+		vlan.Plugin,
 		vrf.Plugin,
 	}
 }

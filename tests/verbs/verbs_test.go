@@ -36,6 +36,10 @@ func configs(dataDir string) map[string]string {
 		"sbr":       `{"cniVersion": "1.1.0", "name": "verbs", "type": "sbr", "table": 300}`,
 		"vrf":       `{"cniVersion": "1.1.0", "name": "verbs", "type": "vrf", "vrfname": "verbsvrf"}`,
 		"tuning":    fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "tuning", "dataDir": %q, "mtu": 1400, "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}`, dataDir),
+		"macvlan":   fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "macvlan", "master": "verbs0", "ipam": %s}`, hostLocal),
+		"ipvlan":    fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ipvlan", "master": "verbs0", "ipam": %s}`, hostLocal),
+		"vlan":      fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "vlan", "master": "verbs0", "vlanId": 100, "ipam": %s}`, hostLocal),
+		"dummy":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "dummy", "ipam": %s}`, hostLocal),
 	}
 }
 

@@ -1,0 +1,27 @@
+package link
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// Layer3 reports whether c configures addresses: "ipam" absent, null or
+// {} means layer 2 only (the link comes up without addresses). An "ipam"
+// with keys but no "type" is refused (code 7): it asks for addresses and
+// names no plugin to get them from. Pure.
+func Layer3(c *attach.NetConf) (bool, error) {
+	if c.HasIPAM() {
+		return true, nil
+	}
+	var raw struct {
+		IPAM map[string]json.RawMessage `json:"ipam"`
+	}
+	_ = json.Unmarshal(c.Raw, &raw) // decoded successfully by attach.Decode
+	if len(raw.IPAM) > 0 {
+		return false, result.InvalidConfig(errors.New(`ipam.type: missing ("ipam": {} or no "ipam" means layer 2 only)`))
+	}
+	return false, nil
+}

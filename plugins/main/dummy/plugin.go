@@ -1,0 +1,48 @@
+// Package dummy is the dummy plugin: a dummy link in the container holding
+// the IPAM addresses (service addresses that need no wire).
+//
+// It runs on the frame in pkg/attach and the link helpers in pkg/link.
+// ADD, in order (each step pushes its undo; a failure or panic runs them
+// in reverse, IPAM release included):
+//
+//	ipam       delegate ADD to the IPAM plugin
+//	link       the dummy link, made in the container under a temporary
+//	           name, tagged with the attachment's alias, renamed to
+//	           CNI_IFNAME
+//	configure  arp_notify/ndisc_notify, up, addresses and routes
+//
+// DEL deletes CNI_IFNAME in the container when it is a dummy of this
+// attachment (or untagged), then releases IPAM. CHECK compares type, MAC,
+// addresses and routes with prevResult. GC and STATUS are IPAM's.
+package dummy
+
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepIPAM      = "ipam"      // IPAM reserved the addresses
+	StepLink      = "link"      // the dummy exists in the container as CNI_IFNAME
+	StepConfigure = "configure" // up, addresses, routes
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+
+var frame = attach.Plugin[*netConf]{
+	Name:    "dummy",
+	Summary: "a dummy link in the container with the IPAM addresses",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
+}
+
+// New returns the dummy plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+
+// Plugin is the dummy plugin's descriptor.
+var Plugin = New(attach.Hooks{})

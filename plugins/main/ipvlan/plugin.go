@@ -1,0 +1,56 @@
+// Package ipvlan is the ipvlan plugin: an ipvlan link on a master
+// interface, in the container. Unlike macvlan it shares the master's MAC;
+// the master tells its links apart by IP address.
+//
+// It runs on the frame in pkg/attach and the link helpers in pkg/link.
+// Before any change, ADD parses prevResult (chained use), resolves the
+// master (the config's "master"; chained, the single interface of
+// prevResult; else the default route's interface; with linkInContainer, in
+// the container) and refuses an mtu above the master's. Then, in order
+// (each step pushes its undo; a failure or panic runs them in reverse,
+// IPAM release included):
+//
+//	ipam       delegate ADD to the IPAM plugin; without "ipam", chained,
+//	           prevResult's addresses; neither: layer 2 only
+//	link       the ipvlan link, made under a temporary name in the
+//	           master's namespace, moved into the container, renamed to
+//	           CNI_IFNAME and tagged with the attachment's alias
+//	configure  arp_notify/ndisc_notify, up, addresses and routes,
+//	           gratuitous ARP
+//
+// DEL deletes CNI_IFNAME in the container when it is an ipvlan of this
+// attachment (or untagged), then releases IPAM. CHECK compares type, mode,
+// master (when "master" is set), MTU, addresses and routes with
+// prevResult. GC and STATUS are IPAM's.
+package ipvlan
+
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepIPAM      = "ipam"      // IPAM reserved the addresses (or prevResult's, or none)
+	StepLink      = "link"      // the ipvlan exists in the container as CNI_IFNAME
+	StepConfigure = "configure" // up, addresses, routes, announcement
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+
+var frame = attach.Plugin[*config]{
+	Name:    "ipvlan",
+	Summary: "an ipvlan link on a master interface",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
+}
+
+// New returns the ipvlan plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+
+// Plugin is the ipvlan plugin's descriptor.
+var Plugin = New(attach.Hooks{})

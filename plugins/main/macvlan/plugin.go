@@ -1,0 +1,53 @@
+// Package macvlan is the macvlan plugin: a macvlan link on a master
+// interface, in the container, with its own MAC on the master's wire.
+//
+// It runs on the frame in pkg/attach and the link helpers in pkg/link.
+// Before any change, ADD resolves the master (the default route's
+// interface when "master" is not set; with linkInContainer, in the
+// container) and refuses an mtu above the master's. Then, in order (each
+// step pushes its undo; a failure or panic runs them in reverse, IPAM
+// release included):
+//
+//	ipam       delegate ADD to the IPAM plugin (skipped: layer 2 only)
+//	link       the macvlan link, made under a temporary name in the
+//	           master's namespace, moved into the container, renamed to
+//	           CNI_IFNAME and tagged with the attachment's alias
+//	configure  arp_notify/ndisc_notify, up, addresses and routes,
+//	           gratuitous ARP
+//
+// DEL deletes CNI_IFNAME in the container when it is a macvlan of this
+// attachment (or untagged), then releases IPAM; a namespace that is gone
+// took the link with it. CHECK compares type, mode, master, MAC, MTU,
+// addresses and routes with prevResult. GC and STATUS are IPAM's.
+package macvlan
+
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepIPAM      = "ipam"      // IPAM reserved the addresses (or layer 2 only)
+	StepLink      = "link"      // the macvlan exists in the container as CNI_IFNAME
+	StepConfigure = "configure" // up, addresses, routes, announcement
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+
+var frame = attach.Plugin[*config]{
+	Name:    "macvlan",
+	Summary: "a macvlan link on a master interface",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
+}
+
+// New returns the macvlan plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+
+// Plugin is the macvlan plugin's descriptor.
+var Plugin = New(attach.Hooks{})

@@ -1,0 +1,59 @@
+package vlan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// netConf is vlan's config. Keys and defaults are upstream's.
+type netConf struct {
+	attach.NetConf
+	// Master is the parent interface: required.
+	Master string `json:"master"`
+	// VlanID is the 802.1Q ID, 1-4094: required.
+	VlanID *int `json:"vlanId"`
+	MTU    int  `json:"mtu"`
+	// LinkInContainer: the master lives in the container namespace.
+	LinkInContainer bool `json:"linkInContainer"`
+
+	id     int
+	layer3 bool
+}
+
+func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
+
+// parseConfig decodes stdin and validates every key, the same way for
+// every command. It touches no kernel state and leaves prevResult
+// unparsed.
+func parseConfig(stdin []byte) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	if c.Master == "" {
+		return nil, result.InvalidConfig(errors.New("master: missing (the interface the vlan sits on)"))
+	}
+	if err := attach.ValidateIfName("master", c.Master); err != nil {
+		return nil, err
+	}
+	if c.VlanID == nil {
+		return nil, result.InvalidConfig(errors.New("vlanId: missing"))
+	}
+	if c.id = *c.VlanID; c.id < 1 || c.id > 4094 {
+		return nil, result.InvalidConfig(fmt.Errorf("vlanId: %d out of range 1-4094", c.id))
+	}
+	if err := attach.ValidateMTU(c.MTU); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.layer3, err = link.Layer3(&c.NetConf); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

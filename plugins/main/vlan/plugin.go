@@ -1,0 +1,54 @@
+// Package vlan is the vlan plugin: an 802.1Q vlan link on a master
+// interface, in the container, so its traffic leaves the master tagged
+// with vlanId.
+//
+// It runs on the frame in pkg/attach and the link helpers in pkg/link.
+// Before any change, ADD resolves the master (with linkInContainer, in
+// the container) and refuses an mtu above the master's. Then, in order
+// (each step pushes its undo; a failure or panic runs them in reverse,
+// IPAM release included):
+//
+//	ipam       delegate ADD to the IPAM plugin (skipped: layer 2 only)
+//	link       the vlan link, made under a temporary name in the master's
+//	           namespace, moved into the container, renamed to CNI_IFNAME
+//	           and tagged with the attachment's alias. A second vlan of the
+//	           same ID on the same master is refused, naming both.
+//	configure  arp_notify/ndisc_notify, up, addresses and routes,
+//	           gratuitous ARP
+//
+// DEL deletes CNI_IFNAME in the container when it is a vlan of this
+// attachment (or untagged), then releases IPAM. CHECK compares type, VLAN
+// ID, master, MTU, MAC, addresses and routes with prevResult. GC and
+// STATUS are IPAM's.
+package vlan
+
+import (
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/plugin"
+)
+
+// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
+const (
+	StepIPAM      = "ipam"      // IPAM reserved the addresses (or layer 2 only)
+	StepLink      = "link"      // the vlan exists in the container as CNI_IFNAME
+	StepConfigure = "configure" // up, addresses, routes, announcement
+)
+
+// AddSteps lists the steps of ADD in the order they run.
+var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+
+var frame = attach.Plugin[*netConf]{
+	Name:    "vlan",
+	Summary: "an 802.1Q vlan link on a master interface",
+	Parse:   parse,
+	Add:     add,
+	Del:     del,
+	Check:   check,
+	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
+}
+
+// New returns the vlan plugin's descriptor running with hooks.
+func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+
+// Plugin is the vlan plugin's descriptor.
+var Plugin = New(attach.Hooks{})
