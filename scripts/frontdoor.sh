@@ -3,6 +3,7 @@
 # none of them can rot unseen (test_linux.sh calls it after the Go tests):
 #
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
+#   dhcp demo sudo scripts/dhcp-demo.sh (named in the README's prose)
 #   install   sudo bin/cniforge install   (with --dir, into a temporary folder
 #             instead of /opt/cni/bin; cniforge and every plugin it lists must
 #             then be there and each plugin print its about text)
@@ -140,6 +141,18 @@ if host_untouched demo bash -c './build_linux.sh && scripts/demo.sh'; then
 		sed 's/^/    /' "$work/demo.log" >&2
 	fi
 fi
+
+# --- the dhcp demo (bridge + dhcp against dnsmasq) -------------------------
+if host_untouched dhcp-demo scripts/dhcp-demo.sh; then
+	if grep -qE '^released: [0-9.]+ ' "$work/dhcp-demo.log" && grep -q '^== done' "$work/dhcp-demo.log" &&
+		grep -qE '^real host: ([0-9]+) links before the demo, \1 after$' "$work/dhcp-demo.log"; then
+		ok "dhcp demo: exit 0, a lease from dnsmasq released on DEL, the host unchanged"
+	else
+		fail "dhcp demo exited 0 but did not reach its end (released, == done, link count); its output:"
+		sed 's/^/    /' "$work/dhcp-demo.log" >&2
+	fi
+fi
+grep -q 'scripts/dhcp-demo.sh' README.md || fail "the README no longer mentions scripts/dhcp-demo.sh"
 
 # --- install, into a temporary folder --------------------------------------
 install_cmd=$(readme_commands | grep -m1 '^sudo bin/cniforge install')

@@ -17,7 +17,9 @@
 //     (Hooks.AfterStep) at every Attachment.Step;
 //   - IPAMAdd, which pushes the release and validates the result;
 //   - a best-effort DEL that runs independent steps and joins their errors
-//     (masquerade of both backends, the plugin's own steps, IPAM last);
+//     (masquerade of both backends, the plugin's own steps, IPAM last;
+//     dhcp, which sends its RELEASE on the container interface, before
+//     the plugin's own steps);
 //   - CHECK: prevResult required (code 7), IPAM CHECK, then the plugin's
 //     comparisons with the CHECK kit (CheckLink, CheckPeers, CheckMaster,
 //     CheckMAC, CheckAddrs, CheckRoutes, CheckMasq);

@@ -238,6 +238,28 @@ var _ = Describe("the frame", func() {
 		Expect(released).To(BeAnExistingFile())
 	})
 
+	DescribeTable("releases IPAM on DEL after the plugin's steps, but dhcp while the interface it releases on exists",
+		func(ipamType, want string) {
+			seen := filepath.Join(GinkgoT().TempDir(), "seen")
+			dir := GinkgoT().TempDir()
+			script := `#!/bin/sh
+[ "$CNI_COMMAND" = DEL ] || exit 0
+if nsenter --net="$CNI_NETNS" ip link show "$CNI_IFNAME" >/dev/null 2>&1; then echo present; else echo gone; fi > "` + seen + `"
+`
+			Expect(os.WriteFile(filepath.Join(dir, ipamType), []byte(script), 0o755)).To(Succeed())
+			Expect(run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")}).Err).To(BeNil())
+			out := run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Path: dir,
+				Stdin: conf(`"ipam": {"type": "` + ipamType + `"}`)})
+			Expect(out.Err).To(BeNil())
+			b, err := os.ReadFile(seen)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).To(Equal(want+"\n"), "the container interface at IPAM DEL")
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		},
+		Entry("host-local and the rest: last", "fake-ipam", "gone"),
+		Entry("dhcp: first, its RELEASE goes out on the interface", "dhcp", "present"),
+	)
+
 	It("refuses an IPAM type missing from CNI_PATH with code 7 before any change", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Path: GinkgoT().TempDir(),
 			Stdin: conf(`"ipam": {"type": "no-such-ipam"}`)})

@@ -53,7 +53,8 @@ type Plugin[C Conf] struct {
 	// Del returns the errors of its independent steps, each "already gone"
 	// being success; it must not need prevResult or the container
 	// namespace. Before it, the frame tears down masquerade (configs
-	// embedding Masq), and after it, it releases IPAM (configs with ipam).
+	// embedding Masq), and after it, it releases IPAM (configs with ipam;
+	// an IPAM type that releases on the interface, dhcp, before it).
 	Del func(a *Attachment, c C) []error
 
 	// Check compares the kernel with prev after IPAM's CHECK passed. prev
@@ -225,18 +226,35 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 			errs = append(errs, fmt.Errorf("masquerade: %w", err))
 		}
 	}
+	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
+	if releaseFirst {
+		errs = append(errs, releaseIPAM(a)...)
+	}
 	if r.p.Del != nil {
 		errs = append(errs, safeSteps(a.Log, func() []error { return r.p.Del(a, c) })...)
 	}
-	// Last, as ADD reserved first: a released address must not meet what
-	// is left of this attachment.
-	if a.Conf.HasIPAM() {
-		if err := ipam.Del(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
-			errs = append(errs, fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err))
-		}
+	// Otherwise last, as ADD reserved first: a released address must not
+	// meet what is left of this attachment.
+	if a.Conf.HasIPAM() && !releaseFirst {
+		errs = append(errs, releaseIPAM(a)...)
 	}
 	return errors.Join(errs...)
 }
+
+func releaseIPAM(a *Attachment) []error {
+	if err := ipam.Del(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+		return []error{fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err)}
+	}
+	return nil
+}
+
+// releasesOnInterface says whether an IPAM type releases its address by
+// talking on the container interface, so DEL must run it while that
+// interface still exists (as upstream, which releases IPAM first for every
+// type): the dhcp daemon sends its RELEASE from the container interface,
+// inside the container namespace, and sends none once the interface is
+// gone (the server would keep the lease until it expires).
+func releasesOnInterface(ipamType string) bool { return ipamType == "dhcp" }
 
 // safeSteps runs fn, turning a panic into one error so that the steps
 // after it (IPAM release) still run.

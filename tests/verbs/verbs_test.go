@@ -2,13 +2,9 @@ package verbs_test
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -164,20 +160,7 @@ func dhcpSock(dataDir string) string { return dataDir + ".dhcp.sock" }
 // ends: dhcp's STATUS fails (code 50) when no daemon answers.
 func startDHCPDaemon(hostNS *ns.NetNS, dataDir string) {
 	GinkgoHelper()
-	sock := dhcpSock(dataDir)
-	cmd := exec.Command(filepath.Join(testutil.BinDir(), "dhcp"), "daemon",
-		"-socketpath", sock, "-statedir", GinkgoT().TempDir())
-	Expect(hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
-	DeferCleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // by PID; it removes its socket
-		_, _ = cmd.Process.Wait()
-		_ = os.Remove(sock) // in case it could not
-	})
-	Eventually(func() error {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+	sock, tmp := dhcpSock(dataDir), GinkgoT().TempDir()
+	testutil.StartDHCPDaemon(hostNS, sock, filepath.Join(tmp, "state"), filepath.Join(tmp, "daemon.log"))
+	DeferCleanup(func() { _ = os.Remove(sock) }) // SIGKILL leaves the socket file; already gone is fine
 }

@@ -3,11 +3,9 @@ package dhcp
 import (
 	"context"
 	"fmt"
-	"net/rpc"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -29,7 +27,7 @@ type lab struct {
 	hostNS, contNS *ns.NetNS
 	dir            string
 	sock, state    string
-	dnsmasq        *exec.Cmd
+	dnsmasq        *testutil.Dnsmasq
 }
 
 const (
@@ -76,60 +74,24 @@ func mustAddr(s string) *netlink.Addr {
 	return a
 }
 
-// startDnsmasq runs dnsmasq in the foreground in the lab's host netns,
-// serving the bridge, with its own lease, pid and log files; it is stopped
-// by PID when the spec ends. extra are more dnsmasq options.
+// startDnsmasq runs dnsmasq in the lab's host netns, serving the bridge
+// 10.99.0.10-50 with 2-minute leases (dnsmasq's shortest); extra are more
+// dnsmasq options. It is stopped by PID when the spec ends.
 func (l *lab) startDnsmasq(extra ...string) {
 	GinkgoHelper()
-	logPath := filepath.Join(l.dir, "dnsmasq.log")
-	args := append([]string{
-		"--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
-		"--interface=" + labBridge, "--bind-interfaces", "--user=root",
-		"--dhcp-range=10.99.0.10,10.99.0.50,255.255.255.0,2m",
-		"--dhcp-authoritative", "--log-dhcp",
-		// No ping of an address before offering it: that costs 3 s an ADD.
-		"--no-ping",
-		"--dhcp-leasefile=" + filepath.Join(l.dir, "dnsmasq.leases"),
-		"--pid-file=" + filepath.Join(l.dir, "dnsmasq.pid"),
-		"--log-facility=" + logPath,
-	}, extra...)
-	cmd := exec.Command("/usr/sbin/dnsmasq", args...)
-	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
-	DeferCleanup(func() {
-		_ = cmd.Process.Kill() // by PID; Wait reaps it
-		_, _ = cmd.Process.Wait()
-	})
-	l.dnsmasq = cmd
-	Eventually(func() string {
-		b, _ := os.ReadFile(logPath)
-		return string(b)
-	}).WithTimeout(10*time.Second).Should(ContainSubstring("sockets bound exclusively"), "dnsmasq did not start")
+	l.dnsmasq = testutil.StartDnsmasq(l.hostNS, l.dir, labBridge,
+		append([]string{"--dhcp-range=10.99.0.10,10.99.0.50,255.255.255.0,2m"}, extra...)...)
 }
 
-func (l *lab) stopDnsmasq() {
-	GinkgoHelper()
-	Expect(l.dnsmasq.Process.Kill()).To(Succeed())
-	_, _ = l.dnsmasq.Process.Wait()
-}
+func (l *lab) stopDnsmasq() { l.dnsmasq.Stop() }
 
-// leases returns dnsmasq's lease file: IP -> the line's fields
-// (expiry, MAC, IP, hostname, client ID).
-func (l *lab) leases() map[string][]string {
-	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.leases")) // a missing file is no lease yet
-	out := map[string][]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 5 && !strings.Contains(f[2], ":") {
-			out[f[2]] = f
-		}
-	}
-	return out
-}
+// leases returns dnsmasq's DHCPv4 leases (see testutil.Dnsmasq.Leases).
+func (l *lab) leases() map[string][]string { return l.dnsmasq.Leases() }
 
-func (l *lab) dnsmasqLog() string {
-	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.log"))
-	return string(b)
-}
+// leases6 returns dnsmasq's DHCPv6 leases (see testutil.Dnsmasq.Leases6).
+func (l *lab) leases6() map[string][]string { return l.dnsmasq.Leases6() }
+
+func (l *lab) dnsmasqLog() string { return l.dnsmasq.Log() }
 
 // daemonOpts are short times so the specs see renewals and give-ups soon.
 func (l *lab) daemonOpts() Options {
@@ -155,45 +117,16 @@ func (l *lab) startDaemonWith(o Options) {
 	l.waitDaemon()
 }
 
-func (l *lab) waitDaemon() {
-	GinkgoHelper()
-	Eventually(func() error {
-		c, err := rpc.DialHTTP("unix", l.sock)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}).WithTimeout(10 * time.Second).Should(Succeed())
-}
+func (l *lab) waitDaemon() { GinkgoHelper(); testutil.WaitDHCPDaemon(l.sock) }
 
-// daemonProc runs the built binary (bin/dhcp daemon) in the lab's host
-// netns; kill it with kill(), by PID.
-type daemonProc struct{ cmd *exec.Cmd }
-
-func (l *lab) execDaemon() *daemonProc {
+// execDaemon runs the built binary (bin/dhcp daemon) in the lab's host
+// netns; kill it with Kill, by PID.
+func (l *lab) execDaemon() *testutil.DHCPDaemon {
 	GinkgoHelper()
-	bin := filepath.Join(testutil.BinDir(), "dhcp")
-	_, err := os.Stat(bin)
-	Expect(err).NotTo(HaveOccurred(), "run ./build_linux.sh first")
 	o := l.daemonOpts()
-	cmd := exec.Command(bin, "daemon", "-socketpath", o.SocketPath, "-statedir", o.StateDir,
+	return testutil.StartDHCPDaemon(l.hostNS, o.SocketPath, o.StateDir, filepath.Join(l.dir, "daemon.log"),
 		"-timeout", o.Timeout.String(), "-resendmax", o.ResendMax.String(), "-resendtimeout", o.ResendTimeout.String(),
 		"-pidfile", filepath.Join(l.dir, "daemon.pid"), "-debug")
-	logf, err := os.OpenFile(filepath.Join(l.dir, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(logf.Close)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
-	p := &daemonProc{cmd: cmd}
-	DeferCleanup(p.kill)
-	l.waitDaemon()
-	return p
-}
-
-// kill SIGKILLs the daemon (by PID) and reaps it; it may run twice.
-func (p *daemonProc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL) // already gone is fine
-	_, _ = p.cmd.Process.Wait()
 }
 
 // call runs the plugin in-process in the lab's host netns.
@@ -277,18 +210,4 @@ func (l *lab) addV6() {
 	a := mustAddr("fd99::1/64")
 	a.Flags = syscall.IFA_F_NODAD
 	Expect(h.AddrAdd(br, a)).To(Succeed())
-}
-
-// leases6 returns dnsmasq's DHCPv6 leases: address -> the line's fields
-// (expiry, IAID, address, hostname, client DUID).
-func (l *lab) leases6() map[string][]string {
-	b, _ := os.ReadFile(filepath.Join(l.dir, "dnsmasq.leases")) // a missing file is no lease yet
-	out := map[string][]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 5 && strings.Contains(f[2], ":") {
-			out[f[2]] = f
-		}
-	}
-	return out
 }

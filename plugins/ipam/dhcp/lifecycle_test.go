@@ -155,7 +155,7 @@ var _ = Describe("the daemon process", func() {
 		res := testutil.ParseResult("1.1.0", out.Stdout)
 		l.configure(res)
 
-		d.kill()
+		d.Kill()
 		_, err := os.Stat(l.sock)
 		Expect(err).NotTo(HaveOccurred(), "SIGKILL leaves the socket file behind")
 		Expect(l.call("STATUS", "", conf).Err).NotTo(BeNil(), "a stale socket is no daemon")
@@ -195,8 +195,8 @@ var _ = Describe("the daemon process", func() {
 			bin, l.state, filepath.Join(l.dir, "unused.sock"))
 		cmd.ExtraFiles = []*os.File{f} // fd 3
 		Expect(l.hostNS.Do(func() error { return cmd.Start() })).To(Succeed())
-		p := &daemonProc{cmd: cmd}
-		DeferCleanup(p.kill)
+		p := &testutil.DHCPDaemon{Cmd: cmd}
+		DeferCleanup(p.Kill)
 
 		conf := l.conf("1.1.0", "")
 		Eventually(func() *types.Error { return l.call("STATUS", "", conf).Err }).WithTimeout(10 * time.Second).Should(BeNil())

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -56,7 +55,10 @@ func add(fa *attach.Attachment, conf *config) (types.Result, error) {
 	return a.add(&fa.Undo)
 }
 
-// add runs the ADD steps, pushing the undo of each onto undo.
+// add runs the ADD steps, pushing the undo of each onto undo. The order is
+// upstream's: the container interface exists, is on the bridge and is up
+// before IPAM runs, because an IPAM plugin may talk on it (dhcp acquires
+// its lease on the container interface, inside the container namespace).
 func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	conf, args := a.conf, a.args
 
@@ -68,16 +70,42 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 		return nil, err
 	}
 
+	hostVeth, contLink, err := a.setupVeth(undo)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Step("veth"); err != nil {
+		return nil, err
+	}
+
+	if err := a.attachPort(br, hostVeth, contLink); err != nil {
+		return nil, err
+	}
+	if err := a.Step("port"); err != nil {
+		return nil, err
+	}
+
+	// Before IPAM: until the host end is operationally up its queue drops
+	// frames, a DHCP discover among them (the client would only resend it
+	// seconds later).
+	if hostVeth, err = a.waitPort(hostVeth, portTimeout); err != nil {
+		return nil, err
+	}
+	if err := a.Step("wait"); err != nil {
+		return nil, err
+	}
+
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	if conf.layer3 {
-		ipamRes, err := a.IPAMAdd()
+		ipamRes, err := a.IPAMAdd() // validated; release pushed onto undo
 		if err != nil {
 			return nil, err
 		}
 		res.IPs, res.Routes, res.DNS = ipamRes.IPs, ipamRes.Routes, ipamRes.DNS
 	}
-	// Refuse a result the gateway settings cannot work with before any
-	// link exists (pure: it only fills in gateways and default routes).
+	// Refuse a result the gateway settings cannot work with before any of
+	// it reaches the kernel (pure: it only fills in gateways and default
+	// routes).
 	gws, err := applyGateways(conf, res)
 	if err != nil {
 		return nil, result.InvalidConfig(err)
@@ -86,25 +114,6 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 		return nil, err
 	}
 
-	hostVeth, err := a.setupVeth(undo)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Step("veth"); err != nil {
-		return nil, err
-	}
-
-	if err := a.attachPort(br, hostVeth); err != nil {
-		return nil, err
-	}
-	if err := a.Step("port"); err != nil {
-		return nil, err
-	}
-
-	contLink, err := ip.LinkByName(a.contH, args.IfName)
-	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", args.Netns, err)
-	}
 	// Interfaces in upstream's order: bridge, host veth, container end.
 	res.Interfaces = []*current.Interface{
 		{Name: br.Attrs().Name},
@@ -156,13 +165,6 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 		}
 	}
 	if err := a.Step("macspoof"); err != nil {
-		return nil, err
-	}
-
-	if hostVeth, err = a.waitPort(hostVeth, portTimeout); err != nil {
-		return nil, err
-	}
-	if err := a.Step("wait"); err != nil {
 		return nil, err
 	}
 

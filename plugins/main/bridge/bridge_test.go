@@ -486,6 +486,33 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 	})
 
+	It("runs IPAM with the container interface up on the bridge, as the dhcp IPAM plugin needs", func() {
+		dir := GinkgoT().TempDir()
+		seen := filepath.Join(dir, "seen")
+		// The fake IPAM records what it finds at its ADD: the container end
+		// in CNI_NETNS (state UP) and the host end on the bridge.
+		script := `#!/bin/sh
+if [ "$CNI_COMMAND" = ADD ]; then
+  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > ` + seen + ` 2>&1
+  ip -o link show master cnibr0 up >> ` + seen + ` 2>&1
+fi
+echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
+`
+		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
+		stdin := netConf("1.1.0", "", `{"type": "fake-ipam"}`)
+		c := call("ADD", stdin)
+		c.Path = dir
+		res := mustAdd(hostNS, c)
+		b, err := os.ReadFile(seen)
+		Expect(err).NotTo(HaveOccurred())
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		Expect(lines).To(HaveLen(2), "container end up, host end up on cnibr0: %s", b)
+		Expect(lines[0]).To(ContainSubstring("eth0@"))
+		Expect(lines[1]).To(ContainSubstring(res.Interfaces[1].Name + "@"))
+		c.Command = "DEL"
+		Expect(run(hostNS, c).Err).To(BeNil())
+	})
+
 	DescribeTable("leaves nothing behind and answers 999 when ADD panics after a step",
 		func(step string) {
 			stdin := netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true, "macspoofchk": true`,
@@ -520,15 +547,16 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
 	})
 
-	It("rejects an IPAM result it cannot use before making the veth", func() {
+	It("rejects an IPAM result it cannot use before configuring the container, and leaves nothing", func() {
 		ipamConf := fmt.Sprintf(`{"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": "10.44.0.0/24"}]],
 			"routes": [{"dst": "0.0.0.0/0", "gw": "10.44.0.254"}]}`, dataDir)
-		// Failing after the veth step would win if the check came later.
-		out := testutil.RunIn(hostNS, bridge.FailingAfter("veth"), call("ADD", netConf("1.1.0", `"isDefaultGateway": true`, ipamConf)))
+		// Failing after the container step would win if the check came later.
+		out := testutil.RunIn(hostNS, bridge.FailingAfter("container"), call("ADD", netConf("1.1.0", `"isDefaultGateway": true`, ipamConf)))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("isDefaultGateway"))
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 	})
 

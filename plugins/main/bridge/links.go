@@ -75,39 +75,41 @@ func deleteBridgeIfUnused(h *netlink.Handle, name string) error {
 }
 
 // setupVeth creates the veth pair, the container end directly in the
-// container namespace. Both ends carry the attachment's alias: DEL finds a
-// leaked host end by it when the container namespace is gone, and deletes
-// the container end only when it is ours.
-func (a *attachment) setupVeth(undo *rollback.Stack) (netlink.Link, error) {
-	hostVeth, err := ip.SetupVeth(a.hostH, ip.VethOptions{
+// container namespace, and returns both ends. Both carry the attachment's
+// alias: DEL finds a leaked host end by it when the container namespace is
+// gone, and deletes the container end only when it is ours.
+func (a *attachment) setupVeth(undo *rollback.Stack) (hostVeth, contLink netlink.Link, err error) {
+	hostVeth, err = ip.SetupVeth(a.hostH, ip.VethOptions{
 		ContIfName: a.args.IfName,
 		MTU:        a.conf.MTU,
 		ContMAC:    a.conf.mac,
 		ContNS:     int(a.contNS.Fd()),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
+		return nil, nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
 	}
 	name := hostVeth.Attrs().Name
 	undo.Push("delete veth "+name, func() error { return ip.DelLinkByName(a.hostH, name) })
 	a.ownPorts[hostVeth.Attrs().Index] = true
 	alias := ip.AttachmentAlias(a.args.ContainerID, a.args.IfName)
 	if err := a.hostH.LinkSetAlias(hostVeth, alias); err != nil {
-		return nil, fmt.Errorf("set alias of %q: %w", name, err)
+		return nil, nil, fmt.Errorf("set alias of %q: %w", name, err)
 	}
-	contLink, err := ip.LinkByName(a.contH, a.args.IfName)
+	contLink, err = ip.LinkByName(a.contH, a.args.IfName)
 	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
+		return nil, nil, fmt.Errorf("in %s: %w", a.args.Netns, err)
 	}
 	if err := a.contH.LinkSetAlias(contLink, alias); err != nil {
-		return nil, fmt.Errorf("set alias of %q in %s: %w", a.args.IfName, a.args.Netns, err)
+		return nil, nil, fmt.Errorf("set alias of %q in %s: %w", a.args.IfName, a.args.Netns, err)
 	}
-	return hostVeth, nil
+	return hostVeth, contLink, nil
 }
 
 // attachPort puts the host end on the bridge with the port settings and
-// brings it up.
-func (a *attachment) attachPort(br *netlink.Bridge, hostVeth netlink.Link) error {
+// brings both ends up (the container end stays down with
+// disableContainerInterface): the IPAM plugin, which runs next, may need
+// the link (dhcp sends on it from inside the container namespace).
+func (a *attachment) attachPort(br *netlink.Bridge, hostVeth, contLink netlink.Link) error {
 	conf := a.conf
 	err := ip.AttachPort(a.hostH, br, hostVeth, ip.PortOptions{
 		Hairpin:         conf.HairpinMode,
@@ -122,12 +124,18 @@ func (a *attachment) attachPort(br *netlink.Bridge, hostVeth netlink.Link) error
 	if err := a.hostH.LinkSetUp(hostVeth); err != nil {
 		return fmt.Errorf("set %q up: %w", hostVeth.Attrs().Name, err)
 	}
+	if conf.DisableContainerInterface {
+		return nil
+	}
+	if err := a.contH.LinkSetUp(contLink); err != nil {
+		return fmt.Errorf("set %q up in %s: %w", a.args.IfName, a.args.Netns, err)
+	}
 	return nil
 }
 
-// configureContainer gives the container end its addresses and routes (or
-// just brings it up, layer 2 only), then announces its IPv4 addresses.
-// With disableContainerInterface it stays down.
+// configureContainer gives the container end its addresses and routes
+// (layer 3), then announces its IPv4 addresses. With
+// disableContainerInterface it stays down.
 func (a *attachment) configureContainer(res *current.Result, contLink netlink.Link) error {
 	conf, args := a.conf, a.args
 	if conf.DisableContainerInterface {
@@ -137,8 +145,6 @@ func (a *attachment) configureContainer(res *current.Result, contLink netlink.Li
 		if err := ipam.ConfigureIface(a.contH, args.IfName, res, ipam.ConfigureOptions{DAD: conf.EnableDad}); err != nil {
 			return fmt.Errorf("configure %q in %s: %w", args.IfName, args.Netns, err)
 		}
-	} else if err := a.contH.LinkSetUp(contLink); err != nil {
-		return fmt.Errorf("set %q up in %s: %w", args.IfName, args.Netns, err)
 	}
 	var v4 []net.IP
 	for _, ipc := range res.IPs {

@@ -9,15 +9,21 @@
 // are the steps attach.Hooks.AfterStep sees):
 //
 //	bridge      ensure the bridge (create if missing), accept_ra=0, up
-//	ipam        delegate ADD to the IPAM plugin, validate its result
 //	veth        veth pair: container end CNI_IFNAME, host end aliased for DEL
-//	port        host end on the bridge (hairpin, isolation, VLANs), up
+//	port        host end on the bridge (hairpin, isolation, VLANs); both ends up
+//	wait        the host end's operstate turns up (netlink events, deadline)
+//	ipam        delegate ADD to the IPAM plugin, validate its result and
+//	            apply the gateway settings to it
 //	container   addresses and routes in the container, arp_notify, gratuitous ARP
 //	gateway     gateway address on the bridge (or per-VLAN gateway interface)
 //	forwarding  IP forwarding for the families in use
 //	masquerade  source NAT rules (iptables or nftables)
 //	macspoof    drop frames from the port whose source MAC is not the container's
-//	wait        the host end's operstate turns up (netlink events, deadline)
+//
+// The container interface exists, sits on the bridge and is up before IPAM
+// runs, as upstream: the dhcp IPAM plugin acquires its lease on it, from
+// inside the container namespace. It waits for the port before IPAM, so the
+// first DHCP packet is not dropped by a queue the kernel has not activated.
 package bridge
 
 import (
@@ -28,7 +34,7 @@ import (
 )
 
 // AddSteps are the ADD steps in order, as attach.Hooks.AfterStep sees them.
-var AddSteps = []string{"bridge", "ipam", "veth", "port", "container", "gateway", "forwarding", "masquerade", "macspoof", "wait"}
+var AddSteps = []string{"bridge", "veth", "port", "wait", "ipam", "container", "gateway", "forwarding", "masquerade", "macspoof"}
 
 // portTimeout bounds the wait for the host veth to come up.
 const portTimeout = 5 * time.Second
