@@ -1,10 +1,12 @@
 package ip
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -30,4 +32,13 @@ func RoutesOn(h *netlink.Handle, link netlink.Link) ([]result.Route, error) {
 		out = append(out, rr)
 	}
 	return out, nil
+}
+
+// DelRoute deletes r through h (in h's namespace). A route, table or device
+// that is already gone is success, as DEL needs.
+func DelRoute(h *netlink.Handle, r *netlink.Route) error {
+	if err := h.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete %s: %w", RouteString(r), err)
+	}
+	return nil
 }

@@ -72,7 +72,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("add default route via %s table %d %s: %w", gw, table, where, err)
 			}
-			a.Undo.Push("delete "+ip.RouteString(r), func() error { return routeDel(h, r) })
+			a.Undo.Push("delete "+ip.RouteString(r), func() error { return ip.DelRoute(h, r) })
 		}
 	}
 	if err := a.Step(StepRoutes); err != nil {
@@ -205,7 +205,7 @@ func moveRoutes(a *attach.Attachment, h *netlink.Handle, link netlink.Link, tabl
 			}
 		}
 		for _, r := range added {
-			errs = append(errs, routeDel(h, &r))
+			errs = append(errs, ip.DelRoute(h, &r))
 		}
 		return errors.Join(errs...)
 	})
@@ -218,7 +218,7 @@ func moveRoutes(a *attach.Attachment, h *netlink.Handle, link netlink.Link, tabl
 		} else if err == nil {
 			added = append(added, moved)
 		}
-		if err := routeDel(h, &r); err != nil {
+		if err := ip.DelRoute(h, &r); err != nil {
 			return fmt.Errorf("move %s to table %d: %w", ip.RouteString(&r), table, err)
 		}
 		removed = append(removed, r)
@@ -268,13 +268,6 @@ func addHints(a *attach.Attachment, h *netlink.Handle, link netlink.Link, table 
 func ruleDel(h *netlink.Handle, r *netlink.Rule) error {
 	if err := h.RuleDel(r); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("delete rule from %s lookup %d: %w", r.Src, r.Table, err)
-	}
-	return nil
-}
-
-func routeDel(h *netlink.Handle, r *netlink.Route) error {
-	if err := h.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("delete %s: %w", ip.RouteString(r), err)
 	}
 	return nil
 }
@@ -356,7 +349,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 			continue
 		}
 		for _, r := range routes {
-			if err := routeDel(h, &r); err != nil {
+			if err := ip.DelRoute(h, &r); err != nil {
 				errs = append(errs, fmt.Errorf("in %s: %w", contNS.Path(), err))
 			}
 		}

@@ -99,7 +99,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 			if err := ip.RouteAdd(h, &nr); err != nil {
 				return nil, fmt.Errorf("vrf %q table %d %s: %w", c.VRFName, table, where, err)
 			}
-			a.Undo.Push("delete "+ip.RouteString(&nr), func() error { return routeDel(h, &nr) })
+			a.Undo.Push("delete "+ip.RouteString(&nr), func() error { return ip.DelRoute(h, &nr) })
 		}
 	}
 	if err := a.Step(StepRoutes); err != nil {
@@ -259,13 +259,6 @@ func lockNS(n *ns.NetNS) (func(), error) {
 		}
 	}
 	return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil // closing the namespace releases it too
-}
-
-func routeDel(h *netlink.Handle, r *netlink.Route) error {
-	if err := h.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
-		return fmt.Errorf("delete %s: %w", ip.RouteString(r), err)
-	}
-	return nil
 }
 
 // del releases the interface from the VRF and deletes the VRF when no
