@@ -219,3 +219,12 @@ func defaultRoute(n *ns.NetNS, gw string) error {
 }
 
 func netIP(s string) net.IP { return net.ParseIP(s) }
+
+func attachHooksFailingAt(step string) attach.Hooks {
+	return attach.Hooks{AfterStep: func(s string) error {
+		if s == step {
+			return fmt.Errorf("injected after %s", s)
+		}
+		return nil
+	}}
+}
