@@ -9,10 +9,12 @@
 // It runs on the frame in pkg/attach. ADD, in order (each step pushes its
 // undo; a failure or panic runs them in reverse):
 //
-//	resolve  prevResult required (code 7); its addresses; the backend
-//	         (absent/"" is iptables here: see README); the bridge for
-//	         same-bridge/isolated (the prevResult interface without sandbox)
-//	rules    the forward rules, one iptables-restore per family
+//	resolve  prevResult required (code 7); its addresses; the bridge for
+//	         same-bridge/isolated (the prevResult interface without
+//	         sandbox); the backend (absent/"": firewalld when it answers on
+//	         the system D-Bus, else iptables)
+//	rules    iptables: the forward rules, one iptables-restore per family;
+//	         firewalld: each address a source of firewalldZone
 //
 // ADD prints prevResult unchanged. DEL removes the attachment's rules,
 // whatever the backend at ADD was, and upstream's uncommented rules for the
