@@ -11,6 +11,10 @@
 #   bridge-nftables   bridge + host-local, ipMasq on nftables: ADD, CHECK, DEL
 #   ptp-dual          ptp + host-local, IPv4 + IPv6:            ADD, CHECK, DEL
 #   ptp-dual-masq     the same with ipMasq (default backend)
+#   firewall-iptables firewall on iptables, chained (a fixed prevResult, one
+#                     IPv4 address): ADD, CHECK, DEL. backend is set to
+#                     iptables: an absent one would reach the machine's
+#                     firewalld over D-Bus when it runs, outside the namespaces
 #
 # Each scenario runs one untimed warm-up attachment (it creates the bridge,
 # the nat chains), then N timed ADD/CHECK/DEL cycles on one container
@@ -50,6 +54,14 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			cniVersion: "1.0.0", name: "bench-ptp", type: "ptp", ipMasq: $masq,
 			ipam: {type: "host-local", dataDir: $dd,
 				ranges: [[{subnet: "10.250.2.0/24"}], [{subnet: "fd00:250:2::/64"}]]}}')
+		;;
+	firewall-iptables)
+		plugin=firewall
+		conf=$(jq -cn '{
+			cniVersion: "1.0.0", name: "bench-fw", type: "firewall", backend: "iptables",
+			prevResult: {cniVersion: "1.0.0",
+				interfaces: [{name: "benchbr0"}, {name: "eth0", sandbox: "/x"}],
+				ips: [{address: "10.250.3.2/24", interface: 1}]}}')
 		;;
 	*)
 		echo "unknown scenario $scenario" >&2
@@ -96,7 +108,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq firewall-iptables)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in
