@@ -25,6 +25,10 @@
 #                     of the list, and each plugin's own time (op:plugin).
 #                     portmap and firewall, in issue 11's full chain, are
 #                     not in it yet.
+#   firewall-iptables firewall on iptables, chained (a fixed prevResult, one
+#                     IPv4 address): ADD, CHECK, DEL. backend is set to
+#                     iptables: an absent one would reach the machine's
+#                     firewalld over D-Bus when it runs, outside the namespaces
 #
 # Each scenario runs one untimed warm-up attachment (it creates the bridge,
 # the nat chains), then N timed ADD/CHECK/DEL cycles on one container
@@ -84,6 +88,14 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			cniVersion: "1.0.0", name: "bench-macvlan", type: "macvlan", master: "uplink0",
 			ipam: {type: "host-local", dataDir: $dd,
 				ranges: [[{subnet: "10.249.0.0/24", rangeStart: "10.249.0.100", rangeEnd: "10.249.0.200"}]]}}')
+		;;
+	firewall-iptables)
+		plugin=firewall
+		conf=$(jq -cn '{
+			cniVersion: "1.0.0", name: "bench-fw", type: "firewall", backend: "iptables",
+			prevResult: {cniVersion: "1.0.0",
+				interfaces: [{name: "benchbr0"}, {name: "eth0", sandbox: "/x"}],
+				ips: [{address: "10.250.3.2/24", interface: 1}]}}')
 		;;
 	*)
 		echo "unknown scenario $scenario" >&2
@@ -193,7 +205,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan chain)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables chain)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in

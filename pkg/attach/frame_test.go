@@ -285,6 +285,21 @@ if nsenter --net="$CNI_NETNS" ip link show "$CNI_IFNAME" >/dev/null 2>&1; then e
 		Expect(calls).To(Equal([]string{"gc"}))
 	})
 
+	It("answers STATUS with code 50 when the chosen masquerade backend cannot be used", func() {
+		// No iptables-restore on PATH: the iptables backend is unusable.
+		noTools := GinkgoT().TempDir()
+		env := map[string]string{"PATH": noTools}
+		out := run(attach.Hooks{}, testutil.Call{Command: "STATUS", Env: env, Stdin: conf(`"ipMasq": true, "ipMasqBackend": "iptables"`)})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(50))
+		Expect(out.Err.Msg).To(ContainSubstring(`ipMasqBackend "iptables"`))
+		// Without ipMasq the backend does not matter.
+		out = run(attach.Hooks{}, testutil.Call{Command: "STATUS", Env: env, Stdin: conf(`"ipMasqBackend": "iptables"`)})
+		Expect(out.Err).To(BeNil())
+		out = run(attach.Hooks{}, testutil.Call{Command: "STATUS", Stdin: conf(`"ipMasq": true, "ipMasqBackend": "iptables"`)})
+		Expect(out.Err).To(BeNil())
+	})
+
 	It("refuses a malformed GC list with code 7 and collects nothing", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "GC", Stdin: conf(`"cni.dev/valid-attachments": [null]`)})
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))

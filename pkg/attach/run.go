@@ -334,6 +334,13 @@ func (r *runner[C]) status(args *skel.CmdArgs) (err error) {
 	}
 	defer a.Close()
 	defer recovered(&err, a.Log)
+	// The chosen masquerade backend must work here, or every ADD would
+	// fail: code 50 (plugin not available).
+	if m, ok := any(c).(masqer); ok && m.MasqConf().IPMasq {
+		if err := netfilter.MasqUsable(m.MasqConf().Backend()); err != nil {
+			return result.Unavailable(fmt.Errorf("ipMasqBackend %q: %w", m.MasqConf().Backend(), err))
+		}
+	}
 	if r.p.Status != nil {
 		if err := r.p.Status(a, c); err != nil {
 			return err

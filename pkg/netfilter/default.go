@@ -80,3 +80,33 @@ func (a *autoMasq) Check(o Owner, addrs []*net.IPNet) error {
 func (a *autoMasq) GC(network string, keep []Owner) error {
 	return a.do(func(m Masq) error { return m.GC(network, keep) })
 }
+
+// MasqUsable reports, for STATUS, whether the masquerade backend that
+// backend names ("" for the default) can be used in the calling thread's
+// namespace. The error wraps ErrUnavailable and names the backend.
+func MasqUsable(backend string) error {
+	ipt, nft := newIPTablesMasq(), newNFTablesMasq()
+	iptErr := func() error {
+		if err := ipt.usable(ipv4); err != nil {
+			return err
+		}
+		if err := ipt.natUsable(ipv4); err != nil {
+			return fmt.Errorf("iptables nat table: %w: %w", ErrUnavailable, err)
+		}
+		return nil
+	}
+	switch backend {
+	case BackendIPTables:
+		return iptErr()
+	case BackendNFTables:
+		return nft.usable()
+	case "":
+		if err := iptErr(); err != nil {
+			if nerr := nft.usable(); nerr != nil {
+				return fmt.Errorf("no masquerade backend works: %w; %w", err, nerr)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("ipMasqBackend: %q: %w", backend, ErrUnknownBackend)
+}

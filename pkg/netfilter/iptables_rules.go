@@ -95,9 +95,12 @@ func saveQuote(s string) string {
 
 // restorePayload builds an iptables-restore --noflush input for the nat
 // table. Each line is one restore command ("-N X", "-A X ...", ...).
-func restorePayload(lines []string) []byte {
+func restorePayload(lines []string) []byte { return tablePayload("nat", lines) }
+
+// tablePayload is restorePayload for any table.
+func tablePayload(table string, lines []string) []byte {
 	var b bytes.Buffer
-	b.WriteString("*nat\n")
+	b.WriteString("*" + table + "\n")
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
@@ -136,7 +139,11 @@ type natTable struct {
 	rules  map[string][]string // chain -> rule specs in order, without "-A <chain> "
 }
 
-func parseNATSave(out []byte) (natTable, error) {
+func parseNATSave(out []byte) (natTable, error) { return parseSave(out, "nat") }
+
+// parseSave reads table from iptables-save output (into the natTable
+// shape, which fits any table).
+func parseSave(out []byte, table string) (natTable, error) {
 	t := natTable{chains: map[string]bool{}, rules: map[string][]string{}}
 	in := false
 	sc := bufio.NewScanner(bytes.NewReader(out))
@@ -146,7 +153,7 @@ func parseNATSave(out []byte) (natTable, error) {
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "*"):
-			in = line == "*nat"
+			in = line == "*"+table
 		case !in:
 		case line == "COMMIT":
 			in = false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -15,16 +16,23 @@ import (
 
 // MacSpoofCheck drops frames entering a bridge through a container's port
 // whose source MAC is not the container's. It works on nftables over
-// netlink (no nft process) in the network namespace of the calling thread:
+// netlink (no nft process) in the network namespace of the calling thread,
+// in upstream's layout, so that a node can switch suites with pods running
+// (ref is "<containerID>-<ifname>"):
 //
-//	table bridge cni_plugins_macspoof
-//	  chain prerouting  (filter hook prerouting priority -300)
-//	    iifname "<port>" jump <attachment chain>   comment nftComment(owner)
-//	  chain cni-br-iface-<owner hash>
-//	    ether saddr <mac> return
-//	    drop
+//	table bridge nat
+//	  chain PREROUTING  (type filter hook prerouting priority -300; policy accept)
+//	    jump cni-br-iface-<ref>                       comment "macspoofchk-<ref>"
+//	  chain cni-br-iface-<ref>
+//	    iifname "<port>" jump cni-br-iface-<ref>-mac  comment "macspoofchk-<ref>"
+//	  chain cni-br-iface-<ref>-mac
+//	    ether saddr <mac> return                      comment "macspoofchk-<ref>"
+//	    drop                                          comment "macspoofchk-<ref>"
 //
-// Setup and Teardown are one batch each, applied entirely or not at all.
+// The table and base chain are ebtables-nft's nat ones, shared. Setup and
+// Teardown are one batch each, applied entirely or not at all. Teardown,
+// Check and GC also find checks in the layout of our earlier releases (see
+// macspoof_legacy.go).
 type MacSpoofCheck struct {
 	Owner Owner
 	Port  string           // the host end of the container's veth
@@ -32,8 +40,8 @@ type MacSpoofCheck struct {
 }
 
 const (
-	macspoofTableName = "cni_plugins_macspoof"
-	macspoofBaseChain = "prerouting"
+	macspoofTableName = "nat"
+	macspoofBaseChain = "PREROUTING"
 )
 
 var macspoofTable = &nftables.Table{Family: nftables.TableFamilyBridge, Name: macspoofTableName}
@@ -47,43 +55,64 @@ func macspoofBase() *nftables.Chain {
 	}
 }
 
-func macspoofChainName(o Owner) string { return "cni-br-iface-" + nftOwnerHash(o) }
+func macspoofRef(o Owner) string          { return o.ContainerID + "-" + o.IfName }
+func macspoofComment(o Owner) string      { return "macspoofchk-" + macspoofRef(o) }
+func macspoofChainName(o Owner) string    { return "cni-br-iface-" + macspoofRef(o) }
+func macspoofMACChainName(o Owner) string { return macspoofChainName(o) + "-mac" }
+func macspoofUserData(o Owner) []byte {
+	return userdata.AppendString(nil, userdata.TypeComment, macspoofComment(o))
+}
+func ruleComment(r *nftables.Rule) string {
+	c, _ := userdata.GetString(r.UserData, userdata.TypeComment)
+	return c
+}
+func chainIn(name string) *nftables.Chain   { return &nftables.Chain{Name: name, Table: macspoofTable} }
+func macspoofRefOf(comment string) string   { return strings.TrimPrefix(comment, "macspoofchk-") }
+func isMacspoofComment(comment string) bool { return strings.HasPrefix(comment, "macspoofchk-") }
 
-// Setup installs the check, replacing an earlier one of the same owner.
+// nftChainNameMax is NFT_CHAIN_MAXNAMELEN less the terminating NUL.
+const nftChainNameMax = 255
+
+// Setup installs the check, replacing an earlier one of the same owner
+// (in either layout).
 func (m MacSpoofCheck) Setup() error {
 	if len(m.MAC) != 6 {
 		return fmt.Errorf("mac spoof check for %s: MAC %q is not 6 bytes", m.Owner, m.MAC)
+	}
+	if n := len(macspoofMACChainName(m.Owner)); n > nftChainNameMax {
+		return fmt.Errorf("mac spoof check for %s: chain name %q is %d bytes, more than nftables' %d", m.Owner, macspoofMACChainName(m.Owner), n, nftChainNameMax)
 	}
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
 	}
-	hash := nftOwnerHash(m.Owner)
+	if err := queueMacspoofTeardown(c, m.Owner); err != nil {
+		return fmt.Errorf("set up mac spoof check for %s: %w", m.Owner, err)
+	}
+	o, ud := m.Owner, macspoofUserData(m.Owner)
 	c.AddTable(macspoofTable)
 	base := c.AddChain(macspoofBase())
-	if err := deleteMacspoofJumps(c, base, hash); err != nil {
-		return err
-	}
-	own := &nftables.Chain{Name: macspoofChainName(m.Owner), Table: macspoofTable}
-	c.AddChain(own)
-	c.FlushChain(own)
-	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: own, Exprs: []expr.Any{
+	iface := c.AddChain(chainIn(macspoofChainName(o)))
+	mac := c.AddChain(chainIn(macspoofMACChainName(o)))
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: mac, UserData: ud, Exprs: []expr.Any{
 		// ether saddr: 6 bytes at offset 6 of the link-layer header.
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 6, Len: 6},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte(m.MAC)},
 		&expr.Verdict{Kind: expr.VerdictReturn},
 	}})
-	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: own, Exprs: []expr.Any{
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: mac, UserData: ud, Exprs: []expr.Any{
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}})
-	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: base, UserData: userdata.AppendString(nil, userdata.TypeComment, nftComment(m.Owner)),
-		Exprs: []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifnameBytes(m.Port)},
-			&expr.Verdict{Kind: expr.VerdictJump, Chain: own.Name},
-		}})
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: iface, UserData: ud, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifnameBytes(m.Port)},
+		&expr.Verdict{Kind: expr.VerdictJump, Chain: mac.Name},
+	}})
+	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: base, UserData: ud, Exprs: []expr.Any{
+		&expr.Verdict{Kind: expr.VerdictJump, Chain: iface.Name},
+	}})
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("set up mac spoof check for %s on %q: %w", m.Owner, m.Port, err)
+		return fmt.Errorf("set up mac spoof check for %s on %q in bridge %s: %w", m.Owner, m.Port, macspoofTableName, err)
 	}
 	return nil
 }
@@ -96,57 +125,65 @@ func ifnameBytes(name string) []byte {
 	return b
 }
 
-// deleteMacspoofJumps queues the deletion of the base chain's rules that
-// carry hash. A base chain that does not exist yet has none.
-func deleteMacspoofJumps(c *nftables.Conn, base *nftables.Chain, hash string) error {
-	exists, err := macspoofChainExists(c, macspoofBaseChain)
-	if err != nil || !exists {
-		return err
-	}
-	rules, err := c.GetRules(macspoofTable, base)
-	if err != nil {
-		// google/nftables flattens the kernel's error into text here, so
-		// ENOENT cannot be told apart: ask again whether the chain is
-		// still there (another teardown may have removed it).
-		if exists, eerr := macspoofChainExists(c, macspoofBaseChain); eerr == nil && !exists {
-			return nil
-		}
-		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
-	}
-	for _, r := range rules {
-		if got, _, ok := macspoofOwner(r); ok && got == hash {
-			if err := c.DelRule(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func macspoofChainExists(c *nftables.Conn, name string) (bool, error) {
-	ch, err := macspoofChain(c, name)
-	return ch != nil, err
-}
-
-// macspoofChain returns the chain of our table named name as the kernel
-// reports it, nil when there is none.
-func macspoofChain(c *nftables.Conn, name string) (*nftables.Chain, error) {
+// bridgeChains returns the chains of the bridge table named table, by name,
+// as the kernel reports them (empty when there is no such table).
+func bridgeChains(c *nftables.Conn, table string) (map[string]*nftables.Chain, error) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
 	if err != nil {
 		return nil, fmt.Errorf("list bridge chains: %w", nftUnsupported(err))
 	}
+	out := map[string]*nftables.Chain{}
 	for _, ch := range chains {
-		if ch.Table != nil && ch.Table.Name == macspoofTableName && ch.Name == name {
-			return ch, nil
+		if ch.Table != nil && ch.Table.Name == table {
+			out[ch.Name] = ch
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
-// TeardownMacSpoofCheck removes the check of o. Absent rules, an absent
-// table and a kernel without nf_tables are success; any other nftables
-// error is returned (issue 8, defect 9: a DEL must not report success while
-// the rules may still be there).
+// queueMacspoofTeardown queues in c the removal of o's check, in both
+// layouts: the base chain's rules with o's comment, then o's chains.
+func queueMacspoofTeardown(c *nftables.Conn, o Owner) error {
+	chains, err := bridgeChains(c, macspoofTableName)
+	if err != nil {
+		return err
+	}
+	if chains[macspoofBaseChain] != nil {
+		rules, err := c.GetRules(macspoofTable, macspoofBase())
+		if err != nil {
+			return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
+		}
+		for _, r := range rules {
+			if ruleComment(r) == macspoofComment(o) {
+				if err := c.DelRule(r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	queueMacspoofChainsDelete(c, chains, macspoofRef(o))
+	legacy, err := bridgeChains(c, legacyMacspoofTableName)
+	if err != nil {
+		return err
+	}
+	return queueLegacyMacspoofTeardown(c, legacy, o)
+}
+
+// queueMacspoofChainsDelete queues the deletion of the chains of ref that
+// exist, the jumping one first.
+func queueMacspoofChainsDelete(c *nftables.Conn, chains map[string]*nftables.Chain, ref string) {
+	for _, name := range []string{"cni-br-iface-" + ref, "cni-br-iface-" + ref + "-mac"} {
+		if chains[name] != nil {
+			c.FlushChain(chainIn(name))
+			c.DelChain(chainIn(name))
+		}
+	}
+}
+
+// TeardownMacSpoofCheck removes the check of o, in either layout. Absent
+// rules, an absent table and a kernel without nf_tables are success; any
+// other nftables error is returned (issue 8, defect 9: a DEL must not report
+// success while the rules may still be there).
 func TeardownMacSpoofCheck(o Owner) error {
 	// The batch fails as a whole with ENOENT when something it deletes
 	// went meanwhile (a concurrent teardown of the same owner): read again.
@@ -167,72 +204,77 @@ func teardownMacSpoofOnce(o Owner) error {
 	if err != nil {
 		return err
 	}
-	own, err := macspoofChainExists(c, macspoofChainName(o))
-	if err != nil {
+	if err := queueMacspoofTeardown(c, o); err != nil {
 		return err
-	}
-	if err := deleteMacspoofJumps(c, macspoofBase(), nftOwnerHash(o)); err != nil {
-		return err
-	}
-	if own {
-		ch := &nftables.Chain{Name: macspoofChainName(o), Table: macspoofTable}
-		c.FlushChain(ch)
-		c.DelChain(ch)
 	}
 	return c.Flush() // an empty batch sends nothing
 }
 
-// Check verifies, read-only, that the check of m is installed: the jump
-// from the base chain for m.Port (it is what sends the port's frames to the
-// check), and the attachment chain returning for m.MAC and dropping the
-// rest. The error wraps ErrMissing and names every missing rule.
+// Check verifies, read-only, that the check of m is installed: the base
+// chain's jump, the port's jump and the MAC chain returning for m.MAC and
+// dropping the rest. A check in our earlier layout passes too. The error
+// wraps ErrMissing and names every missing rule.
 func (m MacSpoofCheck) Check() error {
 	c, err := nftables.New()
 	if err != nil {
 		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
 	}
-	name := macspoofChainName(m.Owner)
-	where := "table bridge " + macspoofTableName
-	for _, name := range []string{macspoofBaseChain, name} {
-		ch, err := macspoofChain(c, name)
-		if err != nil {
-			return err
-		}
-		if ch == nil {
-			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s", m.Owner, ErrMissing, where, name)
-		}
-		// A chain of that name that is not a filter chain on the bridge
-		// prerouting hook sees no frame: the check would do nothing.
-		if name == macspoofBaseChain && (ch.Hooknum == nil || *ch.Hooknum != *nftables.ChainHookPrerouting || ch.Type != nftables.ChainTypeFilter) {
-			return fmt.Errorf("mac spoof check of %s: %w: %s chain %s as a filter prerouting chain", m.Owner, ErrMissing, where, name)
-		}
+	err = m.check(c)
+	if errors.Is(err, ErrMissing) && m.checkLegacy(c) == nil {
+		return nil
 	}
-	base, err := c.GetRules(macspoofTable, macspoofBase())
 	if err != nil {
-		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
-	}
-	own, err := c.GetRules(macspoofTable, &nftables.Chain{Name: name, Table: macspoofTable})
-	if err != nil {
-		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, name, err)
-	}
-	var miss []error
-	hash := nftOwnerHash(m.Owner)
-	if !slices.ContainsFunc(base, func(r *nftables.Rule) bool {
-		h, _, ok := macspoofOwner(r)
-		return ok && h == hash && isMacspoofJump(r, m.Port, name)
-	}) {
-		miss = append(miss, fmt.Errorf("%w: %s chain %s: iifname %q jump %s", ErrMissing, where, macspoofBaseChain, m.Port, name))
-	}
-	if !slices.ContainsFunc(own, func(r *nftables.Rule) bool { return isMacReturn(r, m.MAC) }) {
-		miss = append(miss, fmt.Errorf("%w: %s chain %s: ether saddr %s return", ErrMissing, where, name, m.MAC))
-	}
-	if len(own) == 0 || !isDrop(own[len(own)-1]) {
-		miss = append(miss, fmt.Errorf("%w: %s chain %s: drop (last)", ErrMissing, where, name))
-	}
-	if len(miss) > 0 {
-		return fmt.Errorf("mac spoof check of %s: %w", m.Owner, errors.Join(miss...))
+		return fmt.Errorf("mac spoof check of %s: %w", m.Owner, err)
 	}
 	return nil
+}
+
+func (m MacSpoofCheck) check(c *nftables.Conn) error {
+	chains, err := bridgeChains(c, macspoofTableName)
+	if err != nil {
+		return err
+	}
+	where := "table bridge " + macspoofTableName
+	iface, mac := macspoofChainName(m.Owner), macspoofMACChainName(m.Owner)
+	for _, name := range []string{macspoofBaseChain, iface, mac} {
+		if chains[name] == nil {
+			return fmt.Errorf("%w: %s chain %s", ErrMissing, where, name)
+		}
+	}
+	// A base chain that is not a filter chain on the bridge prerouting hook
+	// sees no frame: the check would do nothing.
+	if ch := chains[macspoofBaseChain]; ch.Hooknum == nil || *ch.Hooknum != *nftables.ChainHookPrerouting || ch.Type != nftables.ChainTypeFilter {
+		return fmt.Errorf("%w: %s chain %s as a filter prerouting chain", ErrMissing, where, macspoofBaseChain)
+	}
+	rules := map[string][]*nftables.Rule{}
+	for _, name := range []string{macspoofBaseChain, iface, mac} {
+		if rules[name], err = c.GetRules(macspoofTable, chainIn(name)); err != nil {
+			return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, name, err)
+		}
+	}
+	var miss []error
+	if !slices.ContainsFunc(rules[macspoofBaseChain], func(r *nftables.Rule) bool { return isJump(r.Exprs, iface) }) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: jump %s", ErrMissing, where, macspoofBaseChain, iface))
+	}
+	if !slices.ContainsFunc(rules[iface], func(r *nftables.Rule) bool { return isMacspoofJump(r, m.Port, mac) }) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: iifname %q jump %s", ErrMissing, where, iface, m.Port, mac))
+	}
+	own := rules[mac]
+	if !slices.ContainsFunc(own, func(r *nftables.Rule) bool { return isMacReturn(r, m.MAC) }) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: ether saddr %s return", ErrMissing, where, mac, m.MAC))
+	}
+	if len(own) == 0 || !isDrop(own[len(own)-1]) {
+		miss = append(miss, fmt.Errorf("%w: %s chain %s: drop (last)", ErrMissing, where, mac))
+	}
+	return errors.Join(miss...)
+}
+
+func isJump(es []expr.Any, chain string) bool {
+	if len(es) != 1 {
+		return false
+	}
+	v, ok := es[0].(*expr.Verdict)
+	return ok && v.Kind == expr.VerdictJump && v.Chain == chain
 }
 
 // isMacspoofJump reports whether r is `iifname "<port>" jump <chain>`. The
@@ -244,11 +286,24 @@ func isMacspoofJump(r *nftables.Rule, port, chain string) bool {
 	}
 	meta, ok1 := r.Exprs[0].(*expr.Meta)
 	cmp, ok2 := r.Exprs[1].(*expr.Cmp)
-	v, ok3 := r.Exprs[2].(*expr.Verdict)
-	return ok1 && ok2 && ok3 &&
+	return ok1 && ok2 &&
 		meta.Key == expr.MetaKeyIIFNAME && !meta.SourceRegister && cmp.Register == meta.Register &&
 		cmp.Op == expr.CmpOpEq && string(bytes.TrimRight(cmp.Data, "\x00")) == port &&
-		v.Kind == expr.VerdictJump && v.Chain == chain
+		isJump(r.Exprs[2:], chain)
+}
+
+// macspoofPort returns the port an iface chain's rules match, "" if none.
+func macspoofPort(rs []*nftables.Rule) string {
+	for _, r := range rs {
+		if len(r.Exprs) == 3 {
+			meta, ok1 := r.Exprs[0].(*expr.Meta)
+			cmp, ok2 := r.Exprs[1].(*expr.Cmp)
+			if ok1 && ok2 && meta.Key == expr.MetaKeyIIFNAME {
+				return string(bytes.TrimRight(cmp.Data, "\x00"))
+			}
+		}
+	}
+	return ""
 }
 
 // isMacReturn reports whether r is `ether saddr <mac> return`.
@@ -271,65 +326,4 @@ func isDrop(r *nftables.Rule) bool {
 	}
 	v, ok := r.Exprs[0].(*expr.Verdict)
 	return ok && v.Kind == expr.VerdictDrop
-}
-
-// macspoofOwner reads the owner hash and network from a jump rule's comment.
-func macspoofOwner(r *nftables.Rule) (hash, network string, ok bool) {
-	c, ok := userdata.GetString(r.UserData, userdata.TypeComment)
-	if !ok {
-		return "", "", false
-	}
-	return parseNFTComment(c)
-}
-
-// GCMacSpoofChecks removes the checks of network whose owner is not in keep
-// (owners of other networks in keep are ignored). A kernel without
-// nf_tables, or without the table, holds none; other nftables errors are
-// returned.
-func GCMacSpoofChecks(network string, keep []Owner) error {
-	c, err := nftables.New() // not lasting: cannot fail
-	if err != nil {
-		return fmt.Errorf("collect mac spoof checks of network %q: %w", network, err)
-	}
-	exists, err := macspoofChainExists(c, macspoofBaseChain)
-	if errors.Is(err, ErrUnavailable) {
-		return nil // no nf_tables here, so no rules either
-	}
-	if err != nil {
-		return fmt.Errorf("collect mac spoof checks of network %q: %w", network, err)
-	}
-	if !exists {
-		return nil // never set up here
-	}
-	kept := map[string]bool{}
-	for _, o := range keep {
-		if o.Network == network {
-			kept[nftOwnerHash(o)] = true
-		}
-	}
-	rules, err := c.GetRules(macspoofTable, macspoofBase())
-	if err != nil {
-		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
-	}
-	dead := 0
-	for _, r := range rules {
-		hash, nw, ok := macspoofOwner(r)
-		if !ok || nw != network || kept[hash] {
-			continue
-		}
-		if err := c.DelRule(r); err != nil {
-			return err
-		}
-		ch := &nftables.Chain{Name: "cni-br-iface-" + hash, Table: macspoofTable}
-		c.FlushChain(ch)
-		c.DelChain(ch)
-		dead++
-	}
-	if dead == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, macspoofTableName, err)
-	}
-	return nil
 }

@@ -48,10 +48,10 @@ var _ = Describe("mac spoof check", func() {
 	})
 
 	It("fails Check when the base chain's jump is gone, and Setup repairs it", func() {
-		Expect(in(hostNS, func() error { return nftDeleteRuleWith(macspoofBaseChain, nftOwnerHash(o)) })).To(Succeed())
+		Expect(in(hostNS, func() error { return nftDeleteRuleWith(macspoofBaseChain, "jump "+macspoofChainName(o)) })).To(Succeed())
 		err := in(hostNS, check.Check)
 		Expect(err).To(MatchError(ErrMissing))
-		Expect(err.Error()).To(ContainSubstring(`iifname "veth1234" jump ` + macspoofChainName(o)))
+		Expect(err.Error()).To(ContainSubstring("chain PREROUTING: jump " + macspoofChainName(o)))
 		Expect(in(hostNS, check.Setup)).To(Succeed())
 		Expect(in(hostNS, check.Check)).To(Succeed())
 	})
@@ -66,7 +66,7 @@ var _ = Describe("mac spoof check", func() {
 	})
 
 	It("fails Check when the drop is gone", func() {
-		Expect(in(hostNS, func() error { return nftDeleteRuleWith(macspoofChainName(o), "drop") })).To(Succeed())
+		Expect(in(hostNS, func() error { return nftDeleteRuleWith(macspoofMACChainName(o), "drop") })).To(Succeed())
 		err := in(hostNS, check.Check)
 		Expect(err).To(MatchError(ErrMissing))
 		Expect(err.Error()).To(ContainSubstring("drop"))
@@ -148,11 +148,11 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 	})
 
 	It("fails GC when nftables refuses", func() {
-		err := inWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })
+		err := inWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })
 		Expect(err).To(MatchError(unix.EPERM))
 		Expect(in(hostNS, check.Check)).To(Succeed(), "the check is still installed")
 
-		Expect(in(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
+		Expect(in(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
 		Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
 	})
 
@@ -175,7 +175,7 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 	It("tears down nothing, successfully, where nothing was set up", func() {
 		other := testutil.NewNS()
 		Expect(in(other, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
-		Expect(in(other, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
+		Expect(in(other, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
 	})
 })
 

@@ -56,11 +56,15 @@
 //     "postrouting" (nat hook, priority srcnat) returns for multicast and
 //     jumps to "masq_checks", which holds one rule per container address:
 //     saddr = address, daddr != its subnet -> masquerade. Each rule's comment
-//     (userdata, as nft shows it) is
-//     "<32 hex of SHA-256(network:ifname:containerID)>, net: <network>, if:
-//     <ifname>, id: <containerID>", cut to 128 bytes. Teardown and Check match
-//     the hash; GC reads the network back from "net: ...". Teardown removes
-//     the rules only: the table and chains are shared.
+//     (userdata, as nft shows it) is upstream's:
+//     "<h(network)>-<h(ifname:containerID)>, net: <network>, if: <ifname>,
+//     id: <containerID>", h being the first 16 hex digits of SHA-512, double
+//     quotes removed from the names, cut to 128 bytes. Teardown and Check
+//     match the hash; GC matches its first half, h(network). Comments in the
+//     form of our earlier releases (32 hex digits of
+//     SHA-256(network:ifname:containerID), then the same text) are still
+//     found by Teardown, Check and GC, and Setup replaces them. Teardown
+//     removes the rules only: the table and chains are shared.
 //
 // # Cost
 //

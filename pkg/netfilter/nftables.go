@@ -106,11 +106,12 @@ func renderRules(rs []nftRule) []string {
 	return out
 }
 
-// ownedBy returns the rules of the masquerade chain that carry o's hash.
-func ownedBy(rs []*nftables.Rule, hash string) []*nftables.Rule {
+// ownedBy returns the rules of the masquerade chain whose comment is o's,
+// in upstream's form or our earlier one.
+func ownedBy(rs []*nftables.Rule, o Owner) []*nftables.Rule {
 	var out []*nftables.Rule
 	for _, r := range rs {
-		if h, _, ok := parseNFTComment(nftRuleFrom(r).comment); ok && h == hash {
+		if c, ok := parseNFTComment(nftRuleFrom(r).comment); ok && c.owns(o) {
 			out = append(out, r)
 		}
 	}
@@ -144,7 +145,7 @@ func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 			c.AddRule(&nftables.Rule{Table: nftTable, Chain: base, Exprs: r.exprs, UserData: r.userData()})
 		}
 	}
-	have := ownedBy(s.masqRules, nftOwnerHash(o))
+	have := ownedBy(s.masqRules, o)
 	if !slices.Equal(renderAll(have), renderRules(want)) {
 		for _, r := range have {
 			if err := c.DelRule(r); err != nil {
@@ -177,7 +178,7 @@ func (m *nftablesMasq) teardown(c *nftables.Conn, o Owner) error {
 	}
 	// The table and the base chain stay: other attachments (and upstream's
 	// plugins) share them, and an empty masquerade chain costs nothing.
-	have := ownedBy(s.masqRules, nftOwnerHash(o))
+	have := ownedBy(s.masqRules, o)
 	if len(have) == 0 {
 		return nil
 	}
@@ -218,9 +219,12 @@ func (m *nftablesMasq) Check(o Owner, addrs []*net.IPNet) error {
 			}
 		}
 	}
-	have := renderAll(ownedBy(s.masqRules, nftOwnerHash(o)))
-	for _, r := range renderRules(nftMasqRules(o, addrs)) {
-		if !slices.Contains(have, r) {
+	// A rule of our earlier releases (legacy comment) passes too: pods
+	// set up before the switch to upstream's names stay checkable.
+	have := renderAll(ownedBy(s.masqRules, o))
+	for _, r := range nftMasqRules(o, addrs) {
+		legacy := nftRule{exprs: r.exprs, comment: nftLegacyComment(o)}
+		if !slices.Contains(have, r.String()) && !slices.Contains(have, legacy.String()) {
 			miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftMasqChain, r))
 		}
 	}
@@ -240,16 +244,16 @@ func (m *nftablesMasq) GC(network string, keep []Owner) error {
 	if err != nil {
 		return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
 	}
-	keepHash := map[string]bool{}
+	var kept []Owner
 	for _, o := range keep {
 		if o.Network == network {
-			keepHash[nftOwnerHash(o)] = true
+			kept = append(kept, o)
 		}
 	}
 	var stale []*nftables.Rule
 	for _, r := range s.masqRules {
-		h, nw, ok := parseNFTComment(nftRuleFrom(r).comment)
-		if ok && nw == network && !keepHash[h] {
+		c, ok := parseNFTComment(nftRuleFrom(r).comment)
+		if ok && c.inNetwork(network) && !slices.ContainsFunc(kept, c.owns) {
 			stale = append(stale, r)
 		}
 	}

@@ -61,43 +61,99 @@ var iptablesCommentRE = regexp.MustCompile(`--comment "name: \\"([^"\\]*)\\" id:
 // listing and editing to keep working).
 const nftCommentMax = 128
 
-// nftOwnerHash is the part of the nftables comment that identifies the owner:
-// 32 hex digits of SHA-256(network ":" ifname ":" containerID). It is always
+// nftHash is upstream's h: the first 16 hex digits of SHA-512(s).
+func nftHash(s string) string {
+	sum := sha512.Sum512([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// nftOwnerHash is the part of the nftables comment that identifies the
+// owner, upstream's: h(network) "-" h(ifname ":" containerID). It is always
 // complete, even when the readable rest of the comment is cut at
-// nftCommentMax.
+// nftCommentMax, and its first half names the network (GC reads it).
 func nftOwnerHash(o Owner) string {
+	return nftHash(o.Network) + "-" + nftHash(o.IfName+":"+o.ContainerID)
+}
+
+// nftLegacyHash identified the owner in the comments our earlier releases
+// wrote: 32 hex digits of SHA-256(network ":" ifname ":" containerID).
+// Teardown, Check and GC still recognise it, so state made before the
+// switch to upstream's names is not stranded; Setup replaces it.
+func nftLegacyHash(o Owner) string {
 	sum := sha256.Sum256([]byte(o.Network + ":" + o.IfName + ":" + o.ContainerID))
 	return hex.EncodeToString(sum[:16])
 }
 
-// nftComment is the comment on an attachment's nftables rules:
+// nftComment is the comment on an attachment's nftables rules, upstream's
+// format:
 //
 //	<nftOwnerHash>, net: <network>, if: <ifname>, id: <containerID>
 //
-// cut to nftCommentMax bytes. Teardown and Check match on the hash; GC reads
-// the network back from "net: ..." (network names cannot contain ',').
+// with double quotes removed from the three names, cut to nftCommentMax
+// bytes. Teardown and Check match on the hash; GC on its network half.
 func nftComment(o Owner) string {
-	c := fmt.Sprintf("%s, net: %s, if: %s, id: %s", nftOwnerHash(o), o.Network, o.IfName, o.ContainerID)
+	unq := func(s string) string { return strings.ReplaceAll(s, `"`, "") }
+	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", nftOwnerHash(o), unq(o.Network), unq(o.IfName), unq(o.ContainerID)))
+}
+
+// nftLegacyComment is the comment our earlier releases wrote (see
+// nftLegacyHash).
+func nftLegacyComment(o Owner) string {
+	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", nftLegacyHash(o), o.Network, o.IfName, o.ContainerID))
+}
+
+func cutComment(c string) string {
 	if len(c) > nftCommentMax {
 		c = c[:nftCommentMax]
 	}
 	return c
 }
 
-// parseNFTComment returns the owner hash and the network of a comment made by
-// nftComment. ok is false for comments of another shape (rules we did not
-// make) or when the network was cut off.
-func parseNFTComment(c string) (hash, network string, ok bool) {
+// nftOwnerComment is what parseNFTComment reads from a comment of either
+// form.
+type nftOwnerComment struct {
+	hash   string // nftOwnerHash or nftLegacyHash
+	legacy bool
+	// netHash is h(network) (upstream's form); network is the network as
+	// written after "net: " (legacy form; possibly quote-stripped or cut
+	// in upstream's form, so not used there).
+	netHash, network string
+}
+
+// owns reports whether the comment is o's, in either form.
+func (c nftOwnerComment) owns(o Owner) bool {
+	if c.legacy {
+		return c.hash == nftLegacyHash(o)
+	}
+	return c.hash == nftOwnerHash(o)
+}
+
+// inNetwork reports whether the comment belongs to network.
+func (c nftOwnerComment) inNetwork(network string) bool {
+	if c.legacy {
+		return c.network == network
+	}
+	return c.netHash == nftHash(network)
+}
+
+// parseNFTComment reads a comment made by nftComment or nftLegacyComment. ok
+// is false for comments of another shape (rules we did not make) or, in the
+// legacy form, when the network was cut off.
+func parseNFTComment(c string) (oc nftOwnerComment, ok bool) {
 	hash, rest, found := strings.Cut(c, ", net: ")
-	if !found || len(hash) != 32 {
-		return "", "", false
-	}
-	if _, err := hex.DecodeString(hash); err != nil {
-		return "", "", false
-	}
-	network, _, found = strings.Cut(rest, ", if: ")
 	if !found {
-		return "", "", false
+		return oc, false
 	}
-	return hash, network, true
+	isHex := func(s string) bool { _, err := hex.DecodeString(s); return err == nil }
+	switch {
+	case len(hash) == 33 && hash[16] == '-' && isHex(hash[:16]) && isHex(hash[17:]):
+		return nftOwnerComment{hash: hash, netHash: hash[:16]}, true
+	case len(hash) == 32 && isHex(hash):
+		network, _, found := strings.Cut(rest, ", if: ")
+		if !found {
+			return oc, false
+		}
+		return nftOwnerComment{hash: hash, legacy: true, network: network}, true
+	}
+	return oc, false
 }

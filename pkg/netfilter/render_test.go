@@ -29,8 +29,24 @@ func TestNames(t *testing.T) {
 		t.Errorf("iptablesComment = %q", got)
 	}
 	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
-	if got, want := nftComment(o), "62b5e9ed03409c0fb073219ebe8eb5ad, net: net1, if: eth0, id: ctr-a"; got != want {
+	// Upstream's: h(network)-h(ifname:containerID), h = 16 hex of SHA-512.
+	if got, want := nftComment(o), "8e48f37d5de60467-376ebbf2634c3ec2, net: net1, if: eth0, id: ctr-a"; got != want {
 		t.Errorf("nftComment = %q, want %q", got, want)
+	}
+	// Our earlier releases' form, still read.
+	if got, want := nftLegacyComment(o), "62b5e9ed03409c0fb073219ebe8eb5ad, net: net1, if: eth0, id: ctr-a"; got != want {
+		t.Errorf("nftLegacyComment = %q, want %q", got, want)
+	}
+	// Double quotes are removed from the names, as upstream does.
+	q := Owner{Network: "net1", ContainerID: "ctr-a", IfName: `e"0`}
+	if got, want := nftComment(q), nftOwnerHash(q)+", net: net1, if: e0, id: ctr-a"; got != want {
+		t.Errorf("nftComment = %q, want %q", got, want)
+	}
+	if got, want := macspoofChainName(o), "cni-br-iface-ctr-a-eth0"; got != want {
+		t.Errorf("macspoofChainName = %q, want %q", got, want)
+	}
+	if got, want := macspoofComment(o), "macspoofchk-ctr-a-eth0"; got != want {
+		t.Errorf("macspoofComment = %q, want %q", got, want)
 	}
 }
 
@@ -40,23 +56,25 @@ func TestNFTCommentRoundTrip(t *testing.T) {
 		{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"},
 		{Network: "a-rather-long-network-name_v2.prod", ContainerID: long, IfName: "net1"},
 	} {
-		c := nftComment(o)
-		if len(c) > nftCommentMax {
-			t.Errorf("%v: comment %d bytes > %d", o, len(c), nftCommentMax)
-		}
-		h, nw, ok := parseNFTComment(c)
-		if !ok || h != nftOwnerHash(o) || nw != o.Network {
-			t.Errorf("parseNFTComment(%q) = %q, %q, %v", c, h, nw, ok)
+		for _, c := range []string{nftComment(o), nftLegacyComment(o)} {
+			if len(c) > nftCommentMax {
+				t.Errorf("%v: comment %d bytes > %d", o, len(c), nftCommentMax)
+			}
+			oc, ok := parseNFTComment(c)
+			if !ok || !oc.owns(o) || !oc.inNetwork(o.Network) || oc.inNetwork(o.Network+"x") {
+				t.Errorf("parseNFTComment(%q) = %+v, %v", c, oc, ok)
+			}
 		}
 	}
 	// Same network and container, other interface: another owner.
 	a := Owner{Network: "n", ContainerID: "c", IfName: "eth0"}
 	b := Owner{Network: "n", ContainerID: "c", IfName: "eth1"}
-	if nftOwnerHash(a) == nftOwnerHash(b) {
+	if nftOwnerHash(a) == nftOwnerHash(b) || nftLegacyHash(a) == nftLegacyHash(b) {
 		t.Error("ifname does not change the nftables owner hash")
 	}
-	for _, c := range []string{"", "hello", "xyz, net: n, if: e, id: c", strings.Repeat("a", 32) + ", net: n"} {
-		if _, _, ok := parseNFTComment(c); ok {
+	for _, c := range []string{"", "hello", "xyz, net: n, if: e, id: c", strings.Repeat("a", 32) + ", net: n",
+		strings.Repeat("a", 33) + ", net: n", strings.Repeat("a", 16) + "-" + strings.Repeat("g", 16) + ", net: n"} {
+		if _, ok := parseNFTComment(c); ok {
 			t.Errorf("parseNFTComment(%q) accepted a foreign comment", c)
 		}
 	}
@@ -104,7 +122,7 @@ func TestRenderIPTables(t *testing.T) {
 func TestRenderNFTables(t *testing.T) {
 	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 	got := renderNFTables(o, []*net.IPNet{cidr(t, "10.1.0.5/24"), cidr(t, "fd00:1::5/64"), cidr(t, "10.1.0.5/24")})
-	const c = `comment "62b5e9ed03409c0fb073219ebe8eb5ad, net: net1, if: eth0, id: ctr-a"`
+	const c = `comment "8e48f37d5de60467-376ebbf2634c3ec2, net: net1, if: eth0, id: ctr-a"`
 	want := `table inet cni_plugins_masquerade {
 	chain postrouting {
 		type nat hook postrouting priority srcnat; policy accept;

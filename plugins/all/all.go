@@ -18,6 +18,7 @@ import (
 	"github.com/cniforge/plugins/plugins/main/tap"
 	"github.com/cniforge/plugins/plugins/main/vlan"
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
+	"github.com/cniforge/plugins/plugins/meta/firewall"
 	"github.com/cniforge/plugins/plugins/meta/sbr"
 	"github.com/cniforge/plugins/plugins/meta/tuning"
 	"github.com/cniforge/plugins/plugins/meta/vrf"
@@ -31,6 +32,7 @@ func Plugins() []plugin.Plugin {
 		bridge.Plugin,
 		dhcp.Plugin,
 		dummy.Plugin,
+		firewall.Plugin,
 		hostdevice.Plugin,
 		hostlocal.Plugin,
 		ipvlan.Plugin,

@@ -36,6 +36,7 @@ func configs(dataDir string) map[string]string {
 		"ipvlan":    fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ipvlan", "master": "verbs0", "ipam": %s}`, hostLocal),
 		"vlan":      fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "vlan", "master": "verbs0", "vlanId": 100, "ipam": %s}`, hostLocal),
 		"dummy":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "dummy", "ipam": %s}`, hostLocal),
+		"firewall":  `{"cniVersion": "1.1.0", "name": "verbs", "type": "firewall", "backend": ""}`,
 	}
 }
 

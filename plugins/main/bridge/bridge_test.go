@@ -736,7 +736,9 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
 		c2.ContainerID, c2.Netns = "c2", cont2.Path()
 		mustAdd(hostNS, c2)
 		Expect(testutil.Reservations(dataDir)).To(HaveLen(2))
-		Expect(strings.Count(rulesText(hostNS), "jump cni-br-iface-")).To(Equal(2))
+		// Per attachment, upstream's layout: PREROUTING jumps to the iface
+		// chain, which jumps to the -mac chain.
+		Expect(strings.Count(rulesText(hostNS), "jump cni-br-iface-")).To(Equal(4))
 
 		gc := call("GC", []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
 			"ipam": %s, "cni.dev/valid-attachments": [{"containerID": "c2", "ifname": "eth0"}]}`, netName, hostLocal(dataDir, "10.29.0.0/24"))))
@@ -747,9 +749,9 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
 		Expect(rules).NotTo(ContainSubstring(`id: \"c1\"`))
 		Expect(rules).To(ContainSubstring(`id: \"c2\"`))
 		Expect(testutil.Reservations(dataDir)).To(HaveLen(1))
-		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(1), "c2's mac spoof check stays, c1's is collected")
-		Expect(rules).To(ContainSubstring("id: c2"))
-		Expect(rules).NotTo(ContainSubstring("id: c1"))
+		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(2), "c2's mac spoof check stays, c1's is collected")
+		Expect(rules).To(ContainSubstring("macspoofchk-c2-eth0"))
+		Expect(rules).NotTo(ContainSubstring("macspoofchk-c1-eth0"))
 	})
 
 	It("forwards STATUS to IPAM", func() {

@@ -1,0 +1,334 @@
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// iptablesForward is the iptables backend of the forward filter. It shares
+// iptablesMasq's binaries, process runner and chain locks; every change of
+// one family is one iptables-restore --noflush of the filter table.
+type iptablesForward struct{ ipt *iptablesMasq }
+
+func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: newIPTablesMasq()} }
+
+func (m *iptablesForward) Backend() string { return BackendIPTables }
+
+const (
+	fwdChain      = "CNI-FORWARD"
+	isoStage1     = "CNI-ISOLATION-STAGE-1"
+	isoStage2     = "CNI-ISOLATION-STAGE-2"
+	fwdJumpSpec   = `-m comment --comment "CNI firewall plugin rules" -j ` + fwdChain
+	fwdLockName   = "filter/" + fwdChain
+	fwdAdminExtra = `-m comment --comment "CNI firewall plugin admin overrides" -j `
+)
+
+func fwdAdminSpec(admin string) string { return fwdAdminExtra + admin }
+
+func isoJumpSpec(p IngressPolicy) string {
+	return fmt.Sprintf(`-m comment --comment "CNI firewall plugin rules (ingressPolicy: %s)" -j %s`, p, isoStage1)
+}
+
+func hostPrefix(ip net.IP) string {
+	if ip.To4() != nil {
+		return ip.To4().String() + "/32"
+	}
+	return ip.String() + "/128"
+}
+
+// fwdOwnSpecs are o's two rules for ip, as iptables-save prints them.
+func fwdOwnSpecs(o Owner, ip net.IP) []string {
+	c := saveQuote(iptablesMarkerComment(o))
+	return []string{
+		"-d " + hostPrefix(ip) + " -m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment " + c + " -j ACCEPT",
+		"-s " + hostPrefix(ip) + " -m comment --comment " + c + " -j ACCEPT",
+	}
+}
+
+// fwdUpstreamSpecs are upstream's two uncommented rules for ip.
+func fwdUpstreamSpecs(ip net.IP) []string {
+	return []string{
+		"-d " + hostPrefix(ip) + " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+		"-s " + hostPrefix(ip) + " -j ACCEPT",
+	}
+}
+
+func isoStage1Specs(p IngressPolicy, br string) []string {
+	var out []string
+	if p == IngressIsolated {
+		out = append(out, fmt.Sprintf("-i %s -o %s -j DROP", br, br))
+	}
+	return append(out, fmt.Sprintf("-i %s ! -o %s -j %s", br, br, isoStage2))
+}
+
+func isoStage2Spec(br string) string { return fmt.Sprintf("-o %s -j DROP", br) }
+
+// fwdOwnerRE reads the owner back from a rule's marker comment as
+// iptables-save prints it.
+var fwdOwnerRE = regexp.MustCompile(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\" if: ([0-9a-f]*)"`)
+
+func fwdOwnerOf(spec string) (Owner, bool) {
+	m := fwdOwnerRE.FindStringSubmatch(spec)
+	if m == nil {
+		return Owner{}, false
+	}
+	var ifName []byte
+	if _, err := fmt.Sscanf(m[3], "%x", &ifName); err != nil && m[3] != "" {
+		return Owner{}, false
+	}
+	return Owner{Network: m[1], ContainerID: m[2], IfName: string(ifName)}, true
+}
+
+func (m *iptablesForward) usable() error {
+	for _, f := range families {
+		if err := m.ipt.usable(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *iptablesForward) save(f family) (natTable, error) {
+	out, err := m.ipt.exec(m.ipt.tool(f, "save"), []string{"-t", "filter"}, nil)
+	if err != nil {
+		return natTable{}, err
+	}
+	return parseSave(out, "filter")
+}
+
+func (m *iptablesForward) restore(f family, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	_, err := m.ipt.exec(m.ipt.tool(f, "restore"), []string{"-w", "--noflush"}, tablePayload("filter", lines))
+	return err
+}
+
+// byFamilyIP splits ips by family.
+func byFamilyIP(ips []net.IP) map[family][]net.IP {
+	out := map[family][]net.IP{}
+	for _, ip := range ips {
+		if ip != nil {
+			out[familyOf(ip)] = append(out[familyOf(ip)], ip)
+		}
+	}
+	return out
+}
+
+// change runs fn on each family's table under the CNI-FORWARD lock and
+// applies the lines it returns.
+func (m *iptablesForward) change(what string, fams []family, fn func(f family, t natTable) ([]string, error)) error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	unlock, err := m.ipt.lockChains(fwdLockName)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer unlock()
+	var errs []error
+	for _, f := range fams {
+		t, err := m.save(f)
+		if err == nil {
+			var lines []string
+			if lines, err = fn(f, t); err == nil {
+				err = m.restore(f, lines)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s filter table): %w", what, f, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *iptablesForward) Setup(r ForwardRules) error {
+	if err := checkIPTablesComment(r.Owner); err != nil {
+		return err
+	}
+	ips := byFamilyIP(r.Addrs)
+	var fams []family
+	for _, f := range families {
+		if len(ips[f]) > 0 {
+			fams = append(fams, f)
+		}
+	}
+	var done []family
+	err := m.change("set up forward rules for "+r.Owner.String(), fams, func(f family, t natTable) ([]string, error) {
+		lines := r.setupLines(t, ips[f])
+		done = append(done, f)
+		return lines, nil
+	})
+	if err != nil {
+		// Leave no family half set up: each restore is one transaction,
+		// so only the families done before the failure hold o's rules.
+		if uerr := m.Teardown(r.Owner, nil); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("undo: %w", uerr))
+		}
+	}
+	return err
+}
+
+// setupLines are the restore lines that make t hold r for ips.
+func (r ForwardRules) setupLines(t natTable, ips []net.IP) []string {
+	var lines []string
+	admin := r.admin()
+	for _, ch := range []string{fwdChain, admin} {
+		if !t.chains[ch] {
+			lines = append(lines, "-N "+ch)
+		}
+	}
+	if r.Policy == IngressSameBridge || r.Policy == IngressIsolated {
+		for _, ch := range []string{isoStage1, isoStage2} {
+			if !t.chains[ch] {
+				lines = append(lines, "-N "+ch)
+			}
+		}
+		for _, spec := range []string{isoStage2Spec(r.Bridge)} {
+			if !slices.Contains(t.rules[isoStage2], spec) {
+				lines = append(lines, "-I "+isoStage2+" 1 "+spec)
+			}
+		}
+		for _, spec := range slices.Backward(isoStage1Specs(r.Policy, r.Bridge)) {
+			if !slices.Contains(t.rules[isoStage1], spec) {
+				lines = append(lines, "-I "+isoStage1+" 1 "+spec)
+			}
+		}
+		for _, ch := range []string{isoStage1, isoStage2} {
+			if rs := t.rules[ch]; len(rs) == 0 || rs[len(rs)-1] != "-j RETURN" {
+				lines = append(lines, "-A "+ch+" -j RETURN")
+			}
+		}
+	}
+	if !slices.Contains(t.rules["FORWARD"], fwdJumpSpec) {
+		lines = append(lines, "-I FORWARD 1 "+fwdJumpSpec)
+	}
+	if r.Policy == IngressSameBridge || r.Policy == IngressIsolated {
+		// Inserted after the CNI-FORWARD jump, so it lands in front of it.
+		if !slices.Contains(t.rules["FORWARD"], isoJumpSpec(r.Policy)) {
+			lines = append(lines, "-I FORWARD 1 "+isoJumpSpec(r.Policy))
+		}
+	}
+	if rs := t.rules[fwdChain]; len(rs) == 0 || rs[0] != fwdAdminSpec(admin) {
+		if slices.Contains(rs, fwdAdminSpec(admin)) {
+			lines = append(lines, "-D "+fwdChain+" "+fwdAdminSpec(admin))
+		}
+		lines = append(lines, "-I "+fwdChain+" 1 "+fwdAdminSpec(admin))
+	}
+	var want []string
+	for _, ip := range ips {
+		want = append(want, fwdOwnSpecs(r.Owner, ip)...)
+	}
+	for _, spec := range t.rules[fwdChain] {
+		if o, ok := fwdOwnerOf(spec); ok && o == r.Owner && !slices.Contains(want, spec) {
+			lines = append(lines, "-D "+fwdChain+" "+spec)
+		}
+	}
+	for _, spec := range want {
+		if !slices.Contains(t.rules[fwdChain], spec) {
+			lines = append(lines, "-A "+fwdChain+" "+spec)
+		}
+	}
+	return lines
+}
+
+func (m *iptablesForward) Teardown(o Owner, addrs []net.IP) error {
+	ips := byFamilyIP(addrs)
+	return m.change("tear down forward rules for "+o.String(), families, func(f family, t natTable) ([]string, error) {
+		if !t.chains[fwdChain] {
+			return nil, nil
+		}
+		var upstream []string
+		for _, ip := range ips[f] {
+			upstream = append(upstream, fwdUpstreamSpecs(ip)...)
+		}
+		var lines []string
+		for _, spec := range t.rules[fwdChain] {
+			if own, ok := fwdOwnerOf(spec); (ok && own == o) || slices.Contains(upstream, spec) {
+				lines = append(lines, "-D "+fwdChain+" "+spec)
+			}
+		}
+		return lines, nil
+	})
+}
+
+func (m *iptablesForward) Check(r ForwardRules) error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	ips := byFamilyIP(r.Addrs)
+	var miss []error
+	for _, f := range families {
+		if len(ips[f]) == 0 {
+			continue
+		}
+		t, err := m.save(f)
+		if err != nil {
+			return fmt.Errorf("check forward rules of %s: %w", r.Owner, err)
+		}
+		for _, l := range r.missing(t, ips[f]) {
+			miss = append(miss, fmt.Errorf("%w: %s filter table: %s", ErrMissing, f, l))
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("forward rules of %s: %w", r.Owner, errors.Join(miss...))
+	}
+	return nil
+}
+
+// missing lists what Check finds absent, as "-A <chain> <spec>" lines.
+// Upstream's uncommented per-address rules count as present.
+func (r ForwardRules) missing(t natTable, ips []net.IP) []string {
+	var out []string
+	need := func(chain, spec string) {
+		if !slices.Contains(t.rules[chain], spec) {
+			out = append(out, "-A "+chain+" "+spec)
+		}
+	}
+	need("FORWARD", fwdJumpSpec)
+	if rs := t.rules[fwdChain]; len(rs) == 0 || rs[0] != fwdAdminSpec(r.admin()) {
+		out = append(out, "-A "+fwdChain+" "+fwdAdminSpec(r.admin())+" (first)")
+	}
+	for _, ip := range ips {
+		own, up := fwdOwnSpecs(r.Owner, ip), fwdUpstreamSpecs(ip)
+		for i := range own {
+			if !slices.Contains(t.rules[fwdChain], own[i]) && !slices.Contains(t.rules[fwdChain], up[i]) {
+				out = append(out, "-A "+fwdChain+" "+own[i])
+			}
+		}
+	}
+	if r.Policy == IngressSameBridge || r.Policy == IngressIsolated {
+		fw := t.rules["FORWARD"]
+		if i, j := slices.Index(fw, isoJumpSpec(r.Policy)), slices.Index(fw, fwdJumpSpec); i < 0 || (j >= 0 && i > j) {
+			out = append(out, "-A FORWARD "+isoJumpSpec(r.Policy)+" (before the "+fwdChain+" jump)")
+		}
+		for _, spec := range isoStage1Specs(r.Policy, r.Bridge) {
+			need(isoStage1, spec)
+		}
+		need(isoStage2, isoStage2Spec(r.Bridge))
+	}
+	return out
+}
+
+func (m *iptablesForward) GC(network string, keep []Owner) error {
+	return m.change("collect forward rules of network "+fmt.Sprintf("%q", network), families, func(f family, t natTable) ([]string, error) {
+		var lines []string
+		for _, spec := range t.rules[fwdChain] {
+			o, ok := fwdOwnerOf(spec)
+			if ok && o.Network == network && !slices.Contains(keep, o) {
+				lines = append(lines, "-D "+fwdChain+" "+spec)
+			}
+		}
+		return lines, nil
+	})
+}
+
+// fwdRender is the restore input Setup applies on an empty filter table,
+// for tests.
+func fwdRender(r ForwardRules, f family) string {
+	return strings.TrimSpace(string(tablePayload("filter", r.setupLines(natTable{chains: map[string]bool{}, rules: map[string][]string{}}, byFamilyIP(r.Addrs)[f]))))
+}

@@ -1,0 +1,80 @@
+package firewall
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// Backends, as the backend key names them.
+const (
+	backendIPTables  = "iptables"
+	backendNFTables  = "nftables"
+	backendFirewalld = "firewalld"
+)
+
+// netConf is firewall's config. Keys and defaults are upstream's, plus
+// backend "nftables".
+type netConf struct {
+	attach.NetConf
+	// Backend is "iptables", "firewalld", "nftables", or ""/absent (Podman
+	// sends ""), which means firewalld when it answers on the system bus,
+	// else iptables.
+	Backend string `json:"backend"`
+	// AdminChain is iptablesAdminChainName (default CNI-ADMIN).
+	AdminChain string `json:"iptablesAdminChainName"`
+	// Zone is firewalldZone (default trusted).
+	Zone string `json:"firewalldZone"`
+	// IngressPolicy is "open" (default), "same-bridge" or "isolated".
+	IngressPolicy netfilter.IngressPolicy `json:"ingressPolicy"`
+}
+
+func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
+
+// parseConfig decodes, defaults and validates stdin, the same way for every
+// command. It touches no kernel state and leaves prevResult unparsed.
+func parseConfig(stdin []byte) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	switch c.Backend {
+	case "", backendIPTables, backendNFTables, backendFirewalld:
+	default:
+		return nil, result.InvalidConfig(fmt.Errorf("backend: %q is not %q, %q or %q", c.Backend, backendIPTables, backendFirewalld, backendNFTables))
+	}
+	if c.AdminChain == "" {
+		c.AdminChain = netfilter.DefaultAdminChain
+	}
+	// iptables chain names: at most 28 bytes (XT_EXTENSION_MAXNAMELEN less
+	// the NUL), no blanks, and not an option or a target of iptables' own.
+	if n := len(c.AdminChain); n > 28 || strings.ContainsAny(c.AdminChain, " \t\n\"'!") || strings.HasPrefix(c.AdminChain, "-") ||
+		isBuiltinTarget(c.AdminChain) {
+		return nil, result.InvalidConfig(fmt.Errorf("iptablesAdminChainName: %q is not a usable iptables chain name (at most 28 bytes, no blanks or quotes, not a built-in target)", c.AdminChain))
+	}
+	if c.Zone == "" {
+		c.Zone = "trusted"
+	}
+	switch c.IngressPolicy {
+	case "":
+		c.IngressPolicy = netfilter.IngressOpen
+	case netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated:
+	default:
+		return nil, result.InvalidConfig(fmt.Errorf("ingressPolicy: %q is not %q, %q or %q", c.IngressPolicy,
+			netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated))
+	}
+	return c, nil
+}
+
+func isBuiltinTarget(s string) bool {
+	switch s {
+	case "ACCEPT", "DROP", "RETURN", "QUEUE", "INPUT", "OUTPUT", "FORWARD", "PREROUTING", "POSTROUTING", "CNI-FORWARD":
+		return true
+	}
+	return false
+}

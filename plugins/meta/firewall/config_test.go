@@ -1,0 +1,46 @@
+package firewall
+
+import (
+	"testing"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, stdin string
+		code        uint // 0: valid
+		admin, zone string
+		policy      netfilter.IngressPolicy
+	}{
+		{name: "defaults", stdin: `{"name": "n", "type": "firewall"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
+		{name: "podman's empty backend", stdin: `{"name": "n", "backend": ""}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
+		{name: "all keys", stdin: `{"name": "n", "backend": "iptables", "iptablesAdminChainName": "MY-ADMIN", "firewalldZone": "public", "ingressPolicy": "isolated"}`,
+			admin: "MY-ADMIN", zone: "public", policy: "isolated"},
+		{name: "same-bridge", stdin: `{"name": "n", "ingressPolicy": "same-bridge"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "same-bridge"},
+		{name: "not JSON", stdin: `{"name": `, code: 6},
+		{name: "no name", stdin: `{"type": "firewall"}`, code: 7},
+		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, code: 7},
+		{name: "unknown policy", stdin: `{"name": "n", "ingressPolicy": "closed"}`, code: 7},
+		{name: "admin chain too long", stdin: `{"name": "n", "iptablesAdminChainName": "A23456789012345678901234567890"}`, code: 7},
+		{name: "admin chain with a blank", stdin: `{"name": "n", "iptablesAdminChainName": "A B"}`, code: 7},
+		{name: "admin chain is a target", stdin: `{"name": "n", "iptablesAdminChainName": "DROP"}`, code: 7},
+		{name: "admin chain is an option", stdin: `{"name": "n", "iptablesAdminChainName": "-j"}`, code: 7},
+	} {
+		c, err := parseConfig([]byte(tc.stdin))
+		if tc.code != 0 {
+			if err == nil || result.Code(err) != tc.code {
+				t.Errorf("%s: err = %v (code %d), want code %d", tc.name, err, result.Code(err), tc.code)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if c.AdminChain != tc.admin || c.Zone != tc.zone || c.IngressPolicy != tc.policy {
+			t.Errorf("%s: got admin %q zone %q policy %q", tc.name, c.AdminChain, c.Zone, c.IngressPolicy)
+		}
+	}
+}
