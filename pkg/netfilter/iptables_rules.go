@@ -137,7 +137,18 @@ type natTable struct {
 }
 
 func parseNATSave(out []byte) (natTable, error) {
-	t := natTable{chains: map[string]bool{}, rules: map[string][]string{}}
+	ts, err := parseSave(out)
+	t := ts["nat"]
+	if t.chains == nil {
+		t = natTable{chains: map[string]bool{}, rules: map[string][]string{}}
+	}
+	return t, err
+}
+
+// parseSave reads every table iptables-save printed, by name.
+func parseSave(out []byte) (map[string]natTable, error) {
+	ts := map[string]natTable{}
+	var t natTable
 	in := false
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
@@ -146,7 +157,9 @@ func parseNATSave(out []byte) (natTable, error) {
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "*"):
-			in = line == "*nat"
+			in = true
+			t = natTable{chains: map[string]bool{}, rules: map[string][]string{}}
+			ts[line[1:]] = t
 		case !in:
 		case line == "COMMIT":
 			in = false
@@ -156,14 +169,14 @@ func parseNATSave(out []byte) (natTable, error) {
 		case strings.HasPrefix(line, "-A "):
 			chain, spec, ok := strings.Cut(line[3:], " ")
 			if !ok {
-				return t, fmt.Errorf("iptables-save: unexpected line %q", line)
+				return ts, fmt.Errorf("iptables-save: unexpected line %q", line)
 			}
 			t.rules[chain] = append(t.rules[chain], spec)
 		default:
-			return t, fmt.Errorf("iptables-save: unexpected line %q", line)
+			return ts, fmt.Errorf("iptables-save: unexpected line %q", line)
 		}
 	}
-	return t, sc.Err()
+	return ts, sc.Err()
 }
 
 // jumpsTo returns the POSTROUTING rules that jump to chain.
