@@ -386,9 +386,10 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			continue
 		}
 		var miss []string
-		for _, l := range append(r.sharedLines(nat), r.guardLines(raw)...) {
-			miss = append(miss, l)
-		}
+		// The route_localnet guard is ours alone (upstream makes none), so
+		// an upstream ADD passes CHECK without it.
+		_ = raw
+		miss = append(miss, r.sharedLines(nat)...)
 		if !nat.chains[r.chain] {
 			miss = append(miss, "nat chain "+r.chain)
 		}

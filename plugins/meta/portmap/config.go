@@ -80,10 +80,12 @@ func (c *netConf) validate() error {
 		if conds == nil {
 			continue
 		}
+		// iptables conditions are argument lists ("-s", "10.0.0.0/8"):
+		// the first one is an option.
+		if len(*conds) > 0 && !strings.HasPrefix(strings.TrimSpace((*conds)[0]), "-") {
+			nftSyntax = true
+		}
 		for _, cond := range *conds {
-			if !strings.HasPrefix(strings.TrimSpace(cond), "-") {
-				nftSyntax = true
-			}
 			if strings.ContainsAny(cond, "\n\r") {
 				return fmt.Errorf("%s: %q holds a line break", key, cond)
 			}

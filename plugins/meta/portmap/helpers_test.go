@@ -80,7 +80,12 @@ func newEnv() env {
 }
 
 // prevResult is what a main plugin reported, in version ver.
-func (e env) prevResult(ver string) json.RawMessage {
+func (e env) prevResult(ver string) json.RawMessage { return e.prev(ver, false) }
+
+// prevResultV4 is prevResult with the IPv4 address only.
+func (e env) prevResultV4(ver string) json.RawMessage { return e.prev(ver, true) }
+
+func (e env) prev(ver string, v4only bool) json.RawMessage {
 	GinkgoHelper()
 	idx := 0
 	res := &current.Result{
@@ -91,7 +96,7 @@ func (e env) prevResult(ver string) json.RawMessage {
 			{Address: net.IPNet{IP: net.ParseIP(contIP6), Mask: net.CIDRMask(64, 128)}, Gateway: net.ParseIP(hostGW6), Interface: &idx},
 		},
 	}
-	if !testutil.AtLeast(ver, "0.3.0") {
+	if v4only || !testutil.AtLeast(ver, "0.3.0") {
 		res.IPs = res.IPs[:1] // 0.1.0/0.2.0 carry one address per family; keep it simple
 	}
 	conv, err := res.GetAsVersion(ver)
