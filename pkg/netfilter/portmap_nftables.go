@@ -38,6 +38,8 @@ import (
 //			ct status dnat ip saddr . ip daddr @hairpin masquerade
 //			ct status dnat ip saddr 127.0.0.0/8 masquerade
 //			ct status dnat ip daddr @masq_all masquerade }
+//		chain localnet_guard { type filter hook prerouting priority raw;   # IPv4 only
+//			iifname != "lo" ip daddr 127.0.0.0/8 drop }
 //	}
 //
 // Every element carries the comment "<16 hex of SHA-512(network +
@@ -182,7 +184,7 @@ func pmChains(f family) []pmChainDef {
 		masq[1] = append(masq[1], &expr.Masq{})
 	}
 	masq = append(masq, masqAll)
-	return []pmChainDef{
+	defs := []pmChainDef{
 		{&nftables.Chain{Name: "hostports", Table: t}, [][]expr.Any{dnatVia(f, pmPortsMap, loadProtoPort(unix.NFT_REG32_00))}},
 		{&nftables.Chain{Name: "hostip_hostports", Table: t}, [][]expr.Any{dnatVia(f, pmHostIPMap, hostIPKey)}},
 		{&nftables.Chain{Name: "hostports_all", Table: t}, [][]expr.Any{jump("hostip_hostports"), jump("hostports")}},
@@ -193,7 +195,24 @@ func pmChains(f family) []pmChainDef {
 		{&nftables.Chain{Name: "masquerading", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting,
 			Priority: nftables.ChainPriorityNATSource}, masq},
 	}
+	if f == ipv4 {
+		// route_localnet lets a neighbour's packet to 127.0.0.0/8 in:
+		// drop it unless it came in on lo (CVE-2020-8558).
+		lo := make([]byte, unix.IFNAMSIZ)
+		copy(lo, "lo")
+		guard := append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: lo},
+		}, matchAddr(f, false, expr.CmpOpEq, mustCIDR("127.0.0.0/8"))...)
+		defs = append(defs, pmChainDef{&nftables.Chain{Name: pmGuardNFT, Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw},
+			[][]expr.Any{append(guard, &expr.Verdict{Kind: expr.VerdictDrop})}})
+	}
+	return defs
 }
+
+// pmGuardNFT is the IPv4 base chain holding the route_localnet guard.
+const pmGuardNFT = "localnet_guard"
 
 func port4(p int) []byte { return []byte{byte(p >> 8), byte(p), 0, 0} }
 

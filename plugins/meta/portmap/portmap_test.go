@@ -107,6 +107,28 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(tcpGet(e.outside, hp(80))).To(Equal("container"))
 	})
 
+	// CVE-2020-8558: route_localnet must not open the host's
+	// localhost-only listeners to a neighbour.
+	It("drops a neighbour's packet to 127.0.0.1 despite route_localnet", func() {
+		local := udpListen(e.host, "127.0.0.1:9999")
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}))).Err).To(BeNil())
+		Expect(ipt(e.host, "sysctl", "-n", "net.ipv4.conf."+hostIf+".route_localnet")).To(Equal("1\n"))
+		// The container plays the neighbour: it sends to 127.0.0.1 over
+		// its link to the host.
+		ipt(e.cont, "ip", "route", "del", "local", "127.0.0.0/8", "dev", "lo", "table", "local")
+		ipt(e.cont, "ip", "route", "del", "local", "127.0.0.1", "dev", "lo", "table", "local")
+		ipt(e.cont, "ip", "route", "add", "127.0.0.0/8", "via", hostGW4)
+		ipt(e.cont, "sysctl", "-qw", "net.ipv4.conf.eth0.route_localnet=1")
+		Expect(local.send(e.cont, "127.0.0.1:9999")).To(BeEmpty())
+		// The control: without the guard, the same packet gets in.
+		if backend == "iptables" {
+			ipt(e.host, "iptables", "-t", "raw", "-D", "PREROUTING", "-j", "CNI-HOSTPORT-GUARD")
+		} else {
+			ipt(e.host, "nft", "flush", "chain", "ip", "cni_hostport", "localnet_guard")
+		}
+		Expect(local.send(e.cont, "127.0.0.1:9999")).To(Equal("hello"))
+	})
+
 	It("flushes the UDP conntrack entry of a flow that started before ADD", func() {
 		udp := udpListen(e.cont, ":5353")
 		// A node has NAT in use before portmap runs (a masquerade, say):
