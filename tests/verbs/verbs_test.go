@@ -24,6 +24,7 @@ func configs(dataDir string) map[string]string {
 		"static":     `{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipam": {"type": "static", "addresses": [{"address": "10.62.0.2/24"}]}}`,
 		"bridge":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "bridge", "bridge": "verbsbr0", "isGateway": true, "ipMasq": true, "ipam": %s}`, hostLocal),
 		"ptp":        fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "ptp", "ipMasq": true, "ipam": %s}`, hostLocal),
+		"portmap":    `{"cniVersion": "1.1.0", "name": "verbs", "type": "portmap", "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80}]}}`,
 	}
 }
 
