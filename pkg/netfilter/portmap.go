@@ -205,3 +205,13 @@ func joinInts(ns []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// capMissing keeps an error about many missing mappings readable: the
+// first ten, then how many more.
+func capMissing(errs []error) []error {
+	const keep = 10
+	if len(errs) <= keep {
+		return errs
+	}
+	return append(errs[:keep:keep], fmt.Errorf("%w: and %d more", ErrPortMapMissing, len(errs)-keep))
+}

@@ -408,7 +408,7 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("iptables port forwards of %s: %w", opts.Owner, errors.Join(errs...))
+		return fmt.Errorf("iptables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(errs)...))
 	}
 	return nil
 }

@@ -395,12 +395,12 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 				continue
 			}
 			if len(have) > 0 {
-				if err := c.SetDeleteElements(sets[set.Name], have); err != nil {
+				if err := setElems(c.SetDeleteElements, sets[set.Name], have); err != nil {
 					return err
 				}
 			}
 			if len(want[set.Name]) > 0 {
-				if err := c.SetAddElements(sets[set.Name], want[set.Name]); err != nil {
+				if err := setElems(c.SetAddElements, sets[set.Name], want[set.Name]); err != nil {
 					return err
 				}
 			}
@@ -439,7 +439,7 @@ func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) {
 					}
 				}
 			}
-			if err := c.SetDeleteElements(set, own); err != nil {
+			if err := setElems(c.SetDeleteElements, set, own); err != nil {
 				return ips, err
 			}
 			changed = true
@@ -498,7 +498,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		}
 	}
 	if len(miss) > 0 {
-		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(miss...))
+		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))
 	}
 	return nil
 }
@@ -529,7 +529,7 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 				}
 			}
 			if len(stale) > 0 {
-				if err := c.SetDeleteElements(set, stale); err != nil {
+				if err := setElems(c.SetDeleteElements, set, stale); err != nil {
 					return err
 				}
 				changed = true
@@ -547,3 +547,19 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 
 // ipsDstNAT is IPS_DST_NAT of the conntrack status bits.
 const ipsDstNAT = 1 << 5
+
+// pmElemChunk bounds the elements of one netlink message: the element
+// list is one nested attribute, whose length field has 16 bits, so 1000
+// elements in one message would be cut short without an error.
+const pmElemChunk = 200
+
+// setElems queues op (add or delete) for els in messages of at most
+// pmElemChunk elements; they stay in the one batch the next Flush sends.
+func setElems(op func(*nftables.Set, []nftables.SetElement) error, s *nftables.Set, els []nftables.SetElement) error {
+	for chunk := range slices.Chunk(els, pmElemChunk) {
+		if err := op(s, chunk); err != nil {
+			return fmt.Errorf("set %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
