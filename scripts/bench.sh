@@ -11,6 +11,10 @@
 #   bridge-nftables   bridge + host-local, ipMasq on nftables: ADD, CHECK, DEL
 #   ptp-dual          ptp + host-local, IPv4 + IPv6:            ADD, CHECK, DEL
 #   ptp-dual-masq     the same with ipMasq (default backend)
+#   portmap-ipt-one   portmap (chained, synthetic prevResult), 1 mapping, iptables
+#   portmap-ipt-many  the same with 1000 mappings (Podman's -p 20000-20999)
+#   portmap-ipt-others 1 mapping, with another container's 1000 mappings on the node
+#   portmap-nft-one, portmap-nft-many, portmap-nft-others: the same on nftables
 #
 # Each scenario runs one untimed warm-up attachment (it creates the bridge,
 # the nat chains), then N timed ADD/CHECK/DEL cycles on one container
@@ -51,6 +55,21 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			ipam: {type: "host-local", dataDir: $dd,
 				ranges: [[{subnet: "10.250.2.0/24"}], [{subnet: "fd00:250:2::/64"}]]}}')
 		;;
+	portmap-*)
+		plugin=portmap
+		be=iptables
+		case $scenario in portmap-nft-*) be=nftables ;; esac
+		count=1
+		[ "${scenario##*-}" = many ] && count=1000
+		prev='{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"x"}],"ips":[{"address":"10.250.3.2/24","interface":0}]}'
+		pmconf() { # pmconf COUNT FIRSTPORT [PREVRESULT]
+			jq -cn --arg be "$be" --argjson prev "${3:-$prev}" --argjson n "$1" --argjson p "$2" '{
+				cniVersion: "1.0.0", name: "bench-portmap", type: "portmap", backend: $be,
+				prevResult: $prev,
+				runtimeConfig: {portMappings: [range(0; $n) | {hostPort: ($p + .), containerPort: 80}]}}'
+		}
+		conf=$(pmconf "$count" 20000)
+		;;
 	*)
 		echo "unknown scenario $scenario" >&2
 		exit 2
@@ -88,6 +107,11 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		return 0
 	}
 
+	if [ "${scenario##*-}" = others ]; then
+		# Another container's 1000 mappings stay on the node throughout.
+		CNI_CONTAINERID=bench-others
+		invoke ADD "$(pmconf 1000 30000 "${prev/10.250.3.2/10.250.3.3}")"
+	fi
 	cycle 0 # warm-up: creates the bridge, loads nat tables, fills caches
 	for ((i = 0; i < n; i++)); do
 		cycle 1
@@ -96,7 +120,8 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq
+	portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in
