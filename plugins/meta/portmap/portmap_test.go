@@ -161,8 +161,32 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(udp.recv()).To(Equal("later"))
 	})
 
-	It("fails STATUS with nothing but a valid backend", func() {
-		Expect(run(e, attach.Hooks{}, testutil.Call{Command: "STATUS", Stdin: confOpts{ver: "1.1.0", backend: backend}.json()}).Err).To(BeNil())
+	It("replaces an attachment's mappings on a repeated ADD, and ADD-DEL-ADD ends as ADD", func() {
+		tcpServe(e.cont, ":8080", "again")
+		first := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, first)).Err).To(BeNil())
+		state := forwards(e.host)
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, first)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, first)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(Equal(state))
+
+		second := conf("1.1.0", mapping{HostPort: 81, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, second)).Err).To(BeNil())
+		Expect(tcpGet(e.outside, hp(81))).To(Equal("again"))
+		_, err := tcpGet(e.outside, hp(80))
+		Expect(err).To(HaveOccurred(), "the old mapping is gone")
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, second)).Err).To(BeNil())
+	})
+
+	It("answers STATUS: fine when the backend works, code 50 when it cannot be used", func() {
+		status := testutil.Call{Command: "STATUS", Stdin: confOpts{ver: "1.1.0", backend: backend}.json()}
+		Expect(run(e, attach.Hooks{}, status).Err).To(BeNil())
+		if backend == "iptables" {
+			status.Env = map[string]string{"PATH": "/nonexistent"} // no iptables binaries
+			out := run(e, attach.Hooks{}, status)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Code).To(BeEquivalentTo(50))
+		}
 	})
 
 	It("GC removes the forwards of attachments not listed", func() {
