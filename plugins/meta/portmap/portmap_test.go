@@ -161,6 +161,34 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(udp.recv()).To(Equal("later"))
 	})
 
+	It("flushes on DEL the flows DNATed to the container, so they stop reaching it", func() {
+		ipt(e.host, "iptables", "-A", "INPUT", "-m", "conntrack", "--ctstate", "NEW,ESTABLISHED", "-j", "ACCEPT")
+		inCont := udpListen(e.cont, ":5353")
+		stdin := conf("1.1.0", mapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp"})
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		var c *net.UDPConn
+		Expect(e.outside.Do(func() (err error) {
+			c, err = net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(testutil.OutsideAddr), Port: 40001},
+				&net.UDPAddr{IP: net.ParseIP(hostIP4), Port: 53})
+			return err
+		})).To(Succeed())
+		DeferCleanup(c.Close)
+		send := func(msg string) {
+			for range 3 {
+				_, err := c.Write([]byte(msg))
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		send("during")
+		Expect(inCont.recv()).To(Equal("during"))
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		// The host now answers the flow itself: its entry was flushed.
+		onHost := udpListen(e.host, hostIP4+":53")
+		send("after")
+		Expect(onHost.recv()).To(Equal("after"))
+		Expect(inCont.recv()).To(BeEmpty())
+	})
+
 	It("replaces an attachment's mappings on a repeated ADD, and ADD-DEL-ADD ends as ADD", func() {
 		tcpServe(e.cont, ":8080", "again")
 		first := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080})
