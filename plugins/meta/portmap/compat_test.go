@@ -134,3 +134,24 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 		Expect(tcpGet(e.outside, hp(80))).To(Equal("admin"))
 	})
 })
+
+var _ = Describe("upstream compatibility (nftables)", func() {
+	It("DEL removes upstream's per-mapping rules, commented with the container ID", func() {
+		e := newEnv()
+		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResultV4("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "other", e, stdin)).Err).To(BeNil())
+		// Upstream's rules for container c1 in the shared chains.
+		for _, r := range [][]string{
+			{"hostports", "tcp", "dport", "81", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"hostip_hostports", "ip", "daddr", hostIP4, "tcp", "dport", "82", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"masquerading", "ip", "saddr", contIP4, "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+		} {
+			ipt(e.host, append([]string{"nft", "add", "rule", "ip", "cni_hostport"}, r...)...)
+		}
+		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).To(ContainSubstring(`comment "c1"`))
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).NotTo(ContainSubstring(`comment "c1"`))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, stdin)).Err).To(BeNil(), "another container's mappings stay")
+	})
+})
