@@ -18,6 +18,10 @@
 #   bridge-nftables   bridge + host-local, ipMasq on nftables: ADD, CHECK, DEL
 #   ptp-dual          ptp + host-local, IPv4 + IPv6:            ADD, CHECK, DEL
 #   ptp-dual-masq     the same with ipMasq (default backend)
+#   portmap-ipt-one   portmap (chained, synthetic prevResult), 1 mapping, iptables
+#   portmap-ipt-many  the same with 1000 mappings (Podman's -p 20000-20999)
+#   portmap-ipt-others 1 mapping, with another container's 1000 mappings on the node
+#   portmap-nft-one, portmap-nft-many, portmap-nft-others: the same on nftables
 #   macvlan           macvlan (bridge mode) on the stand-in host's uplink +
 #                     host-local:                               ADD, CHECK, DEL
 #   chain             bridge (ipMasq) → bandwidth → tuning as one conflist,
@@ -97,6 +101,21 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 				interfaces: [{name: "benchbr0"}, {name: "eth0", sandbox: "/x"}],
 				ips: [{address: "10.250.3.2/24", interface: 1}]}}')
 		;;
+	portmap-*)
+		plugin=portmap
+		be=iptables
+		case $scenario in portmap-nft-*) be=nftables ;; esac
+		count=1
+		[ "${scenario##*-}" = many ] && count=1000
+		prev='{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"x"}],"ips":[{"address":"10.250.3.2/24","interface":0}]}'
+		pmconf() { # pmconf COUNT FIRSTPORT [PREVRESULT]
+			jq -cn --arg be "$be" --argjson prev "${3:-$prev}" --argjson n "$1" --argjson p "$2" '{
+				cniVersion: "1.0.0", name: "bench-portmap", type: "portmap", backend: $be,
+				prevResult: $prev,
+				runtimeConfig: {portMappings: [range(0; $n) | {hostPort: ($p + .), containerPort: 80}]}}'
+		}
+		conf=$(pmconf "$count" 20000)
+		;;
 	*)
 		echo "unknown scenario $scenario" >&2
 		exit 2
@@ -136,6 +155,12 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		[ "$1" = 1 ] && echo "$label DEL $ms" >>"$out"
 		return 0
 	}
+
+	if [ "${scenario##*-}" = others ]; then
+		# Another container's 1000 mappings stay on the node throughout.
+		CNI_CONTAINERID=bench-others
+		invoke ADD "$(pmconf 1000 30000 "${prev/10.250.3.2/10.250.3.3}")"
+	fi
 
 	# ms_add A B: A + B, both "ms.cc"
 	ms_add() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a + b }'; }
@@ -205,7 +230,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables chain)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others chain)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -279,6 +279,59 @@ EOF
 	show ip -n "$ctrns" -br link show
 	show ls "$tmp/host-local/demo-bridge"
 
+	# --- portmap, chained after bridge -------------------------------------
+	if [ -x bin/portmap ] && command -v python3 >/dev/null; then
+		step "bridge + portmap: publish the container's port 80 as the host's 8080"
+		cat >"$tmp/net.d/40-demo-pm.conflist" <<EOF
+{
+  "cniVersion": "1.1.0",
+  "name": "demo-pm",
+  "plugins": [
+    {"type": "bridge", "bridge": "cnidemo1", "isGateway": true, "ipMasq": true,
+     "ipam": {"type": "host-local", "dataDir": "$tmp/host-local", "ranges": [[{"subnet": "10.98.0.0/24"}]]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+		cat "$tmp/net.d/40-demo-pm.conflist"
+		added+=("demo-pm eth1")
+		show cni add demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
+		echo
+		echo "a listener in the container on port 80:"
+		ip netns exec "$ctrns" python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 80)); s.listen(4); s.settimeout(30)
+for _ in range(2):
+    c, a = s.accept(); c.sendall(b"hello from the container, you are %s\n" % a[0].encode()); c.close()
+' &
+		listener=$!
+		pmget() { # pmget ADDRESS: connect from the stand-in host to ADDRESS:8080
+			ip netns exec "$hostns" python3 -c '
+import socket, sys, time
+for _ in range(50):
+    try:
+        c = socket.create_connection((sys.argv[1], 8080), timeout=3); break
+    except ConnectionRefusedError:
+        time.sleep(0.1)  # the listener is still starting
+print(c.recv(100).decode(), end="")' "$1"
+		}
+		gw1=$(ip -n "$hostns" -4 -o addr show dev cnidemo1 | awk '{print $4}' | cut -d/ -f1)
+		show pmget "$gw1"
+		show pmget 127.0.0.1
+		wait "$listener"
+		step "the forwarding rules in the stand-in host (nat table, iptables)"
+		ip netns exec "$hostns" iptables-save -t nat | grep -E 'CNI-(HOSTPORT|DN)' || true
+		echo "DEL gets the same capability arguments as ADD (a runtime passes them to every verb):"
+		show cni del demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
+		added=("${added[@]/demo-pm eth1/}")
+		if ip netns exec "$hostns" iptables-save -t nat | grep -q 'CNI-DN-'; then
+			echo "DEL left forwarding rules behind" >&2
+			exit 1
+		fi
+		echo "portmap: ok"
+	fi
+
 	step "a leaked attachment, and GC reclaiming it"
 	echo "attach again, then let the container die without a DEL (a runtime that crashed):"
 	printf '%s$ cni add demo-bridge eth0 >/dev/null%s\n' "$bold" "$plain"

@@ -97,7 +97,7 @@ func (m *iptablesForward) save(f family) (natTable, error) {
 	if err != nil {
 		return natTable{}, err
 	}
-	return parseSave(out, "filter")
+	return parseTable(out, "filter")
 }
 
 func (m *iptablesForward) restore(f family, lines []string) error {

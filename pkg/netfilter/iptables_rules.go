@@ -1,7 +1,6 @@
 package netfilter
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"fmt"
@@ -131,46 +130,6 @@ func renderIPTables(o Owner, addrs []*net.IPNet) map[family]string {
 		out[f] = string(restorePayload(desiredIPTables(o, f, as).freshLines()))
 	}
 	return out
-}
-
-// natTable is the nat table as iptables-save -t nat printed it.
-type natTable struct {
-	chains map[string]bool     // every chain, built-in or not
-	rules  map[string][]string // chain -> rule specs in order, without "-A <chain> "
-}
-
-func parseNATSave(out []byte) (natTable, error) { return parseSave(out, "nat") }
-
-// parseSave reads table from iptables-save output (into the natTable
-// shape, which fits any table).
-func parseSave(out []byte, table string) (natTable, error) {
-	t := natTable{chains: map[string]bool{}, rules: map[string][]string{}}
-	in := false
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "*"):
-			in = line == "*"+table
-		case !in:
-		case line == "COMMIT":
-			in = false
-		case strings.HasPrefix(line, ":"):
-			name, _, _ := strings.Cut(line[1:], " ")
-			t.chains[name] = true
-		case strings.HasPrefix(line, "-A "):
-			chain, spec, ok := strings.Cut(line[3:], " ")
-			if !ok {
-				return t, fmt.Errorf("iptables-save: unexpected line %q", line)
-			}
-			t.rules[chain] = append(t.rules[chain], spec)
-		default:
-			return t, fmt.Errorf("iptables-save: unexpected line %q", line)
-		}
-	}
-	return t, sc.Err()
 }
 
 // jumpsTo returns the POSTROUTING rules that jump to chain.

@@ -1,5 +1,9 @@
-// Package netfilter installs, checks and removes the masquerade rules of one
-// CNI attachment, through iptables or through nftables, behind one interface.
+// Package netfilter installs, checks and removes the rules of one CNI
+// attachment, through iptables or through nftables, behind one interface
+// per concern: masquerade (Masq, this file and iptables*.go/nftables*.go),
+// port forwarding (PortMap, portmap*.go), the bridge's MAC spoof check
+// (macspoof.go). The backends' helpers (iptables-save/-restore, chain
+// locks, generation-consistent nftables reads, owner hashes) are shared.
 //
 // # Namespace
 //

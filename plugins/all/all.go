@@ -19,6 +19,7 @@ import (
 	"github.com/cniforge/plugins/plugins/main/vlan"
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
 	"github.com/cniforge/plugins/plugins/meta/firewall"
+	"github.com/cniforge/plugins/plugins/meta/portmap"
 	"github.com/cniforge/plugins/plugins/meta/sbr"
 	"github.com/cniforge/plugins/plugins/meta/tuning"
 	"github.com/cniforge/plugins/plugins/meta/vrf"
@@ -38,6 +39,7 @@ func Plugins() []plugin.Plugin {
 		ipvlan.Plugin,
 		loopback.Plugin,
 		macvlan.Plugin,
+		portmap.Plugin,
 		ptp.Plugin,
 		sbr.Plugin,
 		static.Plugin,

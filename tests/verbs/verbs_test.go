@@ -37,6 +37,7 @@ func configs(dataDir string) map[string]string {
 		"vlan":      fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "vlan", "master": "verbs0", "vlanId": 100, "ipam": %s}`, hostLocal),
 		"dummy":     fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "verbs", "type": "dummy", "ipam": %s}`, hostLocal),
 		"firewall":  `{"cniVersion": "1.1.0", "name": "verbs", "type": "firewall", "backend": ""}`,
+		"portmap":   `{"cniVersion": "1.1.0", "name": "verbs", "type": "portmap", "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80}]}}`,
 	}
 }
 

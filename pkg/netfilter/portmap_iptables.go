@@ -1,0 +1,232 @@
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+)
+
+// iptablesPortMap is the iptables backend of port forwarding (the layout
+// is in portmap_iptrules.go). It shares the masquerade backend's process
+// runner, binaries and chain locks: per family, a change is one
+// iptables-save and one iptables-restore --noflush.
+type iptablesPortMap struct{ m *iptablesMasq }
+
+func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: newIPTablesMasq()} }
+
+func (p *iptablesPortMap) Backend() string { return BackendIPTables }
+
+func (p *iptablesPortMap) Usable() error { return p.m.usable(ipv4) }
+
+func (p *iptablesPortMap) saveAll(f family) (nat, raw natTable, err error) {
+	out, err := p.m.exec(p.m.tool(f, "save"), nil, nil)
+	if err != nil {
+		return nat, raw, err
+	}
+	ts, err := parseSave(out)
+	empty := natTable{chains: map[string]bool{}, rules: map[string][]string{}}
+	nat, raw = ts["nat"], ts["raw"]
+	if nat.chains == nil {
+		nat = empty
+	}
+	if raw.chains == nil {
+		raw = natTable{chains: map[string]bool{}, rules: map[string][]string{}}
+	}
+	return nat, raw, err
+}
+
+func (p *iptablesPortMap) apply(f family, tables map[string][]string) error {
+	payload := tablesPayload(tables)
+	if len(payload) == 0 {
+		return nil
+	}
+	_, err := p.m.exec(p.m.tool(f, "restore"), []string{"-w", "--noflush"}, payload)
+	return err
+}
+
+func (p *iptablesPortMap) Setup(opts PortMapOptions) error {
+	o := opts.Owner
+	unlock, err := p.m.lockChains(pmChain(o), pmDNATChain)
+	if err != nil {
+		return fmt.Errorf("set up port forwards for %s: %w", o, err)
+	}
+	defer unlock()
+	var done []family
+	for _, f := range families {
+		if len(opts.mappings(f)) == 0 {
+			continue
+		}
+		if err := p.setupFamily(opts, f); err != nil {
+			for _, df := range done {
+				if _, uerr := p.teardownFamily(o, df); uerr != nil {
+					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
+				}
+			}
+			return err
+		}
+		done = append(done, f)
+	}
+	return nil
+}
+
+func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f family) error {
+	if err := p.m.usable(f); err != nil {
+		return err
+	}
+	r := desiredPortMap(opts, f)
+	nat, raw, err := p.saveAll(f)
+	if err != nil {
+		return fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
+	}
+	tables := map[string][]string{
+		"nat": append(r.sharedLines(nat), r.attachLines(nat)...),
+		"raw": r.guardLines(raw),
+	}
+	if err := p.apply(f, tables); err != nil {
+		return fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
+	}
+	return nil
+}
+
+func (p *iptablesPortMap) Teardown(o Owner) ([]net.IP, error) {
+	unlock, err := p.m.lockChains(pmChain(o), pmDNATChain)
+	if err != nil {
+		return nil, fmt.Errorf("tear down port forwards for %s: %w", o, err)
+	}
+	defer unlock()
+	var ips []net.IP
+	var errs []error
+	for _, f := range families {
+		if p.m.usable(f) != nil {
+			continue
+		}
+		got, err := p.teardownFamily(o, f)
+		ips = append(ips, got...)
+		errs = append(errs, err)
+	}
+	return ips, errors.Join(errs...)
+}
+
+func (p *iptablesPortMap) teardownFamily(o Owner, f family) ([]net.IP, error) {
+	chain := pmChain(o)
+	if p.m.chainSurelyAbsent(f, chain) {
+		return nil, nil
+	}
+	nat, _, err := p.saveAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("tear down %s port forwards for %s: %w", f, o, err)
+	}
+	var ips []net.IP
+	for _, s := range nat.rules[chain] {
+		if m := dnatTargetRE.FindStringSubmatch(s); m != nil {
+			if ip := net.ParseIP(m[1]); ip != nil && !slices.ContainsFunc(ips, ip.Equal) {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	if err := p.apply(f, map[string][]string{"nat": removeLines(nat, chain)}); err != nil {
+		return ips, fmt.Errorf("delete %s nat chain %s of %s: %w", f, chain, o, err)
+	}
+	return ips, nil
+}
+
+func (p *iptablesPortMap) Check(opts PortMapOptions) error {
+	var errs []error
+	for _, f := range families {
+		if len(opts.mappings(f)) == 0 {
+			continue
+		}
+		r := desiredPortMap(opts, f)
+		nat, raw, err := p.saveAll(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("check %s port forwards: %w", f, err))
+			continue
+		}
+		var miss []string
+		// The route_localnet guard is ours alone (upstream makes none), so
+		// an upstream ADD passes CHECK without it.
+		_ = raw
+		miss = append(miss, r.sharedLines(nat)...)
+		if !nat.chains[r.chain] {
+			miss = append(miss, "nat chain "+r.chain)
+		}
+		for _, s := range r.rules {
+			if !slices.Contains(nat.rules[r.chain], s) {
+				miss = append(miss, "-A "+r.chain+" "+s)
+			}
+		}
+		for _, e := range r.entries {
+			if !slices.Contains(nat.rules[pmDNATChain], e) {
+				miss = append(miss, "-A "+pmDNATChain+" "+e)
+			}
+		}
+		for _, m := range miss {
+			errs = append(errs, fmt.Errorf("%w: %s %s", ErrPortMapMissing, f, strings.TrimPrefix(strings.TrimPrefix(m, "-N "), "-A ")))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("iptables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(errs)...))
+	}
+	return nil
+}
+
+func (p *iptablesPortMap) GC(network string, keep []Owner) error {
+	kept := map[string]bool{}
+	for _, o := range keep {
+		if o.Network == network {
+			kept[pmChain(o)] = true
+		}
+	}
+	var errs []error
+	for _, f := range families {
+		if p.m.usable(f) != nil {
+			continue
+		}
+		errs = append(errs, p.gcFamily(f, network, kept))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *iptablesPortMap) gcFamily(f family, network string, kept map[string]bool) error {
+	stale := func(nat natTable) []string {
+		var chains []string
+		for chain := range nat.chains {
+			if !pmChainRE.MatchString(chain) || kept[chain] {
+				continue
+			}
+			for _, e := range entriesTo(nat, chain) {
+				if m := pmCommentRE.FindStringSubmatch(e); m != nil && m[1] == network {
+					chains = append(chains, chain)
+					break
+				}
+			}
+		}
+		slices.Sort(chains)
+		return chains
+	}
+	nat, _, err := p.saveAll(f)
+	if err != nil {
+		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
+	}
+	chains := stale(nat)
+	if len(chains) == 0 {
+		return nil
+	}
+	unlock, err := p.m.lockChains(append(slices.Clone(chains), pmDNATChain)...)
+	if err != nil {
+		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
+	}
+	defer unlock()
+	if nat, _, err = p.saveAll(f); err != nil {
+		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
+	}
+	var errs []error
+	for _, chain := range stale(nat) {
+		if err := p.apply(f, map[string][]string{"nat": removeLines(nat, chain)}); err != nil {
+			errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
+		}
+	}
+	return errors.Join(errs...)
+}

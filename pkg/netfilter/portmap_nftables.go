@@ -1,0 +1,339 @@
+package netfilter
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/nftables"
+
+	"github.com/cniforge/plugins/pkg/filelock"
+)
+
+// nftablesPortMap is the nftables backend of port forwarding (the layout
+// is in portmap_nftrules.go). Every call is one netlink socket, reads that
+// are generation-consistent, and at most one batch, for both families,
+// which the kernel applies entirely or not at all.
+type nftablesPortMap struct{}
+
+func newNFTablesPortMap() *nftablesPortMap { return &nftablesPortMap{} }
+
+func (p *nftablesPortMap) Backend() string { return BackendNFTables }
+
+func (p *nftablesPortMap) Usable() error { return newNFTablesMasq().usable() }
+
+// pmState is what the kernel holds of one family's table.
+type pmState struct {
+	chains   map[string]bool
+	elems    map[string][]nftables.SetElement
+	upstream map[string][]*nftables.Rule // rules of the regular chains with a comment
+}
+
+func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules bool) (pmState, error) {
+	return consistent(func() (pmState, error) {
+		s := pmState{chains: map[string]bool{}, elems: map[string][]nftables.SetElement{}, upstream: map[string][]*nftables.Rule{}}
+		chains, err := c.ListChainsOfTableFamily(pmFamilies[f])
+		if err != nil {
+			return s, fmt.Errorf("list %s chains: %w", f, nftUnsupported(err))
+		}
+		for _, ch := range chains {
+			if ch.Table != nil && ch.Table.Name == pmTable {
+				s.chains[ch.Name] = true
+			}
+		}
+		if len(s.chains) == 0 {
+			return s, nil
+		}
+		sets, err := c.GetSets(pmTableOf(f))
+		if err != nil {
+			return s, fmt.Errorf("list sets of %s %s: %w", f, pmTable, err)
+		}
+		for _, set := range sets {
+			els, err := c.GetSetElements(set)
+			if err != nil {
+				return s, fmt.Errorf("list set %s of %s %s: %w", set.Name, f, pmTable, err)
+			}
+			s.elems[set.Name] = els
+		}
+		if withRules {
+			for _, name := range pmUpstreamChains {
+				if !s.chains[name] {
+					continue
+				}
+				rs, err := c.GetRules(pmTableOf(f), &nftables.Chain{Name: name, Table: pmTableOf(f)})
+				if err != nil {
+					return s, fmt.Errorf("list rules of %s %s %s: %w", f, pmTable, name, err)
+				}
+				for _, r := range rs {
+					if r.UserData != nil {
+						s.upstream[name] = append(s.upstream[name], r)
+					}
+				}
+			}
+		}
+		return s, nil
+	})
+}
+
+func (p *nftablesPortMap) conn() (*nftables.Conn, error) { return newNFTablesMasq().conn() }
+
+// own returns the elements of set in s owned by hash.
+func (s pmState) own(set, hash string) []nftables.SetElement {
+	var out []nftables.SetElement
+	for _, e := range s.elems[set] {
+		if h, _, ok := parseNFTPMComment(e.Comment); ok && h == hash {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func sameElems(a, b []nftables.SetElement) bool {
+	key := func(e nftables.SetElement) string { return string(e.Key) + "=" + string(e.Val) }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i := range a {
+		ka[i] = key(a[i])
+	}
+	for i := range b {
+		kb[i] = key(b[i])
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}
+
+// pmLockFile serialises the creation of the tables, so that two first ADDs
+// do not both add the fixed rules.
+const pmLockFile = "/run/cniforge/nft-cni_hostport.lock"
+
+func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
+	c, err := p.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	hash := nftPMHash(opts.Owner)
+	var fams []family
+	for _, f := range families {
+		if len(opts.mappings(f)) > 0 {
+			fams = append(fams, f)
+		}
+	}
+	states := map[family]pmState{}
+	locked := false
+	for _, f := range fams {
+		s, err := p.read(c, f, false)
+		if err != nil {
+			return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+		}
+		if len(s.chains) < len(pmChains(f)) {
+			if !locked { // one flock: a second open of the file would wait for the first
+				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
+				lock, err := filelock.Lock(pmLockFile, 0o600)
+				if err != nil {
+					return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+				}
+				defer lock.Close()
+				locked = true
+			}
+			if s, err = p.read(c, f, false); err != nil {
+				return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			}
+		}
+		states[f] = s
+	}
+	// One batch for both families: all or nothing.
+	for _, f := range fams {
+		s := states[f]
+		c.AddTable(pmTableOf(f))
+		sets := map[string]*nftables.Set{}
+		for _, set := range pmSets(f) {
+			if err := c.AddSet(set, nil); err != nil {
+				return fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
+			}
+			sets[set.Name] = set
+		}
+		for _, def := range pmChains(f) {
+			ch := c.AddChain(def.chain)
+			if s.chains[def.chain.Name] {
+				continue
+			}
+			for _, r := range def.rules {
+				c.AddRule(&nftables.Rule{Table: ch.Table, Chain: ch, Exprs: r})
+			}
+		}
+		want := pmElements(opts, f)
+		for _, set := range pmSets(f) {
+			have := s.own(set.Name, hash)
+			if sameElems(have, want[set.Name]) {
+				continue
+			}
+			if len(have) > 0 {
+				if err := setElems(c.SetDeleteElements, sets[set.Name], have); err != nil {
+					return err
+				}
+			}
+			if len(want[set.Name]) > 0 {
+				if err := setElems(c.SetAddElements, sets[set.Name], want[set.Name]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("set up nftables port forwards for %s in %s: %w", opts.Owner, pmTable, err)
+	}
+	return nil
+}
+
+func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) {
+	c, err := p.conn()
+	if err != nil {
+		return nil, err
+	}
+	defer c.CloseLasting()
+	hash := nftPMHash(o)
+	var ips []net.IP
+	changed := false
+	for _, f := range families {
+		s, err := p.read(c, f, true)
+		if err != nil {
+			return ips, fmt.Errorf("tear down nftables port forwards for %s: %w", o, err)
+		}
+		for _, set := range pmSets(f) {
+			own := s.own(set.Name, hash)
+			if len(own) == 0 {
+				continue
+			}
+			if set.Name == pmPortsMap || set.Name == pmHostIPMap {
+				for _, e := range own {
+					ip := net.IP(slices.Clone(e.Val[:addrField[f].len]))
+					if !slices.ContainsFunc(ips, ip.Equal) {
+						ips = append(ips, ip)
+					}
+				}
+			}
+			if err := setElems(c.SetDeleteElements, set, own); err != nil {
+				return ips, err
+			}
+			changed = true
+		}
+		// Upstream's rules, commented with the container ID.
+		for _, rs := range s.upstream {
+			for _, r := range rs {
+				if nftRuleFrom(r).comment == o.ContainerID {
+					if err := c.DelRule(r); err != nil {
+						return ips, err
+					}
+					changed = true
+				}
+			}
+		}
+	}
+	if !changed {
+		return ips, nil
+	}
+	if err := c.Flush(); err != nil {
+		return ips, fmt.Errorf("tear down nftables port forwards for %s in %s: %w", o, pmTable, err)
+	}
+	return ips, nil
+}
+
+func (p *nftablesPortMap) Check(opts PortMapOptions) error {
+	c, err := p.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	hash := nftPMHash(opts.Owner)
+	var miss []error
+	for _, f := range families {
+		if len(opts.mappings(f)) == 0 {
+			continue
+		}
+		s, err := p.read(c, f, false)
+		if err != nil {
+			return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
+		}
+		for _, def := range pmChains(f) {
+			if !s.chains[def.chain.Name] {
+				miss = append(miss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
+			}
+		}
+		for set, want := range pmElements(opts, f) {
+			have := s.own(set, hash)
+			for _, w := range want {
+				if !slices.ContainsFunc(have, func(h nftables.SetElement) bool {
+					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val)
+				}) {
+					miss = append(miss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
+				}
+			}
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))
+	}
+	return nil
+}
+
+func (p *nftablesPortMap) GC(network string, keep []Owner) error {
+	c, err := p.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	kept := map[string]bool{}
+	for _, o := range keep {
+		if o.Network == network {
+			kept[nftPMHash(o)] = true
+		}
+	}
+	changed := false
+	for _, f := range families {
+		s, err := p.read(c, f, false)
+		if err != nil {
+			return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
+		}
+		for _, set := range pmSets(f) {
+			var stale []nftables.SetElement
+			for _, e := range s.elems[set.Name] {
+				if h, nw, ok := parseNFTPMComment(e.Comment); ok && nw == network && !kept[h] {
+					stale = append(stale, e)
+				}
+			}
+			if len(stale) > 0 {
+				if err := setElems(c.SetDeleteElements, set, stale); err != nil {
+					return err
+				}
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
+	}
+	return nil
+}
+
+// pmElemChunk bounds the elements of one netlink message: the element
+// list is one nested attribute, whose length field has 16 bits, so 1000
+// elements in one message would be cut short without an error.
+const pmElemChunk = 200
+
+// setElems queues op (add or delete) for els in messages of at most
+// pmElemChunk elements; they stay in the one batch the next Flush sends.
+func setElems(op func(*nftables.Set, []nftables.SetElement) error, s *nftables.Set, els []nftables.SetElement) error {
+	for chunk := range slices.Chunk(els, pmElemChunk) {
+		if err := op(s, chunk); err != nil {
+			return fmt.Errorf("set %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}

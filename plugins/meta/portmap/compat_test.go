@@ -1,0 +1,157 @@
+package portmap_test
+
+import (
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ns"
+)
+
+// ipt runs iptables (or ip6tables) in n with args, as a shell would.
+func ipt(n *ns.NetNS, args ...string) string {
+	GinkgoHelper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", nsName(n)}, args...)...).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%v: %s", args, out)
+	return string(out)
+}
+
+func upstreamChain(network, id string) string {
+	sum := sha512.Sum512([]byte(network + id))
+	return "CNI-DN-" + hex.EncodeToString(sum[:])[:21]
+}
+
+// upstreamADD makes, with single iptables calls in upstream's argument
+// order, the rules upstream's portmap ADD makes for one TCP mapping
+// 80 -> contIP4:8080 with snat (its default).
+func upstreamADD(n *ns.NetNS, id string) {
+	GinkgoHelper()
+	chain := upstreamChain(netName, id)
+	comment := fmt.Sprintf(`dnat name: "%s" id: "%s"`, netName, id)
+	for _, c := range [][]string{
+		{"-N", "CNI-HOSTPORT-SETMARK"},
+		{"-A", "CNI-HOSTPORT-SETMARK", "-m", "comment", "--comment", "CNI portfwd masquerade mark", "-j", "MARK", "--set-xmark", "0x2000/0x2000"},
+		{"-N", "CNI-HOSTPORT-MASQ"},
+		{"-A", "CNI-HOSTPORT-MASQ", "-m", "mark", "--mark", "0x2000/0x2000", "-j", "MASQUERADE"},
+		{"-A", "POSTROUTING", "-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"},
+		{"-N", "CNI-HOSTPORT-DNAT"},
+		{"-A", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
+		{"-A", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
+		{"-N", chain},
+		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", contIP4 + "/32", "-j", "CNI-HOSTPORT-SETMARK"},
+		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"},
+		{"-A", chain, "-p", "tcp", "--dport", "80", "-j", "DNAT", "--to-destination", contIP4 + ":8080"},
+		{"-A", "CNI-HOSTPORT-DNAT", "-m", "comment", "--comment", comment, "-m", "multiport", "-p", "tcp", "--destination-ports", "80", "-j", chain},
+	} {
+		out, err := exec.Command("ip", append([]string{"netns", "exec", nsName(n), "iptables", "-t", "nat"}, c...)...).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "exists") {
+			Fail(fmt.Sprintf("%v: %v: %s", c, err, out))
+		}
+	}
+}
+
+// upstreamDEL does what upstream's portmap DEL does: delete the entry
+// rules that jump to the container's chain, then flush and delete it.
+func upstreamDEL(n *ns.NetNS, id string) {
+	GinkgoHelper()
+	chain := upstreamChain(netName, id)
+	for _, tool := range []string{"iptables", "ip6tables"} {
+		for _, l := range strings.Split(ipt(n, tool, "-t", "nat", "-S", "CNI-HOSTPORT-DNAT"), "\n") {
+			if strings.HasSuffix(l, "-j "+chain) {
+				// The comment holds spaces and quotes: let a shell split it.
+				ipt(n, "sh", "-c", tool+" -t nat "+strings.Replace(l, "-A ", "-D ", 1))
+			}
+		}
+		ipt(n, tool, "-t", "nat", "-F", chain)
+		ipt(n, tool, "-t", "nat", "-X", chain)
+	}
+}
+
+var _ = Describe("upstream compatibility (iptables)", func() {
+	var e env
+	BeforeEach(func() { e = newEnv() })
+	conf := func(ms ...mapping) []byte {
+		// IPv4 only: upstreamADD emulates the IPv4 half.
+		return confOpts{ver: "1.1.0", backend: "iptables", mappings: ms, prev: e.prevResultV4("1.1.0")}.json()
+	}
+
+	It("makes upstream's exact rules", func() {
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf(mapping{HostPort: 80, ContainerPort: 8080}))).Err).To(BeNil())
+		ours := ipt(e.host, "iptables-save", "-t", "nat")
+		other := newEnv()
+		upstreamADD(other.host, "c1")
+		theirs := ipt(other.host, "iptables-save", "-t", "nat")
+		pick := func(s string) []string {
+			var out []string
+			for _, l := range strings.Split(s, "\n") {
+				if strings.Contains(l, "CNI-") {
+					out = append(out, l)
+				}
+			}
+			return out
+		}
+		Expect(pick(ours)).To(ConsistOf(pick(theirs)))
+	})
+
+	It("checks, forwards through and deletes an upstream ADD's rules", func() {
+		tcpServe(e.cont, ":8080", "upstream")
+		upstreamADD(e.host, "c1")
+		stdin := conf(mapping{HostPort: 80, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("upstream"))
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
+	It("GC collects an upstream ADD's rules of an attachment not listed", func() {
+		upstreamADD(e.host, "gone")
+		gc := []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"portmap","cni.dev/valid-attachments":[]}`, netName))
+		Expect(run(e, attach.Hooks{}, call("GC", "", e, gc)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
+	It("leaves nothing of ours after an upstream DEL", func() {
+		stdin := confOpts{ver: "1.1.0", backend: "iptables", prev: e.prevResult("1.1.0"),
+			mappings: []mapping{{HostPort: 80, ContainerPort: 8080}, {HostPort: 53, ContainerPort: 53, Protocol: "udp"}}}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		upstreamDEL(e.host, "c1")
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
+	// CVE-2019-9946: the entry rules are appended, never put in front of
+	// the administrator's.
+	It("lets an administrator's earlier rule win", func() {
+		tcpServe(e.cont, ":8080", "container")
+		tcpServe(e.host, hostIP4+":80", "admin")
+		ipt(e.host, "iptables", "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "80", "-j", "RETURN")
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf(mapping{HostPort: 80, ContainerPort: 8080}))).Err).To(BeNil())
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("admin"))
+	})
+})
+
+var _ = Describe("upstream compatibility (nftables)", func() {
+	It("DEL removes upstream's per-mapping rules, commented with the container ID", func() {
+		e := newEnv()
+		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResultV4("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "other", e, stdin)).Err).To(BeNil())
+		// Upstream's rules for container c1 in the shared chains.
+		for _, r := range [][]string{
+			{"hostports", "tcp", "dport", "81", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"hostip_hostports", "ip", "daddr", hostIP4, "tcp", "dport", "82", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"masquerading", "ip", "saddr", contIP4, "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+		} {
+			ipt(e.host, append([]string{"nft", "add", "rule", "ip", "cni_hostport"}, r...)...)
+		}
+		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).To(ContainSubstring(`comment "c1"`))
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).NotTo(ContainSubstring(`comment "c1"`))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, stdin)).Err).To(BeNil(), "another container's mappings stay")
+	})
+})

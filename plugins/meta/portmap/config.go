@@ -1,0 +1,149 @@
+package portmap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+// portMapEntry is one element of runtimeConfig.portMappings, upstream's keys.
+type portMapEntry struct {
+	HostPort      int    `json:"hostPort"`
+	ContainerPort int    `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// netConf is portmap's config. Keys and defaults are upstream's.
+type netConf struct {
+	attach.NetConf
+	Backend              *string   `json:"backend,omitempty"`
+	SNAT                 *bool     `json:"snat,omitempty"`
+	MasqAll              bool      `json:"masqAll,omitempty"`
+	MarkMasqBit          *int      `json:"markMasqBit,omitempty"`
+	ExternalSetMarkChain *string   `json:"externalSetMarkChain,omitempty"`
+	ConditionsV4         *[]string `json:"conditionsV4,omitempty"`
+	ConditionsV6         *[]string `json:"conditionsV6,omitempty"`
+	RuntimeConfig        struct {
+		PortMaps []portMapEntry `json:"portMappings,omitempty"`
+	} `json:"runtimeConfig,omitempty"`
+
+	// Derived by parseConfig.
+	backend  string // "", iptables or nftables ("" = upstream's default)
+	mappings []netfilter.PortMapping
+}
+
+func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
+
+// parseConfig decodes, defaults and validates stdin the same way for every
+// command. It touches no kernel state and leaves prevResult unparsed.
+func parseConfig(stdin []byte) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(stdin, c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	return c, nil
+}
+
+func (c *netConf) validate() error {
+	if c.Backend != nil {
+		switch *c.Backend {
+		case netfilter.BackendIPTables, netfilter.BackendNFTables:
+			c.backend = *c.Backend
+		default:
+			return fmt.Errorf("backend: %q (want %q or %q)", *c.Backend, netfilter.BackendIPTables, netfilter.BackendNFTables)
+		}
+	}
+	if c.MarkMasqBit != nil && (*c.MarkMasqBit < 0 || *c.MarkMasqBit > 31) {
+		return fmt.Errorf("markMasqBit: %d out of range 0-31", *c.MarkMasqBit)
+	}
+	if c.MarkMasqBit != nil && c.ExternalSetMarkChain != nil {
+		return errors.New("markMasqBit and externalSetMarkChain: set only one (the external chain does its own marking)")
+	}
+	if c.ExternalSetMarkChain != nil && *c.ExternalSetMarkChain == "" {
+		return errors.New(`externalSetMarkChain: ""`)
+	}
+	// Upstream's default: conditions in nft syntax (not starting with
+	// "-") pick nftables.
+	nftSyntax := false
+	for key, conds := range map[string]*[]string{"conditionsV4": c.ConditionsV4, "conditionsV6": c.ConditionsV6} {
+		if conds == nil {
+			continue
+		}
+		// iptables conditions are argument lists ("-s", "10.0.0.0/8"):
+		// the first one is an option.
+		if len(*conds) > 0 && !strings.HasPrefix(strings.TrimSpace((*conds)[0]), "-") {
+			nftSyntax = true
+		}
+		for _, cond := range *conds {
+			if strings.ContainsAny(cond, "\n\r") {
+				return fmt.Errorf("%s: %q holds a line break", key, cond)
+			}
+		}
+	}
+	if nftSyntax && c.backend == "" {
+		c.backend = netfilter.BackendNFTables
+	}
+	if c.backend == netfilter.BackendNFTables {
+		switch {
+		case nftSyntax || c.ConditionsV4 != nil && len(*c.ConditionsV4) > 0 || c.ConditionsV6 != nil && len(*c.ConditionsV6) > 0:
+			return errors.New("conditionsV4/conditionsV6: not supported with the nftables backend (rules are made over netlink, not by nft)")
+		case c.MarkMasqBit != nil:
+			return errors.New("markMasqBit: iptables only (backend is nftables)")
+		case c.ExternalSetMarkChain != nil:
+			return errors.New("externalSetMarkChain: iptables only (backend is nftables)")
+		}
+	}
+	for i, e := range c.RuntimeConfig.PortMaps {
+		m := netfilter.PortMapping{HostPort: e.HostPort, ContainerPort: e.ContainerPort, Protocol: strings.ToLower(e.Protocol)}
+		if m.Protocol == "" {
+			m.Protocol = "tcp"
+		}
+		if e.HostIP != "" {
+			if m.HostIP = net.ParseIP(e.HostIP); m.HostIP == nil {
+				return fmt.Errorf("runtimeConfig.portMappings[%d].hostIP: %q is not an IP address", i, e.HostIP)
+			}
+		}
+		if err := netfilter.ValidateMapping(m); err != nil {
+			return fmt.Errorf("runtimeConfig.portMappings[%d].%w", i, err)
+		}
+		c.mappings = append(c.mappings, m)
+	}
+	return nil
+}
+
+// options returns the netfilter options for owner and the container's
+// addresses.
+func (c *netConf) options(owner netfilter.Owner, ips []net.IP) netfilter.PortMapOptions {
+	o := netfilter.PortMapOptions{
+		Owner:        owner,
+		ContainerIPs: ips,
+		Mappings:     c.mappings,
+		SNAT:         c.SNAT == nil || *c.SNAT,
+		MasqAll:      c.MasqAll,
+		MarkMasqBit:  netfilter.DefaultMarkMasqBit,
+	}
+	if c.MarkMasqBit != nil {
+		o.MarkMasqBit = *c.MarkMasqBit
+	}
+	if c.ExternalSetMarkChain != nil {
+		o.ExternalSetMarkChain = *c.ExternalSetMarkChain
+	}
+	if c.ConditionsV4 != nil {
+		o.ConditionsV4 = *c.ConditionsV4
+	}
+	if c.ConditionsV6 != nil {
+		o.ConditionsV6 = *c.ConditionsV6
+	}
+	return o
+}
