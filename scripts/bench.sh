@@ -24,11 +24,11 @@
 #   portmap-nft-one, portmap-nft-many, portmap-nft-others: the same on nftables
 #   macvlan           macvlan (bridge mode) on the stand-in host's uplink +
 #                     host-local:                               ADD, CHECK, DEL
-#   chain             bridge (ipMasq) → bandwidth → tuning as one conflist,
-#                     prevResult passed along as libcni does: ADD, CHECK, DEL
-#                     of the list, and each plugin's own time (op:plugin).
-#                     portmap and firewall, in issue 11's full chain, are
-#                     not in it yet.
+#   chain             bridge (ipMasq) → portmap (snat, one mapping) →
+#                     bandwidth → tuning → firewall (iptables) as one
+#                     conflist, prevResult passed along as libcni does: ADD,
+#                     CHECK, DEL of the list, and each plugin's own time
+#                     (op:plugin).
 #   firewall-iptables firewall on iptables, chained (a fixed prevResult, one
 #                     IPv4 address): ADD, CHECK, DEL. backend is set to
 #                     iptables: an absent one would reach the machine's
@@ -85,6 +85,9 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			runtimeConfig: {bandwidth: {ingressRate: 100000000, ingressBurst: 1000000, egressRate: 100000000, egressBurst: 1000000}}}')
 		tuneconf=$(jq -cn --arg dd "$datadir/tuning" '{cniVersion: "1.0.0", name: "bench-chain", type: "tuning",
 			dataDir: $dd, mtu: 1400, txQLen: 500, sysctl: {"net.ipv4.conf.IFNAME.arp_filter": "1"}}')
+		pmchainconf=$(jq -cn '{cniVersion: "1.0.0", name: "bench-chain", type: "portmap", snat: true,
+			runtimeConfig: {portMappings: [{hostPort: 18080, containerPort: 80, protocol: "tcp"}]}}')
+		fwconf=$(jq -cn '{cniVersion: "1.0.0", name: "bench-chain", type: "firewall", backend: "iptables"}')
 		;;
 	macvlan)
 		plugin=macvlan
@@ -168,9 +171,10 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 
 	chain_cycle() { # chain_cycle RECORD: ADD, CHECK, DEL of the list
 		CNI_CONTAINERID=bench-$RANDOM$RANDOM
-		local total=0 prev final names=(bridge bandwidth tuning) confs=("$conf" "$bwconf" "$tuneconf") i
+		local total=0 prev final i
+		local names=(bridge portmap bandwidth tuning firewall) confs=("$conf" "$pmchainconf" "$bwconf" "$tuneconf" "$fwconf")
 		prev=
-		for i in 0 1 2; do
+		for i in 0 1 2 3 4; do
 			local c=${confs[$i]}
 			[ -n "$prev" ] && c=$(with_prev "$c" "$prev")
 			invoke ADD "$c" "${names[$i]}"
@@ -181,14 +185,14 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 		final=$prev
 		[ "$1" = 1 ] && echo "ADD $total" >>"$out"
 		total=0
-		for i in 0 1 2; do
+		for i in 0 1 2 3 4; do
 			invoke CHECK "$(with_prev "${confs[$i]}" "$final")" "${names[$i]}"
 			[ "$1" = 1 ] && echo "CHECK:${names[$i]} $ms" >>"$out"
 			total=$(ms_add "$total" "$ms")
 		done
 		[ "$1" = 1 ] && echo "CHECK $total" >>"$out"
 		total=0
-		for i in 2 1 0; do
+		for i in 4 3 2 1 0; do
 			invoke DEL "$(with_prev "${confs[$i]}" "$final")" "${names[$i]}"
 			[ "$1" = 1 ] && echo "DEL:${names[$i]} $ms" >>"$out"
 			total=$(ms_add "$total" "$ms")
@@ -266,7 +270,7 @@ done
 if [ ${#scenarios[@]} = 0 ]; then
 	for s in "${all[@]}"; do
 		need=("${s%%-*}")
-		[ "$s" = chain ] && need=(bridge bandwidth tuning)
+		[ "$s" = chain ] && need=(bridge portmap bandwidth tuning firewall)
 		ok=1
 		for p in "${need[@]}" host-local; do [ -x "$bin/$p" ] || ok=0; done
 		if [ "$ok" = 1 ]; then
@@ -321,7 +325,9 @@ for s in "${scenarios[@]}"; do
 	labels=("")
 	[ -n "$binb" ] && labels=(@A @B)
 	ops=(ADD CHECK DEL)
-	[ "$s" = chain ] && ops=(ADD ADD:bridge ADD:bandwidth ADD:tuning CHECK CHECK:bridge CHECK:bandwidth CHECK:tuning DEL DEL:tuning DEL:bandwidth DEL:bridge)
+	[ "$s" = chain ] && ops=(ADD ADD:bridge ADD:portmap ADD:bandwidth ADD:tuning ADD:firewall
+		CHECK CHECK:bridge CHECK:portmap CHECK:bandwidth CHECK:tuning CHECK:firewall
+		DEL DEL:firewall DEL:tuning DEL:bandwidth DEL:portmap DEL:bridge)
 	for label in "${labels[@]}"; do
 		for op in "${ops[@]}"; do
 			# Without -c the lines read " ADD 12.3" (an empty label).

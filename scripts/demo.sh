@@ -357,15 +357,15 @@ print(c.recv(100).decode(), end="")' "$1"
 	echo "gc: ok"
 fi
 
-# --- the chain: bridge → bandwidth → tuning -------------------------------
+# --- the full chain: bridge → portmap → bandwidth → tuning → firewall ------
 missing=()
-for p in bridge host-local bandwidth tuning; do
+for p in bridge host-local portmap bandwidth tuning firewall; do
 	[ -x "bin/$p" ] || missing+=("bin/$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-	step "chain bridge → bandwidth → tuning: SKIPPED, ${missing[*]} missing (not built yet)"
+	step "chain bridge → portmap → bandwidth → tuning → firewall: SKIPPED, ${missing[*]} missing (not built yet)"
 else
-	step "chain bridge → bandwidth → tuning: ADD through cnitool (portmap and firewall do not exist yet)"
+	step "chain bridge → portmap → bandwidth → tuning → firewall: ADD through cnitool"
 	ip netns add "$ctrns" 2>/dev/null || true # the GC part above removed it
 	ip -n "$ctrns" link set dev lo up
 	mkdir -p "$tmp/tuning"
@@ -376,15 +376,17 @@ else
   "plugins": [
     {"type": "bridge", "bridge": "cnichain0", "isGateway": true, "ipMasq": true,
      "ipam": {"type": "host-local", "dataDir": "$tmp/host-local", "ranges": [[{"subnet": "10.98.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
     {"type": "bandwidth", "capabilities": {"bandwidth": true}},
     {"type": "tuning", "dataDir": "$tmp/tuning", "mtu": 1400, "txQLen": 500, "capabilities": {"mac": true},
-     "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}
+     "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}},
+    {"type": "firewall", "backend": "iptables"}
   ]
 }
 EOF
 	cat "$tmp/net.d/40-demo-chain.conflist"
 	added+=("demo-chain eth0")
-	caps='{"bandwidth": {"ingressRate": 4000000, "ingressBurst": 400000, "egressRate": 8000000, "egressBurst": 800000}, "mac": "02:42:0a:62:00:99"}'
+	caps='{"bandwidth": {"ingressRate": 4000000, "ingressBurst": 400000, "egressRate": 8000000, "egressBurst": 800000}, "mac": "02:42:0a:62:00:99", "portMappings": [{"hostPort": 8090, "containerPort": 80, "protocol": "tcp"}]}'
 	show cni add demo-chain eth0 CAP_ARGS="$caps"
 	echo
 	step "bandwidth: tbf on the host end of the veth (into the container), an ifb with tbf (out of it)"
@@ -395,11 +397,17 @@ EOF
 	show ip -n "$ctrns" link show eth0
 	show ip netns exec "$ctrns" cat /proc/sys/net/ipv4/conf/eth0/arp_filter
 	show ls "$tmp/tuning"
-	step "chain: DEL twice"
-	show cni del demo-chain eth0
+	step "portmap: the host port's DNAT; firewall: the container's address allowed through FORWARD"
+	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
+	show ip netns exec "$hostns" iptables -S CNI-FORWARD
+	step "chain: CHECK, then DEL twice"
+	show cni check demo-chain eth0 CAP_ARGS="$caps"
+	echo "check: ok"
+	show cni del demo-chain eth0 CAP_ARGS="$caps" # a runtime sends the mappings on DEL too
 	echo "del: ok"
-	show cni del demo-chain eth0
+	show cni del demo-chain eth0 CAP_ARGS="$caps"
 	echo "second del: ok"
+	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
 	added=("${added[@]/demo-chain eth0/}")
 	show ip -n "$hostns" -br link show
 	show ls "$tmp/tuning"
