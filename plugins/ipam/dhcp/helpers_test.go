@@ -114,7 +114,8 @@ func (l *lab) startDaemonWith(o Options) {
 		cancel()
 		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
 	})
-	l.waitDaemon()
+	// Wait on the socket this daemon serves: a spec may give it its own.
+	testutil.WaitDHCPDaemon(o.SocketPath)
 }
 
 func (l *lab) waitDaemon() { GinkgoHelper(); testutil.WaitDHCPDaemon(l.sock) }
