@@ -3,6 +3,8 @@ package tap_test
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -286,6 +288,29 @@ var _ = Describe("tap", func() {
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring(`"tap0" already exists`))
 		Expect(snapshot()).To(Equal(before))
+	})
+
+	It("runs IPAM with the tap up in the container, as upstream (the dhcp IPAM plugin needs it)", func() {
+		dir := GinkgoT().TempDir()
+		seen := filepath.Join(dir, "seen")
+		// The fake IPAM records what it finds at its ADD: CNI_IFNAME in
+		// CNI_NETNS, administratively up.
+		script := `#!/bin/sh
+if [ "$CNI_COMMAND" = ADD ]; then
+  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > ` + seen + ` 2>&1
+fi
+echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
+`
+		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
+		o := netOpts{ver: "1.1.0", extraKeys: `"ipam": {"type": "fake-ipam"}`}
+		c := call("ADD", "c1", contNS, o.json())
+		c.Path = dir
+		testutil.MustRunIn(hostNS, tap.Plugin, c)
+		b, err := os.ReadFile(seen)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).To(ContainSubstring("tap0:"), "tap0 up at IPAM ADD")
+		c.Command = "DEL"
+		Expect(testutil.RunIn(hostNS, tap.Plugin, c).Err).To(BeNil())
 	})
 
 	Describe("a failure midway through ADD", func() {
