@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -214,23 +212,13 @@ var _ = Describe("host-device", func() {
 	It("runs IPAM with the device moved in and up, as upstream (the dhcp IPAM plugin needs it)", func() {
 		Expect(testutil.Handle(hostNS).LinkSetDown(linkIn(hostNS, "dev0"))).To(Succeed())
 		dir := GinkgoT().TempDir()
-		seen := filepath.Join(dir, "seen")
-		// The fake IPAM records what it finds at its ADD: CNI_IFNAME in
-		// CNI_NETNS, administratively up.
-		script := `#!/bin/sh
-if [ "$CNI_COMMAND" = ADD ]; then
-  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > ` + seen + ` 2>&1
-fi
-echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.1.4.20/24"}]}'
-`
-		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
-		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "host-device", "device": "dev0", "ipam": {"type": "fake-ipam"}}`, netName))
+		testutil.ProbeIPAM(dir, "10.1.4.20/24")
+		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "host-device", "device": "dev0", "ipam": {"type": "probe-ipam"}}`, netName))
 		c := call("ADD", contNS, stdin)
 		c.Path = dir
 		testutil.MustRunIn(hostNS, hd(), c)
-		b, err := os.ReadFile(seen)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(b)).To(MatchRegexp(`^\d+: net1[@:]`), "net1 up in the container at IPAM ADD")
+		up, seen := testutil.LinkUpAtIPAMAdd(dir, "net1")
+		Expect(up).To(BeTrue(), "net1 up in the container at IPAM ADD: %s", seen)
 		c.Command = "DEL"
 		Expect(testutil.RunIn(hostNS, hd(), c).Err).To(BeNil())
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))

@@ -3,8 +3,6 @@ package tap_test
 import (
 	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -292,23 +290,13 @@ var _ = Describe("tap", func() {
 
 	It("runs IPAM with the tap up in the container, as upstream (the dhcp IPAM plugin needs it)", func() {
 		dir := GinkgoT().TempDir()
-		seen := filepath.Join(dir, "seen")
-		// The fake IPAM records what it finds at its ADD: CNI_IFNAME in
-		// CNI_NETNS, administratively up.
-		script := `#!/bin/sh
-if [ "$CNI_COMMAND" = ADD ]; then
-  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > ` + seen + ` 2>&1
-fi
-echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
-`
-		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
-		o := netOpts{ver: "1.1.0", extraKeys: `"ipam": {"type": "fake-ipam"}`}
+		testutil.ProbeIPAM(dir, "10.54.0.2/24")
+		o := netOpts{ver: "1.1.0", extraKeys: `"ipam": {"type": "probe-ipam"}`}
 		c := call("ADD", "c1", contNS, o.json())
 		c.Path = dir
 		testutil.MustRunIn(hostNS, tap.Plugin, c)
-		b, err := os.ReadFile(seen)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(b)).To(ContainSubstring("tap0:"), "tap0 up at IPAM ADD")
+		up, seen := testutil.LinkUpAtIPAMAdd(dir, "tap0")
+		Expect(up).To(BeTrue(), "tap0 up in the container at IPAM ADD: %s", seen)
 		c.Command = "DEL"
 		Expect(testutil.RunIn(hostNS, tap.Plugin, c).Err).To(BeNil())
 	})
