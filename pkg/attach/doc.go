@@ -45,16 +45,18 @@
 //			return c, attach.ValidateMTU(c.MTU)
 //		},
 //		Add: func(a *attach.Attachment, c *netConf) (types.Result, error) {
-//			res, err := a.IPAMAdd() // release pushed onto a.Undo
-//			if err != nil {
-//				return nil, err
-//			}
+//			// The link first, up, then IPAM (upstream's order: the dhcp
+//			// IPAM plugin leases on the container interface).
 //			contNS, contH, _ := a.Container() // opened and guarded by the runner
 //			if err := addDummy(contH, a.Args.IfName, c.MTU); err != nil {
 //				return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
 //			}
 //			a.Undo.Push("delete "+a.Args.IfName, func() error { return ip.DelLinkByName(contH, a.Args.IfName) })
 //			if err := a.Step("link"); err != nil {
+//				return nil, err
+//			}
+//			res, err := a.IPAMAdd() // release pushed onto a.Undo
+//			if err != nil {
 //				return nil, err
 //			}
 //			...

@@ -17,6 +17,11 @@
 //   - Finish: the tail of ADD: arp_notify/ndisc_notify, up, the IPAM
 //     addresses (no DAD wait) and routes, a gratuitous ARP, and the result
 //     (the interface with sandbox and MAC, every IP pointing at it).
+//   - Add: the whole ADD after the master is resolved, in upstream's
+//     order: Create, its undo, the link up (step "link"), then IPAM (step
+//     "ipam": the dhcp daemon leases on the container interface, so it
+//     must exist and be up), then Finish (step "configure").
+//   - CheckAttachment: CHECK's prevResult interface, master and Check.
 //   - Check: CHECK of such a link: kind, mode, master, MAC, MTU, up,
 //     addresses and routes, each error naming the link and the namespace.
 //   - DeleteOwned: DEL of such a link: only a link of the plugin's kind,

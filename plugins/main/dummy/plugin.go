@@ -5,11 +5,12 @@
 // ADD, in order (each step pushes its undo; a failure or panic runs them
 // in reverse, IPAM release included):
 //
-//	ipam       delegate ADD to the IPAM plugin
 //	link       the dummy link, made in the container under a temporary
 //	           name, tagged with the attachment's alias, renamed to
-//	           CNI_IFNAME
-//	configure  arp_notify/ndisc_notify, up, addresses and routes
+//	           CNI_IFNAME, then up
+//	ipam       the link up (the dhcp daemon leases on it): delegate ADD
+//	           to the IPAM plugin
+//	configure  arp_notify/ndisc_notify, addresses and routes
 //
 // DEL deletes CNI_IFNAME in the container when it is a dummy of this
 // attachment (or untagged), then releases IPAM. CHECK compares type, MAC,
@@ -18,18 +19,19 @@ package dummy
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
-	StepIPAM      = "ipam"      // IPAM reserved the addresses
-	StepLink      = "link"      // the dummy exists in the container as CNI_IFNAME
-	StepConfigure = "configure" // up, addresses, routes
+	StepLink      = link.StepLink      // the link exists in the container as CNI_IFNAME, up
+	StepIPAM      = link.StepIPAM      // IPAM reserved the addresses
+	StepConfigure = link.StepConfigure // addresses, routes, announcement
 )
 
-// AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+// AddSteps lists the steps of ADD in the order they run (link.Add's).
+var AddSteps = link.AddSteps
 
 var frame = attach.Plugin[*netConf]{
 	Name:    "dummy",

@@ -16,7 +16,7 @@ import (
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-// add moves the device in: resolve, IPAM, move, then the shared tail. Each
+// add moves the device in: resolve, move, up and IPAM, then the shared tail. Each
 // change pushes its undo as soon as it exists; the frame runs them in
 // reverse on a failure.
 func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) {
@@ -45,19 +45,18 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return nil, err
 	}
 
-	var res *current.Result
-	if c.HasIPAM() {
-		if res, err = a.IPAMAdd(); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.Step(StepIPAM); err != nil {
-		return nil, err
-	}
-
 	if dev == nil {
 		// A userspace driver owns the device: there is no link to move
 		// or configure; the VMM or DPDK application uses the addresses.
+		var res *current.Result
+		if c.HasIPAM() {
+			if res, err = a.IPAMAdd(); err != nil {
+				return nil, err
+			}
+		}
+		if err := a.Step(StepIPAM); err != nil {
+			return nil, err
+		}
 		a.Log.Info("device bound to a userspace driver: no link moved", c.sel.key, c.sel.value, "driver", userspace)
 		out := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 		if res != nil {
@@ -74,6 +73,25 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return nil, err
 	}
 	if err := a.Step(StepMove); err != nil {
+		return nil, err
+	}
+
+	// IPAM after the move, as upstream, with the device up: an IPAM
+	// plugin working on the interface (dhcp) finds it in the container.
+	var res *current.Result
+	if c.HasIPAM() {
+		l, err := ip.LinkByName(contH, ifName)
+		if err != nil {
+			return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+		}
+		if err := contH.LinkSetUp(l); err != nil {
+			return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
+		}
+		if res, err = a.IPAMAdd(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.Step(StepIPAM); err != nil {
 		return nil, err
 	}
 

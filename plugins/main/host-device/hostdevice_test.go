@@ -209,6 +209,21 @@ var _ = Describe("host-device", func() {
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
 	})
 
+	It("runs IPAM with the device moved in and up, as upstream (the dhcp IPAM plugin needs it)", func() {
+		Expect(testutil.Handle(hostNS).LinkSetDown(linkIn(hostNS, "dev0"))).To(Succeed())
+		dir := GinkgoT().TempDir()
+		testutil.ProbeIPAM(dir, "10.1.4.20/24")
+		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "host-device", "device": "dev0", "ipam": {"type": "probe-ipam"}}`, netName))
+		c := call("ADD", contNS, stdin)
+		c.Path = dir
+		testutil.MustRunIn(hostNS, hd(), c)
+		up, seen := testutil.LinkUpAtIPAMAdd(dir, "net1")
+		Expect(up).To(BeTrue(), "net1 up in the container at IPAM ADD: %s", seen)
+		c.Command = "DEL"
+		Expect(testutil.RunIn(hostNS, hd(), c).Err).To(BeNil())
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+	})
+
 	It("touches no link for a PCI device bound to a userspace driver", func() {
 		fs.driver("bus/pci/devices/0000:00:06.0", "vfio-pci")
 		before := snapshot()

@@ -14,11 +14,12 @@
 //	resolve     find the device in the host namespace (through sysfs for
 //	            kernelpath, pciBusID and deviceID), changing nothing;
 //	            CNI_IFNAME must be free in the container
-//	ipam        delegate ADD to the IPAM plugin (when ipam.type is set)
 //	move        down, its original name kept in the link alias (as
 //	            upstream keeps it), renamed to the attachment's temporary
 //	            name, moved into the container, renamed to CNI_IFNAME
-//	configure   with IPAM: arp_notify/ndisc_notify, up, addresses and
+//	ipam        with ipam.type set: the device up in the container, then
+//	            IPAM ADD (upstream's order; dhcp leases on the interface)
+//	configure   with IPAM: arp_notify/ndisc_notify, addresses and
 //	            routes, a gratuitous ARP (pkg/link's Finish); without, the
 //	            device keeps the up/down state it had in the host
 //
@@ -42,13 +43,13 @@ import (
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
 	StepResolve   = "resolve"   // the device found, nothing changed
-	StepIPAM      = "ipam"      // IPAM reserved the addresses (when configured)
 	StepMove      = "move"      // the device is CNI_IFNAME in the container
+	StepIPAM      = "ipam"      // the device up, IPAM reserved the addresses (when configured)
 	StepConfigure = "configure" // up, with addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepResolve, StepIPAM, StepMove, StepConfigure}
+var AddSteps = []string{StepResolve, StepMove, StepIPAM, StepConfigure}
 
 // New returns the host-device plugin's descriptor running with hooks,
 // reading sysfs at sysfsRoot ("/sys"; tests pass a tree of their own).

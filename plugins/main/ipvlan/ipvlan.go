@@ -8,7 +8,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -38,50 +37,17 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return nil, err
-	}
-
-	var addrs *current.Result
+	la := netlink.NewLinkAttrs()
+	la.MTU = c.MTU
+	opts := link.AddOptions{Master: m, DNS: c.DNS}
 	switch {
 	case c.layer3:
-		if addrs, err = a.IPAMAdd(); err != nil {
-			return nil, err
-		}
+		opts.Addrs = a.IPAMAdd
 	case prev != nil:
 		// Chained without ipam: the addresses the previous plugin got.
-		addrs = prev
+		opts.Addrs = func() (*current.Result, error) { return prev, nil }
 	}
-	if err := a.Step(StepIPAM); err != nil {
-		return nil, err
-	}
-
-	la := netlink.NewLinkAttrs()
-	la.ParentIndex = m.Link.Attrs().Index
-	la.MTU = c.MTU
-	ifName := a.Args.IfName
-	if _, err := link.Create(&netlink.IPVlan{LinkAttrs: la, Mode: c.mode}, link.CreateOptions{
-		MasterNS: m.NS, MasterH: m.H, ContNS: contNS, ContH: contH, IfName: ifName, Alias: a.Alias(),
-	}); err != nil {
-		return nil, err
-	}
-	a.Undo.Push("delete ipvlan "+ifName, func() error { return ip.DelLinkByName(contH, ifName) })
-	if err := a.Step(StepLink); err != nil {
-		return nil, err
-	}
-
-	res, err := link.Finish(link.FinishOptions{
-		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
-		IPAM: addrs, DNS: c.DNS, Log: a.Log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Step(StepConfigure); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return link.Add(a, &netlink.IPVlan{LinkAttrs: la, Mode: c.mode}, opts)
 }
 
 // del deletes the container's ipvlan when it is ours; the frame releases
@@ -94,24 +60,9 @@ func del(a *attach.Attachment, c *config) []error {
 // compared when "master" is set: chained, prevResult is this plugin's own
 // result by now and no longer names the previous plugin's interface.
 func check(a *attach.Attachment, c *config, prev *current.Result) error {
-	idx, ipcs, err := a.ContainerIface(prev)
-	if err != nil {
-		return err
-	}
-	w := link.Want{Kind: "ipvlan", Mode: c.modeStr, MTU: c.MTU, Iface: prev.Interfaces[idx], IPs: ipcs, Routes: prev.Routes}
+	var master *link.MasterRef
 	if c.Master != "" {
-		m, err := link.ResolveMasterOf(a, c.LinkInContainer, c.Master, c.MTU)
-		if err != nil {
-			return err
-		}
-		w.Master = m.Link
+		master = &link.MasterRef{InContainer: c.LinkInContainer, Name: c.Master}
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return err
-	}
-	if _, err := link.Check(contNS, contH, w); err != nil {
-		return err
-	}
-	return nil
+	return link.CheckAttachment(a, prev, master, link.Want{Kind: "ipvlan", Mode: c.modeStr, MTU: c.MTU})
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-// add makes the tap: resolve, IPAM, tap, bridge port, then the shared tail.
+// add makes the tap: resolve, tap, bridge port, up, IPAM, then the shared tail.
 // Each change pushes its undo as soon as it exists; the frame runs them in
 // reverse on a failure.
 func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
@@ -30,16 +30,6 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 		return nil, err
 	}
 	if err := a.Step(StepResolve); err != nil {
-		return nil, err
-	}
-
-	var res *current.Result
-	if c.HasIPAM() {
-		if res, err = a.IPAMAdd(); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.Step(StepIPAM); err != nil {
 		return nil, err
 	}
 
@@ -66,6 +56,21 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 		}
 	}
 	if err := a.Step(StepBridge); err != nil {
+		return nil, err
+	}
+
+	// Up before IPAM, as upstream: an IPAM plugin working on the
+	// interface (dhcp) finds it there and up.
+	if err := contH.LinkSetUp(tapLink); err != nil {
+		return nil, fmt.Errorf("set tap %q up in %s: %w", ifName, contNS.Path(), err)
+	}
+	var res *current.Result
+	if c.HasIPAM() {
+		if res, err = a.IPAMAdd(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.Step(StepIPAM); err != nil {
 		return nil, err
 	}
 

@@ -7,11 +7,12 @@
 //
 //	resolve     look up, changing nothing: CNI_IFNAME is free in the
 //	            container; bridge, when set, exists there and is a bridge
-//	ipam        delegate ADD to the IPAM plugin (when ipam.type is set)
 //	tap         the tap, persistent, with owner, group, multi-queue,
 //	            SELinux label, then its MTU, MAC and alias
 //	bridge      the tap becomes a port of bridge (when set)
-//	configure   arp_notify/ndisc_notify, the tap up, IPAM addresses and
+//	ipam        the tap up, then (as upstream: an IPAM plugin working on
+//	            the interface finds it) IPAM ADD (when ipam.type is set)
+//	configure   arp_notify/ndisc_notify, IPAM addresses and
 //	            routes, a gratuitous ARP (pkg/link's Finish)
 //
 // The tap is made through the tun ioctls on /dev/net/tun, never by exec of
@@ -30,14 +31,14 @@ import (
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
 	StepResolve   = "resolve"   // lookups done, nothing changed
-	StepIPAM      = "ipam"      // IPAM reserved the addresses (when configured)
 	StepTap       = "tap"       // the tap exists with its MTU, MAC and alias
 	StepBridge    = "bridge"    // the tap is a port of the bridge (when set)
-	StepConfigure = "configure" // up, with addresses and routes, announced
+	StepIPAM      = "ipam"      // the tap is up, IPAM reserved the addresses (when configured)
+	StepConfigure = "configure" // addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepResolve, StepIPAM, StepTap, StepBridge, StepConfigure}
+var AddSteps = []string{StepResolve, StepTap, StepBridge, StepIPAM, StepConfigure}
 
 // New returns the tap plugin's descriptor running with hooks.
 func New(hooks attach.Hooks) plugin.Plugin { return newPlugin(selinuxEnabled).Descriptor(hooks) }

@@ -288,6 +288,19 @@ var _ = Describe("tap", func() {
 		Expect(snapshot()).To(Equal(before))
 	})
 
+	It("runs IPAM with the tap up in the container, as upstream (the dhcp IPAM plugin needs it)", func() {
+		dir := GinkgoT().TempDir()
+		testutil.ProbeIPAM(dir, "10.54.0.2/24")
+		o := netOpts{ver: "1.1.0", extraKeys: `"ipam": {"type": "probe-ipam"}`}
+		c := call("ADD", "c1", contNS, o.json())
+		c.Path = dir
+		testutil.MustRunIn(hostNS, tap.Plugin, c)
+		up, seen := testutil.LinkUpAtIPAMAdd(dir, "tap0")
+		Expect(up).To(BeTrue(), "tap0 up in the container at IPAM ADD: %s", seen)
+		c.Command = "DEL"
+		Expect(testutil.RunIn(hostNS, tap.Plugin, c).Err).To(BeNil())
+	})
+
 	Describe("a failure midway through ADD", func() {
 		for _, step := range tap.AddSteps {
 			It("leaves nothing behind after "+step, func() {

@@ -8,12 +8,13 @@
 // (each step pushes its undo; a failure or panic runs them in reverse,
 // IPAM release included):
 //
-//	ipam       delegate ADD to the IPAM plugin (skipped: layer 2 only)
 //	link       the vlan link, made under a temporary name in the master's
 //	           namespace, moved into the container, renamed to CNI_IFNAME
 //	           and tagged with the attachment's alias. A second vlan of the
-//	           same ID on the same master is refused, naming both.
-//	configure  arp_notify/ndisc_notify, up, addresses and routes,
+//	           same ID on the same master is refused, naming both. It comes up.
+//	ipam       the link up (the dhcp daemon leases on it): delegate ADD
+//	           to the IPAM plugin (skipped: layer 2 only)
+//	configure  arp_notify/ndisc_notify, addresses and routes,
 //	           gratuitous ARP
 //
 // DEL deletes CNI_IFNAME in the container when it is a vlan of this
@@ -24,18 +25,19 @@ package vlan
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
-	StepIPAM      = "ipam"      // IPAM reserved the addresses (or layer 2 only)
-	StepLink      = "link"      // the vlan exists in the container as CNI_IFNAME
-	StepConfigure = "configure" // up, addresses, routes, announcement
+	StepLink      = link.StepLink      // the link exists in the container as CNI_IFNAME, up
+	StepIPAM      = link.StepIPAM      // IPAM reserved the addresses
+	StepConfigure = link.StepConfigure // addresses, routes, announcement
 )
 
-// AddSteps lists the steps of ADD in the order they run.
-var AddSteps = []string{StepIPAM, StepLink, StepConfigure}
+// AddSteps lists the steps of ADD in the order they run (link.Add's).
+var AddSteps = link.AddSteps
 
 var frame = attach.Plugin[*netConf]{
 	Name:    "vlan",

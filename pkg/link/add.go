@@ -1,0 +1,129 @@
+package link
+
+import (
+	"fmt"
+
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
+)
+
+// The steps Add passes to attach.Hooks.AfterStep, in the order they run.
+const (
+	StepLink      = "link"      // the link exists in the container as CNI_IFNAME, up
+	StepIPAM      = "ipam"      // IPAM reserved the addresses (or prevResult's, or none)
+	StepConfigure = "configure" // addresses, routes, announcement
+)
+
+// AddSteps lists Add's steps in the order they run.
+var AddSteps = []string{StepLink, StepIPAM, StepConfigure}
+
+// AddOptions is what Add needs besides the link.
+type AddOptions struct {
+	// Master is where the link is made (its namespace); nil: in the
+	// container itself (dummy).
+	Master *Master
+	// Addrs returns the addresses for the link, run once the link is up
+	// in the container: a.IPAMAdd, or prevResult for a chained plugin. Nil
+	// or returning nil: layer 2 only.
+	Addrs func() (*current.Result, error)
+	// DNS, when not empty, replaces IPAM's DNS in the result.
+	DNS types.DNS
+	// CreateErr, when set, rewrites an error of Create (vlan names the
+	// VLAN ID already in use on EEXIST).
+	CreateErr func(error) error
+}
+
+// Add is the ADD of a plugin whose link is not a veth, in upstream's order:
+// Create (temporary name in the master's namespace, move, rename), push
+// its undo, Step(link) with the link up, then the addresses (IPAM runs
+// with CNI_IFNAME up in the container: the dhcp daemon acquires its lease
+// on it), Step(ipam), then Finish (addresses, routes, announce, result),
+// Step(configure). l carries its LinkAttrs but for the name; ParentIndex
+// is set from opts.Master. Runs in no namespace of its own.
+func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, error) {
+	contNS, contH, err := a.Container()
+	if err != nil {
+		return nil, err
+	}
+	co := CreateOptions{
+		MasterNS: contNS, MasterH: contH, ContNS: contNS, ContH: contH,
+		IfName: a.Args.IfName, Alias: a.Alias(),
+	}
+	if opts.Master != nil {
+		co.MasterNS, co.MasterH = opts.Master.NS, opts.Master.H
+		l.Attrs().ParentIndex = opts.Master.Link.Attrs().Index
+	}
+	made, err := Create(l, co)
+	if err != nil {
+		if opts.CreateErr != nil {
+			err = opts.CreateErr(err)
+		}
+		return nil, err
+	}
+	ifName := a.Args.IfName
+	a.Undo.Push("delete "+l.Type()+" "+ifName, func() error { return ip.DelLinkByName(contH, ifName) })
+	if err := contH.LinkSetUp(made); err != nil {
+		return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
+	}
+	if err := a.Step(StepLink); err != nil {
+		return nil, err
+	}
+
+	var addrs *current.Result
+	if opts.Addrs != nil {
+		if addrs, err = opts.Addrs(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.Step(StepIPAM); err != nil {
+		return nil, err
+	}
+
+	res, err := Finish(FinishOptions{
+		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
+		IPAM: addrs, DNS: opts.DNS, Log: a.Log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Step(StepConfigure); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// MasterRef names a master as the config does: Name ("" for the default
+// route's interface), in the container's namespace with InContainer.
+type MasterRef struct {
+	InContainer bool
+	Name        string
+}
+
+// CheckAttachment is the CHECK of a plugin whose link is not a veth: the
+// container interface prevResult names, compared with w (Kind, Mode, MTU
+// set by the caller; Iface, IPs and Routes filled in from prev) and, when
+// master is not nil, with the master resolved as ADD does. Read-only.
+func CheckAttachment(a *attach.Attachment, prev *current.Result, master *MasterRef, w Want) error {
+	idx, ipcs, err := a.ContainerIface(prev)
+	if err != nil {
+		return err
+	}
+	w.Iface, w.IPs, w.Routes = prev.Interfaces[idx], ipcs, prev.Routes
+	if master != nil {
+		m, err := ResolveMasterOf(a, master.InContainer, master.Name, w.MTU)
+		if err != nil {
+			return err
+		}
+		w.Master = m.Link
+	}
+	contNS, contH, err := a.Container()
+	if err != nil {
+		return err
+	}
+	_, err = Check(contNS, contH, w)
+	return err
+}
