@@ -118,7 +118,6 @@ func (l *lab) startDaemonWith(o Options) {
 	testutil.WaitDHCPDaemon(o.SocketPath)
 }
 
-
 // execDaemon runs the built binary (bin/dhcp daemon) in the lab's host
 // netns; kill it with Kill, by PID.
 func (l *lab) execDaemon() *testutil.DHCPDaemon {
