@@ -1,7 +1,6 @@
 package macvlan
 
 import (
-	"fmt"
 	"net"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -9,22 +8,17 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/result"
 )
 
 // netConf is macvlan's config. Keys and defaults are upstream's.
 type netConf struct {
 	attach.NetConf
-	// Master is the parent interface; "" takes the default route's.
-	Master string `json:"master"`
+	link.Keys // master, mtu, linkInContainer
 	// Mode is bridge (default), private, vepa or passthru.
 	Mode string `json:"mode"`
-	MTU  int    `json:"mtu"`
 	// MAC is the link's MAC, after runtimeConfig.mac, args.cni.mac and
 	// CNI_ARGS MAC.
 	MAC string `json:"mac"`
-	// LinkInContainer: the master lives in the container namespace.
-	LinkInContainer bool `json:"linkInContainer"`
 	// BCQueueLen is the broadcast/multicast queue length (0: the kernel's).
 	BCQueueLen uint32 `json:"bcqueuelen"`
 	link.MACArgs
@@ -57,25 +51,11 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 	if err := attach.Decode(stdin, &c.netConf); err != nil {
 		return nil, err
 	}
-	if c.Master != "" {
-		if err := attach.ValidateIfName("master", c.Master); err != nil {
-			return nil, err
-		}
-	}
-	c.modeStr = c.Mode
-	if c.modeStr == "" {
-		c.modeStr = "bridge"
-	}
-	m, ok := modes[c.modeStr]
-	if !ok {
-		return nil, result.InvalidConfig(fmt.Errorf("mode: %q is not bridge, private, vepa or passthru", c.Mode))
-	}
-	c.mode = m
-	if err := attach.ValidateMTU(c.MTU); err != nil {
+	var err error
+	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", modes); err != nil {
 		return nil, err
 	}
-	var err error
-	if c.layer3, err = link.Layer3(&c.NetConf); err != nil {
+	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {
 		return nil, err
 	}
 	if c.mac, err = link.PickMAC(c.MACArgs.Sources(c.MAC), cniArgs); err != nil {

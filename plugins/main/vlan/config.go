@@ -14,13 +14,9 @@ import (
 // netConf is vlan's config. Keys and defaults are upstream's.
 type netConf struct {
 	attach.NetConf
-	// Master is the parent interface: required.
-	Master string `json:"master"`
+	link.Keys // master (required here), mtu, linkInContainer
 	// VlanID is the 802.1Q ID, 1-4094: required.
 	VlanID *int `json:"vlanId"`
-	MTU    int  `json:"mtu"`
-	// LinkInContainer: the master lives in the container namespace.
-	LinkInContainer bool `json:"linkInContainer"`
 
 	id     int
 	layer3 bool
@@ -39,20 +35,14 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if c.Master == "" {
 		return nil, result.InvalidConfig(errors.New("master: missing (the interface the vlan sits on)"))
 	}
-	if err := attach.ValidateIfName("master", c.Master); err != nil {
-		return nil, err
-	}
 	if c.VlanID == nil {
 		return nil, result.InvalidConfig(errors.New("vlanId: missing"))
 	}
 	if c.id = *c.VlanID; c.id < 1 || c.id > 4094 {
 		return nil, result.InvalidConfig(fmt.Errorf("vlanId: %d out of range 1-4094", c.id))
 	}
-	if err := attach.ValidateMTU(c.MTU); err != nil {
-		return nil, err
-	}
 	var err error
-	if c.layer3, err = link.Layer3(&c.NetConf); err != nil {
+	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {
 		return nil, err
 	}
 	return c, nil
