@@ -1,0 +1,52 @@
+package link
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func TestParseMode(t *testing.T) {
+	modes := map[string]int{"bridge": 1, "private": 2, "vepa": 3}
+	if name, m, err := ParseMode("", "bridge", modes); err != nil || name != "bridge" || m != 1 {
+		t.Errorf("default: %q %d %v", name, m, err)
+	}
+	if name, m, err := ParseMode("vepa", "bridge", modes); err != nil || name != "vepa" || m != 3 {
+		t.Errorf("vepa: %q %d %v", name, m, err)
+	}
+	_, _, err := ParseMode("hub", "bridge", modes)
+	if result.Code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), `mode: "hub" is not one of bridge, private, vepa`) {
+		t.Errorf("unknown mode: %v", err)
+	}
+}
+
+func TestKeysValidate(t *testing.T) {
+	for _, tc := range []struct {
+		keys Keys
+		ipam string
+		want string // "" = valid
+		l3   bool
+	}{
+		{Keys{}, `{}`, "", false},
+		{Keys{Master: "eth1", MTU: 1400}, `{"type": "host-local"}`, "", true},
+		{Keys{Master: "a/b"}, `{}`, "master", false},
+		{Keys{MTU: -1}, `{}`, "mtu", false},
+		{Keys{}, `{"subnet": "10.0.0.0/24"}`, "ipam.type: missing", false},
+	} {
+		c := &attach.NetConf{}
+		if err := attach.Decode([]byte(`{"cniVersion": "1.1.0", "name": "n", "ipam": `+tc.ipam+`}`), c); err != nil {
+			t.Fatal(err)
+		}
+		l3, err := tc.keys.Validate(c)
+		switch {
+		case tc.want == "" && (err != nil || l3 != tc.l3):
+			t.Errorf("%+v %s: layer3 %v, %v", tc.keys, tc.ipam, l3, err)
+		case tc.want != "" && (result.Code(err) != types.ErrInvalidNetworkConfig || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v %s: %v, want code 7 naming %q", tc.keys, tc.ipam, err, tc.want)
+		}
+	}
+}
