@@ -37,9 +37,9 @@ func tempName() string {
 }
 
 // Create adds l (its LinkAttrs filled in but for the name: ParentIndex,
-// MTU, MAC, ...) to opts.MasterNS under a random temporary name, moves it
-// into opts.ContNS when that is another namespace, tags it with
-// opts.Alias and renames it to opts.IfName. It returns the link as the
+// MTU, MAC, ...) on its master in opts.MasterNS under a random temporary
+// name, made directly in opts.ContNS when that is another namespace, tags
+// it with opts.Alias and renames it to opts.IfName. It returns the link as the
 // container sees it, down. On failure it deletes what it made, wherever
 // it is by then, so the caller pushes its undo (DelLinkByName(ContH,
 // IfName)) after success only. An IfName taken in the container is an
@@ -50,6 +50,16 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 		return nil, err
 	}
 	la := l.Attrs()
+	// h is where the link is made: with its master in another namespace,
+	// directly in the container's (IFLA_NET_NS_FD, as `ip link add ...
+	// netns` does). Moving a made link would cost the kernel an RCU grace
+	// period (dev_change_net_namespace) on every ADD. Deleting it where it
+	// is undoes everything.
+	h, where := opts.MasterH, opts.MasterNS
+	if !same {
+		la.Namespace = netlink.NsFd(int(opts.ContNS.Fd()))
+		h, where = opts.ContH, opts.ContNS
+	}
 	var tmp string
 	for attempt := 0; ; attempt++ {
 		tmp = tempName()
@@ -59,7 +69,7 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 			break
 		}
 		if errors.Is(err, unix.EEXIST) && attempt < 4 {
-			if _, lerr := ip.LinkByName(opts.MasterH, tmp); lerr == nil {
+			if _, lerr := ip.LinkByName(h, tmp); lerr == nil {
 				continue // the random name was taken
 			}
 			// Something else exists: a vlan of that ID on the master,
@@ -67,8 +77,6 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 		}
 		return nil, fmt.Errorf("create %s link %q in %s: %w", l.Type(), tmp, opts.MasterNS.Path(), err)
 	}
-	// h is where the link is now: deleting it there undoes everything.
-	h, where := opts.MasterH, opts.MasterNS
 	fail := func(err error) (netlink.Link, error) {
 		if derr := ip.DelLinkByName(h, tmp); derr != nil {
 			err = errors.Join(err, fmt.Errorf("delete %q again in %s: %w", tmp, where.Path(), derr))
@@ -78,15 +86,6 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 	made, err := ip.LinkByName(h, tmp)
 	if err != nil {
 		return fail(fmt.Errorf("in %s: %w", where.Path(), err))
-	}
-	if !same {
-		if err := h.LinkSetNsFd(made, int(opts.ContNS.Fd())); err != nil {
-			return fail(fmt.Errorf("move %q from %s into %s: %w", tmp, where.Path(), opts.ContNS.Path(), err))
-		}
-		h, where = opts.ContH, opts.ContNS
-		if made, err = ip.LinkByName(h, tmp); err != nil {
-			return fail(fmt.Errorf("in %s after the move: %w", where.Path(), err))
-		}
 	}
 	if opts.Alias != "" {
 		if err := h.LinkSetAlias(made, opts.Alias); err != nil {
