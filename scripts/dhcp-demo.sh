@@ -36,11 +36,9 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 hostns=cniforge-dhcp-host-$$
 ctrns=cniforge-dhcp-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-dhcp.XXXXXX)
-links_before=$(ip -o link show | wc -l)
-netns_dir_existed=false
-[ -d /run/netns ] && netns_dir_existed=true
-netns_dir_mounted=false
-mountpoint -q /run/netns 2>/dev/null && netns_dir_mounted=true
+# shellcheck source=scripts/demo-host.sh
+. "$repo/scripts/demo-host.sh"
+demo_host_record
 dnsmasq_pid='' daemon_pid='' added=false
 
 cleanup() {
@@ -53,26 +51,8 @@ cleanup() {
 	for pid in $daemon_pid $dnsmasq_pid; do
 		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	done
-	ip netns del "$ctrns" 2>/dev/null
-	ip netns del "$hostns" 2>/dev/null
-	# `ip netns add` makes /run/netns a mount point on first use; put it
-	# back as it was if nothing else uses it now.
-	if ! $netns_dir_mounted && mountpoint -q /run/netns 2>/dev/null && [ -z "$(ls -A /run/netns)" ]; then
-		umount /run/netns 2>/dev/null
-	fi
-	if ! $netns_dir_existed && [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ]; then
-		rmdir /run/netns 2>/dev/null
-	fi
-	rm -rf "$tmp"
-	local links_after
-	links_after=$(ip -o link show | wc -l)
-	echo "removed namespaces $hostns, $ctrns and $tmp"
-	echo "real host: $links_before links before the demo, $links_after after"
-	if [ "$links_before" != "$links_after" ]; then
-		echo "WARNING: the real host's link count changed (something else may have changed it meanwhile)" >&2
-		[ "$rc" = 0 ] && rc=1
-	fi
-	exit "$rc"
+	demo_host_restore "$rc" "$hostns" "$ctrns"
+	exit $?
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
