@@ -22,7 +22,7 @@ import (
 //	  -s 127.0.0.1/32 [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK     (snat, IPv4: localhost)
 //	  [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j DNAT --to-destination <container>:8080
 //	CNI-HOSTPORT-SETMARK  -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
-//	POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ
+//	POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ   (inserted first)
 //	CNI-HOSTPORT-MASQ     -m mark --mark 0x2000/0x2000 -j MASQUERADE
 //
 // The entry jumps match only traffic destined to a local address
@@ -168,8 +168,13 @@ func (r pmRules) sharedLines(nat natTable) []string {
 		if !nat.chains[pmMasqChain] {
 			l = append(l, "-N "+pmMasqChain, "-A "+pmMasqChain+" -m mark --mark "+r.mark+" -j MASQUERADE")
 		}
+		// Inserted first, as upstream does: bridge's and ptp's masquerade
+		// chains ACCEPT traffic to the container's own subnet, which ends
+		// POSTROUTING before a later jump, so a container reaching its own
+		// host port (hairpin) would go unmasqueraded and get no answer.
+		// Podman's default network (bridge, portmap) showed it.
 		if !hasJump(nat, "POSTROUTING", pmMasqChain) {
-			l = append(l, `-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j `+pmMasqChain)
+			l = append(l, `-I POSTROUTING 1 -m comment --comment "CNI portfwd requiring masquerade" -j `+pmMasqChain)
 		}
 	}
 	return l

@@ -39,7 +39,7 @@ func upstreamADD(n *ns.NetNS, id string) {
 		{"-A", "CNI-HOSTPORT-SETMARK", "-m", "comment", "--comment", "CNI portfwd masquerade mark", "-j", "MARK", "--set-xmark", "0x2000/0x2000"},
 		{"-N", "CNI-HOSTPORT-MASQ"},
 		{"-A", "CNI-HOSTPORT-MASQ", "-m", "mark", "--mark", "0x2000/0x2000", "-j", "MASQUERADE"},
-		{"-A", "POSTROUTING", "-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"},
+		{"-I", "POSTROUTING", "1", "-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"},
 		{"-N", "CNI-HOSTPORT-DNAT"},
 		{"-A", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
 		{"-A", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
