@@ -71,40 +71,11 @@ for k in "${known[@]}"; do
 	readme_commands | grep -qxF -- "$k" || fail "frontdoor.sh exercises [$k], which the README no longer says; update frontdoor.sh"
 done
 
-# snapshot FILE: what a plugin run must not change on the real host. Volatile
-# parts (counters, timestamps, route expiry) are dropped.
+# snapshot FILE: what a plugin run must not change on the real host
+# (scripts/host-snapshot.sh, shared with scripts/podman-lane.sh).
+. scripts/host-snapshot.sh
 snapshot() {
-	{
-		echo "## links"
-		ip -br link show
-		echo "## addresses"
-		ip -br addr show
-		echo "## routes"
-		ip route show table all
-		ip -6 route show table all | sed -E 's/ expires [0-9]+sec//'
-		echo "## rules"
-		ip rule show
-		ip -6 rule show
-		echo "## namespaces"
-		# cniforge-test-* are made and removed by test processes (pkg/testutil),
-		# never by the demo or the bench; another `go test` running meanwhile
-		# must not count against them.
-		ip netns list | grep -v '^cniforge-test-'
-		echo "## iptables"
-		local save
-		for save in iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save; do
-			command -v "$save" >/dev/null || continue
-			echo "# $save"
-			"$save" 2>&1 | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
-		done
-		echo "## nftables"
-		nft list ruleset 2>&1 | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/'
-		echo "## files"
-		local d
-		for d in /var/lib/cni /run/cni; do
-			[ -e "$d" ] && find "$d" -printf '%p %y %s\n' | sort
-		done
-	} >"$1" 2>&1
+	host_snapshot "$1"
 }
 
 # host_untouched NAME COMMAND...: runs COMMAND (output to $work/NAME.log),
