@@ -3,7 +3,8 @@
 # as binaries), then `go test -race` over every package, as root, then the
 # kernel specs in the VM lane (scripts/vm/kernel-lane.sh), then every command
 # the README gives a newcomer (scripts/frontdoor.sh: the demo, the install,
-# the benchmarks). Exits non-zero on any failure.
+# the benchmarks), then Podman against our plugins (scripts/podman-lane.sh).
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -54,6 +55,19 @@ if [ -z "${fd_passed:-}" ]; then
 	exit 1
 fi
 
+# The Podman lane: a real runtime (Podman with the CNI network backend)
+# against a `cniforge install` in a temporary plugin dir, inside namespaces
+# and private mounts it makes, the real host compared before and after.
+# See scripts/podman-lane.sh.
+echo "== the Podman lane (scripts/podman-lane.sh)"
+podman_rc=0
+scripts/podman-lane.sh | tee "$work/podman" || podman_rc=$?
+read -r pl_passed pl_failed < <(awk '/^podman-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/podman")
+if [ -z "${pl_passed:-}" ]; then
+	echo "test_linux.sh: scripts/podman-lane.sh printed no count (exit $podman_rc)" >&2
+	exit 1
+fi
+
 # The closing count: host results, with the kernel specs that skipped on the
 # host credited as passed when the lane ran them (it fails unless all pass).
 # Only the specs that skipped on this host (kernelfeature logs each) are
@@ -65,6 +79,6 @@ if [ "$credited" -gt "$lane" ]; then
 	echo "test_linux.sh: $credited kernel specs skipped on the host but the VM lane passed only $lane" >&2
 	exit 1
 fi
-echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands)"
-echo "total: $((passed + credited + fd_passed)) passed, $((failed + fd_failed)) failed, $((skipped - credited)) skipped"
-[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ]
+echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands; $pl_passed Podman lane checks)"
+echo "total: $((passed + credited + fd_passed + pl_passed)) passed, $((failed + fd_failed + pl_failed)) failed, $((skipped - credited)) skipped"
+[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ]
