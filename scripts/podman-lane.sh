@@ -145,9 +145,9 @@ network_ok() {
 	echo "$name: $(echo $types) answer VERSION $ver"
 }
 
-# state: what the stand-in host holds for attachments (links but bridges and
-# the lane's own, netfilter rules, the files under /var/lib/cni with their
-# names only, netns files), to compare before any container and after rm.
+# state: what the stand-in host holds for attachments (every link, the
+# netfilter rules, the files under /var/lib/cni by name only, the netns
+# files), to compare before any container and after rm.
 state() {
 	{
 		echo "## links"
@@ -509,8 +509,9 @@ echo 'unqualified-search-registries = []' >"$work/registries.conf"
 
 # A new pid namespace ends conmon and the containers with the lane; a new
 # netns is the stand-in host; a private mount namespace holds the tmpfs
-# mounts. --kill-child: if unshare is killed, so is the lane.
-unshare --pid --fork --kill-child --mount-proc --mount --propagation private --net \
+# mounts. --kill-child: if unshare is killed, so is the lane (timeout: a
+# hung Podman must not hang test_linux.sh; the lane takes 1-5 minutes).
+timeout --kill-after=30 1800 unshare --pid --fork --kill-child --mount-proc --mount --propagation private --net \
 	bash "$self" --inner "$work" "$runs"
 rc=$?
 read -r passed failed <"$work/counts" 2>/dev/null || {
