@@ -67,4 +67,3 @@ var _ = Describe("iptables masquerade DEL and GC when the nat-table check fails 
 		Entry("killed", "signal: killed", false),
 	)
 })
-
