@@ -353,6 +353,11 @@ func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 // iptables, a failed dump) answers false and Teardown reads with
 // iptables-save as usual.
 func (m *iptablesMasq) chainSurelyAbsent(f family, chain string) bool {
+	return m.tableChainSurelyAbsent(f, "nat", chain)
+}
+
+// tableChainSurelyAbsent is chainSurelyAbsent for a chain of table.
+func (m *iptablesMasq) tableChainSurelyAbsent(f family, table, chain string) bool {
 	if !m.isNFTVariant(f) {
 		return false
 	}
@@ -370,7 +375,7 @@ func (m *iptablesMasq) chainSurelyAbsent(f family, chain string) bool {
 		return false
 	}
 	for _, ch := range chains {
-		if ch.Name == chain && ch.Table != nil && ch.Table.Name == "nat" {
+		if ch.Name == chain && ch.Table != nil && ch.Table.Name == table {
 			return false
 		}
 	}
