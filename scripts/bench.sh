@@ -33,6 +33,7 @@
 #                     IPv4 address): ADD, CHECK, DEL. backend is set to
 #                     iptables: an absent one would reach the machine's
 #                     firewalld over D-Bus when it runs, outside the namespaces
+#   firewall-nftables the same on nftables (table inet cni_firewall)
 #
 # Each scenario runs one untimed warm-up attachment (it creates the bridge,
 # the nat chains), then N timed ADD/CHECK/DEL cycles on one container
@@ -96,10 +97,10 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 			ipam: {type: "host-local", dataDir: $dd,
 				ranges: [[{subnet: "10.249.0.0/24", rangeStart: "10.249.0.100", rangeEnd: "10.249.0.200"}]]}}')
 		;;
-	firewall-iptables)
+	firewall-iptables | firewall-nftables)
 		plugin=firewall
-		conf=$(jq -cn '{
-			cniVersion: "1.0.0", name: "bench-fw", type: "firewall", backend: "iptables",
+		conf=$(jq -cn --arg be "${scenario#firewall-}" '{
+			cniVersion: "1.0.0", name: "bench-fw", type: "firewall", backend: $be,
 			prevResult: {cniVersion: "1.0.0",
 				interfaces: [{name: "benchbr0"}, {name: "eth0", sandbox: "/x"}],
 				ips: [{address: "10.250.3.2/24", interface: 1}]}}')
@@ -234,7 +235,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others chain)
+all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables firewall-nftables portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others chain)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in

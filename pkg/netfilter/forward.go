@@ -52,6 +52,10 @@ type ForwardRules struct {
 	AdminChain string   // "" means DefaultAdminChain
 	Policy     IngressPolicy
 	Bridge     string // the host bridge, for same-bridge and isolated
+	// MarkBit is the bit of the packet mark the nftables backend's accepts
+	// set (0-31; the plugin's default is DefaultMarkBit). iptables
+	// ignores it.
+	MarkBit int
 }
 
 func (r ForwardRules) admin() string {
@@ -77,28 +81,36 @@ type Forward interface {
 }
 
 // NewForward returns the forward filter backend named backend
-// (BackendIPTables).
+// (BackendIPTables or BackendNFTables).
 func NewForward(backend string) (Forward, error) {
 	switch backend {
 	case BackendIPTables:
 		return newIPTablesForward(), nil
+	case BackendNFTables:
+		return newNFTablesForward(), nil
 	}
 	return nil, fmt.Errorf("backend: %q: %w", backend, ErrUnknownBackend)
 }
 
 // TeardownForwardAll removes o's forward rules from every backend that
-// holds any; an unusable backend holds none.
+// holds any (the backend of the ADD may not be known: config changed); an
+// unusable backend holds none. The other errors of both are joined.
 func TeardownForwardAll(o Owner, addrs []net.IP) error {
-	err := newIPTablesForward().Teardown(o, addrs)
-	if errors.Is(err, ErrUnavailable) {
-		return nil
-	}
-	return err
+	return errors.Join(
+		ifUsable(newIPTablesForward().Teardown(o, addrs)),
+		ifUsable(newNFTablesForward().Teardown(o, addrs)))
 }
 
 // GCForwardAll is GC on every backend.
 func GCForwardAll(network string, keep []Owner) error {
-	err := newIPTablesForward().GC(network, keep)
+	return errors.Join(
+		ifUsable(newIPTablesForward().GC(network, keep)),
+		ifUsable(newNFTablesForward().GC(network, keep)))
+}
+
+// ifUsable reads "this backend cannot be used here" as success: it holds
+// no rules then.
+func ifUsable(err error) error {
 	if errors.Is(err, ErrUnavailable) {
 		return nil
 	}
@@ -110,6 +122,8 @@ func ForwardUsable(backend string) error {
 	switch backend {
 	case BackendIPTables:
 		return newIPTablesForward().usable()
+	case BackendNFTables:
+		return newNFTablesForward().usable()
 	}
 	return fmt.Errorf("backend: %q: %w", backend, ErrUnknownBackend)
 }

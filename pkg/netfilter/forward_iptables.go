@@ -236,9 +236,26 @@ func (r ForwardRules) setupLines(t natTable, ips []net.IP) []string {
 	return lines
 }
 
+// mayHold lists the families whose filter table may hold CNI-FORWARD:
+// with iptables-nft, a netlink listing proves its absence without a
+// process (a DEL on the nftables backend sweeps iptables too).
+func (m *iptablesForward) mayHold() []family {
+	var out []family
+	for _, f := range families {
+		if !m.ipt.tableChainSurelyAbsent(f, "filter", fwdChain) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func (m *iptablesForward) Teardown(o Owner, addrs []net.IP) error {
 	ips := byFamilyIP(addrs)
-	return m.change("tear down forward rules for "+o.String(), families, func(f family, t natTable) ([]string, error) {
+	fams := m.mayHold()
+	if len(fams) == 0 {
+		return nil
+	}
+	return m.change("tear down forward rules for "+o.String(), fams, func(f family, t natTable) ([]string, error) {
 		if !t.chains[fwdChain] {
 			return nil, nil
 		}
@@ -315,7 +332,11 @@ func (r ForwardRules) missing(t natTable, ips []net.IP) []string {
 }
 
 func (m *iptablesForward) GC(network string, keep []Owner) error {
-	return m.change("collect forward rules of network "+fmt.Sprintf("%q", network), families, func(f family, t natTable) ([]string, error) {
+	fams := m.mayHold()
+	if len(fams) == 0 {
+		return nil
+	}
+	return m.change("collect forward rules of network "+fmt.Sprintf("%q", network), fams, func(f family, t natTable) ([]string, error) {
 		var lines []string
 		for _, spec := range t.rules[fwdChain] {
 			o, ok := fwdOwnerOf(spec)

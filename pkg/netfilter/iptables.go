@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coreos/go-iptables/iptables"
 	"github.com/google/nftables"
 )
 
@@ -40,6 +39,9 @@ type iptablesMasq struct {
 	// lockDir holds the chain locks; "" means iptablesLockDir. Tests
 	// point it at a directory of their own to count its files.
 	lockDir string
+	// natProbe replaces natUsable's look at the nat table when set: tests
+	// inject the error iptables gives when the check fails.
+	natProbe func(f family) error
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
@@ -189,8 +191,12 @@ func (m *iptablesMasq) teardown(o Owner, ifUsable bool) error {
 			continue // no binary, no rules
 		}
 		err := m.teardownFamily(o, f)
-		if err != nil && ifUsable && m.natUsable(f) != nil {
-			continue
+		if err != nil && ifUsable {
+			uerr := m.natUsable(f)
+			if errors.Is(uerr, ErrUnavailable) {
+				continue // this kernel has no nat table: nothing was installed
+			}
+			err = errors.Join(err, uerr) // the check failed for another reason: say both
 		}
 		errs = append(errs, err)
 	}
@@ -264,8 +270,10 @@ func (m *iptablesMasq) gcFamily(f family, network string, keep []Owner) error {
 	}
 	t, err := m.save(f)
 	if err != nil {
-		if uerr := m.natUsable(f); uerr != nil {
+		if uerr := m.natUsable(f); errors.Is(uerr, ErrUnavailable) {
 			err = uerr // say it is unusable here (ErrUnavailable), not just failing
+		} else {
+			err = errors.Join(err, uerr) // a real failure, whatever the check says
 		}
 		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
 	}
@@ -337,35 +345,6 @@ func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 	return errors.Join(errs...)
 }
 
-// natUsable probes, through go-iptables, whether the nat table of f can be
-// used here (the binary runs and the kernel provides the table). It costs
-// two processes, so it runs only to explain a failure or to pick the
-// default backend after one.
-func (m *iptablesMasq) natUsable(f family) error {
-	proto := iptables.ProtocolIPv4
-	if f == ipv6 {
-		proto = iptables.ProtocolIPv6
-	}
-	var ipt *iptables.IPTables
-	var err error
-	if m.variant == "" {
-		ipt, err = iptables.New(iptables.IPFamily(proto))
-	} else {
-		base := "iptables"
-		if f == ipv6 {
-			base = "ip6tables"
-		}
-		ipt, err = iptables.New(iptables.IPFamily(proto), iptables.Path(base+"-"+m.variant))
-	}
-	if err != nil {
-		return fmt.Errorf("%s %w: %w", f, ErrUnavailable, err)
-	}
-	if _, err := ipt.ChainExists("nat", "POSTROUTING"); err != nil {
-		return fmt.Errorf("%s nat table: %w: %w", f, ErrUnavailable, err)
-	}
-	return nil
-}
-
 // chainSurelyAbsent reports whether the nat chain is known not to exist,
 // without a process: the nf_tables variant of iptables keeps its tables in
 // nf_tables ("ip nat", "ip6 nat"), which netlink lists in well under a
@@ -374,6 +353,11 @@ func (m *iptablesMasq) natUsable(f family) error {
 // iptables, a failed dump) answers false and Teardown reads with
 // iptables-save as usual.
 func (m *iptablesMasq) chainSurelyAbsent(f family, chain string) bool {
+	return m.tableChainSurelyAbsent(f, "nat", chain)
+}
+
+// tableChainSurelyAbsent is chainSurelyAbsent for a chain of table.
+func (m *iptablesMasq) tableChainSurelyAbsent(f family, table, chain string) bool {
 	if !m.isNFTVariant(f) {
 		return false
 	}
@@ -391,7 +375,7 @@ func (m *iptablesMasq) chainSurelyAbsent(f family, chain string) bool {
 		return false
 	}
 	for _, ch := range chains {
-		if ch.Name == chain && ch.Table != nil && ch.Table.Name == "nat" {
+		if ch.Name == chain && ch.Table != nil && ch.Table.Name == table {
 			return false
 		}
 	}

@@ -32,6 +32,10 @@ type netConf struct {
 	Zone string `json:"firewalldZone"`
 	// IngressPolicy is "open" (default), "same-bridge" or "isolated".
 	IngressPolicy netfilter.IngressPolicy `json:"ingressPolicy"`
+	// MarkBit is nftablesMarkBit (0-31, default 12): the bit of the packet
+	// mark the nftables backend's accepts set, for drop policies elsewhere
+	// to let through (README).
+	MarkBit *int `json:"nftablesMarkBit"`
 }
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
@@ -56,6 +60,11 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if n := len(c.AdminChain); n > 28 || strings.ContainsAny(c.AdminChain, " \t\n\"'!") || strings.HasPrefix(c.AdminChain, "-") ||
 		isBuiltinTarget(c.AdminChain) {
 		return nil, result.InvalidConfig(fmt.Errorf("iptablesAdminChainName: %q is not a usable iptables chain name (at most 28 bytes, no blanks or quotes, not a built-in target)", c.AdminChain))
+	}
+	if c.MarkBit == nil {
+		c.MarkBit = new(netfilter.DefaultMarkBit)
+	} else if *c.MarkBit < 0 || *c.MarkBit > 31 {
+		return nil, result.InvalidConfig(fmt.Errorf("nftablesMarkBit: %d out of range 0-31", *c.MarkBit))
 	}
 	if c.Zone == "" {
 		c.Zone = "trusted"

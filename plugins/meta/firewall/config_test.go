@@ -13,12 +13,18 @@ func TestParseConfig(t *testing.T) {
 		code        uint // 0: valid
 		admin, zone string
 		policy      netfilter.IngressPolicy
+		mark        int // checked when the case is valid; 0 means the default
 	}{
 		{name: "defaults", stdin: `{"name": "n", "type": "firewall"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
 		{name: "podman's empty backend", stdin: `{"name": "n", "backend": ""}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
 		{name: "all keys", stdin: `{"name": "n", "backend": "iptables", "iptablesAdminChainName": "MY-ADMIN", "firewalldZone": "public", "ingressPolicy": "isolated"}`,
 			admin: "MY-ADMIN", zone: "public", policy: "isolated"},
 		{name: "same-bridge", stdin: `{"name": "n", "ingressPolicy": "same-bridge"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "same-bridge"},
+		{name: "nftables, mark bit 0", stdin: `{"name": "n", "backend": "nftables", "nftablesMarkBit": 0}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open", mark: -1},
+		{name: "mark bit 31", stdin: `{"name": "n", "nftablesMarkBit": 31}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open", mark: 31},
+		{name: "mark bit 32", stdin: `{"name": "n", "nftablesMarkBit": 32}`, code: 7},
+		{name: "mark bit -1", stdin: `{"name": "n", "nftablesMarkBit": -1}`, code: 7},
+		{name: "mark bit a string", stdin: `{"name": "n", "nftablesMarkBit": "12"}`, code: 6},
 		{name: "not JSON", stdin: `{"name": `, code: 6},
 		{name: "no name", stdin: `{"type": "firewall"}`, code: 7},
 		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, code: 7},
@@ -41,6 +47,13 @@ func TestParseConfig(t *testing.T) {
 		}
 		if c.AdminChain != tc.admin || c.Zone != tc.zone || c.IngressPolicy != tc.policy {
 			t.Errorf("%s: got admin %q zone %q policy %q", tc.name, c.AdminChain, c.Zone, c.IngressPolicy)
+		}
+		want := map[int]int{0: netfilter.DefaultMarkBit, -1: 0}[tc.mark]
+		if tc.mark > 0 {
+			want = tc.mark
+		}
+		if *c.MarkBit != want {
+			t.Errorf("%s: nftablesMarkBit %d, want %d", tc.name, *c.MarkBit, want)
 		}
 	}
 }

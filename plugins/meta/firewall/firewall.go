@@ -1,7 +1,6 @@
 package firewall
 
 import (
-	"errors"
 	"fmt"
 	"net"
 
@@ -12,9 +11,6 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/result"
 )
-
-// errNotBuilt marks a backend this build does not implement yet.
-var errNotBuilt = errors.New("not implemented in this build")
 
 // chosen is the resolved backend; fw is set for firewalld (close it).
 type chosen struct {
@@ -33,8 +29,8 @@ func (b chosen) close() {
 // (code 50 otherwise).
 func resolve(c *netConf) (chosen, error) {
 	switch c.Backend {
-	case backendIPTables:
-		return chosen{name: backendIPTables}, nil
+	case backendIPTables, backendNFTables:
+		return chosen{name: c.Backend}, nil
 	case "", backendFirewalld:
 		fw, has, err := openFirewalld()
 		if err == nil && has {
@@ -49,12 +45,13 @@ func resolve(c *netConf) (chosen, error) {
 		}
 		return chosen{}, result.Unavailable(fmt.Errorf("backend: %q: %w", c.Backend, err))
 	}
-	return chosen{}, result.Unavailable(fmt.Errorf("backend: %q: %w", c.Backend, errNotBuilt))
+	return chosen{}, result.InvalidConfig(fmt.Errorf("backend: %q unknown", c.Backend)) // parseConfig refused it
 }
 
 // rulesFor is what ADD installs and CHECK compares for prev.
 func rulesFor(a *attach.Attachment, c *netConf, prev *current.Result) (netfilter.ForwardRules, error) {
-	r := netfilter.ForwardRules{Owner: a.Owner(), AdminChain: c.AdminChain, Policy: c.IngressPolicy, Addrs: addrsOf(prev)}
+	r := netfilter.ForwardRules{Owner: a.Owner(), AdminChain: c.AdminChain, Policy: c.IngressPolicy, Addrs: addrsOf(prev),
+		MarkBit: *c.MarkBit}
 	if c.IngressPolicy != netfilter.IngressOpen {
 		for _, i := range prev.Interfaces {
 			if i != nil && i.Sandbox == "" && i.Name != "" {

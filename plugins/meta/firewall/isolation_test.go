@@ -15,8 +15,9 @@ import (
 
 // Two bridges in the stand-in host: br1 (10.81.0.0/24) with containers a
 // (.2) and b (.3), br2 (10.82.0.0/24) with container c (.2). The host
-// routes between them; FORWARD accepts everything.
-var _ = Describe("firewall ingress policies with two bridges", func() {
+// routes between them; FORWARD accepts everything. On each backend: ""
+// (iptables here, where firewalld does not answer) and nftables.
+var _ = DescribeTableSubtree("firewall ingress policies with two bridges", func(backend string) {
 	var hostNS *ns.NetNS
 	conts := map[string]*ns.NetNS{}
 	addrs := map[string]string{"a": "10.81.0.2", "b": "10.81.0.3", "c": "10.82.0.2"}
@@ -78,7 +79,7 @@ var _ = Describe("firewall ingress policies with two bridges", func() {
 		GinkgoHelper()
 		for name, addr := range addrs {
 			prev := prevResult("1.1.0", brOf[name], addr+"/24")
-			stdin := conf("1.1.0", fmt.Sprintf(`, "ingressPolicy": %q`, policy), prev)
+			stdin := conf("1.1.0", fmt.Sprintf(`, "ingressPolicy": %q, "backend": %q`, policy, backend), prev)
 			c := testutil.Call{Command: "ADD", ContainerID: name, Netns: conts[name].Path(), IfName: "eth0", Stdin: stdin}
 			Expect(testutil.RunIn(hostNS, firewall.Plugin, c).Err).To(BeNil())
 			c.Command = "CHECK"
@@ -104,4 +105,4 @@ var _ = Describe("firewall ingress policies with two bridges", func() {
 		Expect(testutil.Ping(conts["a"], addrs["c"])).To(Succeed())
 		Expect(testutil.Ping(conts["a"], addrs["b"])).To(Succeed())
 	})
-})
+}, Entry("iptables", ""), Entry("nftables", "nftables"))

@@ -1,0 +1,69 @@
+package netfilter
+
+import (
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// Issue 8's last note: iptables DEL and GC skipped any failure whenever
+// the nat-table check failed too, whatever the cause. Only a kernel
+// without the table (or without nf_tables) means "nothing installed".
+var _ = Describe("iptables masquerade DEL and GC when the nat-table check fails too", func() {
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	addrs := mustCIDRs("10.1.0.5/24")
+	const (
+		lockBusy = "Another app is currently holding the xtables lock. Perhaps you want to use the -w option?"
+		denied   = "iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root)"
+		absent   = "iptables v1.8.9 (legacy): can't initialize iptables table `nat': Table does not exist (do you need to insmod?)"
+	)
+	var hostNS = testutil.NewNS
+	// failing is the iptables backend whose iptables-save and -restore
+	// fail (as when the lock stays busy), and whose nat-table check fails
+	// with probeMsg.
+	failing := func(probeMsg string) *iptablesMasq {
+		m := newIPTablesMasq()
+		m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
+			return nil, errors.New(name + ": exit status 4: " + lockBusy)
+		}
+		m.natProbe = func(family) error { return errors.New(probeMsg) }
+		return m
+	}
+
+	It("reports both failures, and leaves the rules for the next DEL", func() {
+		n := hostNS()
+		m := newIPTablesMasq()
+		Expect(in(n, func() error { return m.Setup(o, addrs) })).To(Succeed())
+
+		err := in(n, func() error { return failing(denied).teardownIfUsable(o) })
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring(lockBusy), ContainSubstring("Permission denied")))
+		Expect(errors.Is(err, ErrUnavailable)).To(BeFalse())
+		err = in(n, func() error { return failing(denied).gcIfUsable(o.Network, nil) })
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(And(ContainSubstring(lockBusy), ContainSubstring("Permission denied")))
+		Expect(in(n, func() error { return m.Check(o, addrs) })).To(Succeed(), "the rules are still installed")
+
+		Expect(in(n, func() error { return m.teardownIfUsable(o) })).To(Succeed())
+		Expect(in(n, func() error { return m.Check(o, addrs) })).To(MatchError(ErrMissing))
+	})
+
+	It("counts a kernel without the nat table as nothing installed", func() {
+		n := hostNS()
+		Expect(in(n, func() error { return failing(absent).teardownIfUsable(o) })).To(Succeed())
+		Expect(in(n, func() error { return failing(absent).gcIfUsable(o.Network, nil) })).To(Succeed())
+	})
+
+	DescribeTable("natAbsent", func(msg string, want bool) {
+		Expect(natAbsent(errors.New(msg))).To(Equal(want), msg)
+	},
+		Entry("legacy, no table", absent, true),
+		Entry("nft, no nf_tables", "iptables v1.8.9 (nf_tables): Failed to initialize nft: Protocol not supported", true),
+		Entry("permission", denied, false),
+		Entry("lock", lockBusy, false),
+		Entry("killed", "signal: killed", false),
+	)
+})
