@@ -30,9 +30,13 @@ type env struct {
 // from the base config by mutations, plus the common ones.
 type target struct {
 	name    string
-	chained bool // has a prevResult; CNI_IFNAME is eth0, which exists
-	ipam    bool // an IPAM plugin, exec'd directly: its ipam keys are its own
-	conf    func(e env) string
+	bin     string // the binary, when not name
+	chained bool   // has a prevResult; CNI_IFNAME is eth0, which exists
+	// prevMaster: the prevResult's single interface is the master of the
+	// link to make (ipvlan chained), not the interface to adjust.
+	prevMaster bool
+	ipam       bool // an IPAM plugin, exec'd directly: its ipam keys are its own
+	conf       func(e env) string
 	// accepted are mutations (by mutation.String) that are valid configs
 	// and so are not run: each says why.
 	accepted map[string]string
@@ -99,6 +103,11 @@ func targets() []target {
 		{name: "ipvlan", accepted: map[string]string{
 			"mode = range: empty": `the default mode, l2`,
 		}, conf: mainConf("ipvlan", `"master": "hostile0", "mode": "l2", "mtu": 1400, "linkInContainer": false`)},
+		{name: "ipvlan-chained", bin: "ipvlan", prevMaster: true, accepted: map[string]string{
+			"mode = range: empty": `the default mode, l2`,
+		}, conf: func(env) string {
+			return `{"cniVersion": "1.1.0", "name": "hostile", "type": "ipvlan", "mode": "l2", "prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "hostile0"}], "ips": [{"address": "10.70.0.5/24", "gateway": "10.70.0.1", "interface": 0}]}}`
+		}},
 		{name: "vlan", conf: mainConf("vlan", `"master": "hostile0", "vlanId": 100, "mtu": 1400, "linkInContainer": false`)},
 		{name: "dummy", conf: mainConf("dummy", "")},
 		{name: "host-device", conf: mainConf("host-device", `"device": "hostile1"`), extra: hostDeviceCases},
@@ -322,6 +331,14 @@ func common(t target, e env, base string) []hcase {
 			}
 		}
 	}
+	if t.prevMaster {
+		for _, v := range []string{"1.0.0", "9.9.9"} {
+			out = append(out, hcase{name: "prevResult.cniVersion " + v, verb: "ADD", stdin: mustSet(base, []any{"prevResult", "cniVersion"}, v),
+				codes: []uint{types.ErrIncompatibleCNIVersion}, mention: []string{v}})
+		}
+		out = append(out, hcase{name: "prevResult master nosuch0", verb: "ADD", stdin: mustSet(base, []any{"prevResult", "interfaces", 0, "name"}, "nosuch0"),
+			codes: []uint{types.ErrInvalidNetworkConfig}, mention: []string{"nosuch0"}})
+	}
 	if t.chained {
 		for _, v := range []string{"0.3.1", "0.4.0", "1.0.0", "9.9.9"} {
 			for _, verb := range []string{"ADD", "CHECK"} {
@@ -448,7 +465,7 @@ func (l *lane) run(t target, cases []hcase) (failures []string) {
 		}
 		var out testutil.Output
 		err := l.hostNS.Do(func() (err error) {
-			out, err = testutil.Exec(t.name, call)
+			out, err = testutil.Exec(t.binary(), call)
 			return err
 		})
 		where := fmt.Sprintf("%s %s [%s]", t.name, c.verb, c.name)
@@ -459,7 +476,7 @@ func (l *lane) run(t target, cases []hcase) (failures []string) {
 			// Accepted: undo it, so that the cases after it meet the node
 			// as it was (what DEL leaves is reported below).
 			call.Command = "DEL"
-			_ = l.hostNS.Do(func() (err error) { _, err = testutil.Exec(t.name, call); return err }) // best effort: the state comparison reports what is left
+			_ = l.hostNS.Do(func() (err error) { _, err = testutil.Exec(t.binary(), call); return err }) // best effort: the state comparison reports what is left
 		}
 		if after := state(); !slices.Equal(before, after) {
 			failures = append(failures, where+": changed the node:\n"+diff(before, after))
@@ -559,4 +576,11 @@ func staticCases(e env) []hcase {
 			codes: []uint{types.ErrInvalidNetworkConfig, types.ErrInvalidEnvironmentVariables}, mention: []string{"CNI_ARGS"}})
 	}
 	return out
+}
+
+func (t target) binary() string {
+	if t.bin != "" {
+		return t.bin
+	}
+	return t.name
 }
