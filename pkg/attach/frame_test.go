@@ -222,8 +222,11 @@ var _ = Describe("the frame", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf("")})
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult: missing"))
-		out = run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf(`"prevResult": {"cniVersion": "9.9.9"}`)})
+		out = run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf(`"prevResult": {"cniVersion": "1.1.0", "ips": 7}`)})
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		// Of another version than the config: code 1 (pkg/result.ParsePrev).
+		out = run(attach.Hooks{}, testutil.Call{Command: "CHECK", Netns: contNS.Path(), Stdin: conf(`"prevResult": {"cniVersion": "9.9.9"}`)})
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
 		Expect(calls).To(BeEmpty())
 	})
 
@@ -319,10 +322,11 @@ if nsenter --net="$CNI_NETNS" ip link show "$CNI_IFNAME" >/dev/null 2>&1; then e
 		var prevs []*current.Result
 		p := toy(&calls)
 		p.Chained = true
-		inner := p.Add
+		// A chained plugin adjusts the interface that is there: it makes none.
 		p.Add = func(a *attach.Attachment, c *toyConf) (types.Result, error) {
 			prevs = append(prevs, a.Prev)
-			return inner(a, c)
+			return &current.Result{CNIVersion: current.ImplementedSpecVersion,
+				Interfaces: []*current.Interface{{Name: a.Args.IfName, Sandbox: a.Args.Netns}}}, nil
 		}
 		chained := func(stdin []byte) testutil.Output {
 			GinkgoHelper()
@@ -333,13 +337,30 @@ if nsenter --net="$CNI_NETNS" ip link show "$CNI_IFNAME" >/dev/null 2>&1; then e
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult: missing"))
-		out = chained(conf(`"prevResult": {"cniVersion": "9.9.9"}`))
+		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "ips": 7}`))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		out = chained(conf(`"prevResult": {"cniVersion": "9.9.9"}`))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
 		Expect(calls).To(BeEmpty())
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 
-		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "ips": [{"version": "4", "address": "10.9.0.2/24"}]}`))
+		// The interface to adjust must be in CNI_NETNS, where prevResult
+		// puts it: code 7 naming it, before the plugin runs.
+		good := conf(`"prevResult": {"cniVersion": "1.1.0", "ips": [{"version": "4", "address": "10.9.0.2/24"}]}`)
+		out = chained(good)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring(`no interface "toy0"`))
+		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "toy0"}, testutil.VethEnd{NS: hostNS, Name: "toyh0"})).To(Succeed())
+		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "toy0", "sandbox": "/run/netns/elsewhere"}]}`))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring(`"/run/netns/elsewhere"`))
+		Expect(prevs).To(BeEmpty())
+
+		out = chained(good)
 		Expect(out.Err).To(BeNil())
 		Expect(prevs).To(HaveLen(1))
 		Expect(prevs[0].IPs).To(HaveLen(1))

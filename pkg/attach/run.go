@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
@@ -175,6 +176,11 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 	if _, _, err := a.Container(); err != nil {
 		return err
 	}
+	if r.p.Chained {
+		if err := chainedIface(a, a.Prev); err != nil {
+			return err
+		}
+	}
 	res, err := r.p.Add(a, c)
 	if err != nil {
 		return err
@@ -193,6 +199,45 @@ func requirePrev(c *NetConf, name string) (*current.Result, error) {
 		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", name))
 	}
 	return prev, nil
+}
+
+// chainedIface refuses (code 7), before a chained plugin changes anything,
+// an attachment whose interface is not there to adjust: prevResult puts
+// CNI_IFNAME in another sandbox than CNI_NETNS, or CNI_NETNS has no link
+// of that name. Without it the plugin fails half-way with "link not found"
+// (code 999), as upstream's do.
+func chainedIface(a *Attachment, prev *current.Result) error {
+	name, netns := a.Args.IfName, a.Args.Netns
+	elsewhere := ""
+	var ifaces []*current.Interface
+	if prev != nil {
+		ifaces = prev.Interfaces
+	}
+	for _, iface := range ifaces {
+		if iface.Name != name || iface.Sandbox == "" {
+			continue
+		}
+		if iface.Sandbox == netns {
+			elsewhere = ""
+			break
+		}
+		elsewhere = iface.Sandbox
+	}
+	if elsewhere != "" {
+		return result.InvalidConfig(fmt.Errorf("prevResult: interface %q is in sandbox %q, not in CNI_NETNS %q", name, elsewhere, netns))
+	}
+	_, h, err := a.Container()
+	if err != nil {
+		return err
+	}
+	if _, err := h.LinkByName(name); err != nil {
+		var notFound netlink.LinkNotFoundError
+		if errors.As(err, &notFound) {
+			return result.InvalidConfig(fmt.Errorf("CNI_IFNAME: no interface %q in CNI_NETNS %s to adjust (prevResult names the interface a plugin before this one made)", name, netns))
+		}
+		return fmt.Errorf("look up %q in %s: %w", name, netns, err)
+	}
+	return nil
 }
 
 // findIPAM refuses, before any change, an IPAM type that is not in
@@ -242,6 +287,9 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 }
 
 func releaseIPAM(a *Attachment) []error {
+	if err := findIPAM(a.Conf, a.Args.Path); err != nil {
+		return []error{err} // code 7, naming the type: nothing to release with
+	}
 	if err := ipam.Del(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 		return []error{fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err)}
 	}
@@ -291,6 +339,11 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	}
 	if _, _, err := a.Container(); err != nil {
 		return err
+	}
+	if r.p.Chained {
+		if err := chainedIface(a, prev); err != nil {
+			return err
+		}
 	}
 	if r.p.Check == nil {
 		return nil

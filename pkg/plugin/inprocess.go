@@ -161,6 +161,9 @@ func validateNetworkName(stdin []byte) *types.Error {
 }
 
 func (d dispatch) main(p Plugin) *types.Error {
+	if err := precheck(p.Versions, d.getenv, d.stdin); err != nil {
+		return err
+	}
 	cmd, args, err := d.cmdArgs()
 	if err != nil {
 		if err.Code == types.ErrInvalidEnvironmentVariables && d.getenv("CNI_COMMAND") == "" {

@@ -72,6 +72,7 @@ func MainArgs(p Plugin, args []string) {
 			os.Exit(sub(args[1:]))
 		}
 	}
+	prechecked(p)
 	skel.PluginMainFuncs(p.SkelFuncs(), p.Versions, p.About())
 }
 

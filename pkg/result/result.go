@@ -51,10 +51,27 @@ func PrevResult(stdin []byte) (*current.Result, error) {
 
 // ParsePrev parses conf's raw prevResult (filling conf.PrevResult) and
 // returns it as a current result, or nil when there is none. Errors carry
-// CNI code 6.
+// CNI code 6 when it does not decode.
+//
+// A prevResult whose cniVersion is not the config's is refused (code 1):
+// the runtime passes the previous plugin's result in the config's version
+// (libcni converts it), so another version means a runtime or conflist
+// that mixes versions; upstream parses it as the config's version whatever
+// it says. Null entries and an "interface" index outside "interfaces" are
+// refused too (code 7), before a plugin follows them.
 func ParsePrev(conf *types.NetConf) (*current.Result, error) {
 	if conf.RawPrevResult == nil {
 		return nil, nil
+	}
+	if v, ok := conf.RawPrevResult["cniVersion"].(string); ok && v != "" {
+		confVer := conf.CNIVersion
+		if confVer == "" {
+			confVer = "0.1.0" // the spec's default
+		}
+		if v != confVer {
+			return nil, types.NewError(types.ErrIncompatibleCNIVersion,
+				fmt.Sprintf("prevResult: cniVersion %q is not the config's cniVersion %q", v, confVer), "")
+		}
 	}
 	if err := version.ParsePrevResult(conf); err != nil {
 		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
@@ -63,7 +80,33 @@ func ParsePrev(conf *types.NetConf) (*current.Result, error) {
 	if err != nil {
 		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
 	}
+	if err := validatePrev(prev); err != nil {
+		return nil, InvalidConfig(err)
+	}
 	return prev, nil
+}
+
+// validatePrev refuses what a plugin would dereference or index blindly.
+func validatePrev(r *current.Result) error {
+	for i, iface := range r.Interfaces {
+		if iface == nil {
+			return fmt.Errorf("prevResult.interfaces[%d]: null", i)
+		}
+	}
+	for i, ipc := range r.IPs {
+		if ipc == nil {
+			return fmt.Errorf("prevResult.ips[%d]: null", i)
+		}
+		if ipc.Interface != nil && (*ipc.Interface < 0 || *ipc.Interface >= len(r.Interfaces)) {
+			return fmt.Errorf("prevResult.ips[%d].interface: %d is not an index of prevResult.interfaces (%d entries)", i, *ipc.Interface, len(r.Interfaces))
+		}
+	}
+	for i, rt := range r.Routes {
+		if rt == nil {
+			return fmt.Errorf("prevResult.routes[%d]: null", i)
+		}
+	}
+	return nil
 }
 
 // InterfaceIndex returns the index in res.Interfaces of the interface named

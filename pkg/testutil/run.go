@@ -33,6 +33,8 @@ type Call struct {
 	Stdin       []byte
 	// Env adds or overrides variables; a key mapped to "" is unset.
 	Env map[string]string
+	// Dir is the working folder of an exec'd plugin ("" = the test's).
+	Dir string
 }
 
 func (c Call) environ() map[string]string {
@@ -176,6 +178,7 @@ func command(name string, c Call) (*exec.Cmd, error) {
 		}
 	}
 	cmd.Stdin = bytes.NewReader(c.Stdin)
+	cmd.Dir = c.Dir
 	return cmd, nil
 }
 

@@ -63,6 +63,7 @@ var _ = Describe("parseConfig", func() {
 		Entry("relative socket", string(conf(`, "daemonSocketPath": "dhcp.sock"`)), uint(types.ErrInvalidNetworkConfig), `ipam.daemonSocketPath: "dhcp.sock"`),
 		Entry("socket not a string", string(conf(`, "daemonSocketPath": 5`)), uint(types.ErrInvalidNetworkConfig), "ipam.daemonSocketPath"),
 		Entry("negative priority", string(conf(`, "priority": -1`)), uint(types.ErrInvalidNetworkConfig), "ipam.priority: -1"),
+		Entry("priority above 32 bits", string(conf(`, "priority": 4294967296`)), uint(types.ErrInvalidNetworkConfig), "ipam.priority: 4294967296 out of range"),
 		Entry("unknown option name", string(conf(`, "request": [{"option": "nope"}]`)), uint(types.ErrInvalidNetworkConfig), `ipam.request[0].option: "nope"`),
 		Entry("option out of range", string(conf(`, "request": [{"option": "300"}]`)), uint(types.ErrInvalidNetworkConfig), `ipam.request[0].option: "300" out of range`),
 		Entry("provide without value", string(conf(`, "provide": [{"option": "host-name"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0]: want value or fromArg"),

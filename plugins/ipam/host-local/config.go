@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -148,6 +149,11 @@ func buildConfig(in *netConf) (*Config, error) {
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir
 	}
+	// A relative dataDir would be resolved against whatever folder the
+	// runtime happens to run the plugin in.
+	if !filepath.IsAbs(conf.DataDir) {
+		return nil, fmt.Errorf("ipam.dataDir: %q is not an absolute path", conf.DataDir)
+	}
 
 	// Upstream's order: runtime ranges first, then the legacy single range,
 	// then ipam.ranges. The position decides last_reserved_ip.<index>, so it
@@ -195,6 +201,9 @@ func buildConfig(in *netConf) (*Config, error) {
 	return conf, nil
 }
 
+// maxNameBytes is the longest file name Linux file systems take (NAME_MAX).
+const maxNameBytes = 255
+
 // validateNetworkName refuses a name that would not stay one folder below
 // dataDir. skel checks this too, but the name builds a path here.
 func validateNetworkName(name string) error {
@@ -203,6 +212,9 @@ func validateNetworkName(name string) error {
 	}
 	if name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") || strings.IndexFunc(name, isSpaceOrControl) >= 0 {
 		return fmt.Errorf("name: %q cannot name a folder below dataDir", name)
+	}
+	if len(name) > maxNameBytes {
+		return fmt.Errorf("name: %d bytes, longer than a folder name may be (%d)", len(name), maxNameBytes)
 	}
 	return nil
 }

@@ -156,6 +156,8 @@ func TestParseConfigInvalid(t *testing.T) {
 		{"no name", `{"ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, "name: missing"},
 		{"name with slash", `{"name":"a/b","ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, `name: "a/b"`},
 		{"name dotdot", `{"name":"..","ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, `name: ".."`},
+		{"name longer than a folder name", `{"name":"` + strings.Repeat("n", 256) + `","ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, "name: 256 bytes"},
+		{"relative dataDir", `{"name":"n","ipam":{"dataDir":"../x","subnet":"10.1.0.0/24"}}`, "", 7, `ipam.dataDir: "../x" is not an absolute path`},
 		{"no range", `{"name":"n","ipam":{"ranges":[]}}`, "", 7, "ipam.ranges: no range"},
 		{"empty range set", `{"name":"n","ipam":{"ranges":[[]]}}`, "", 7, "ipam.ranges[0]: empty range set"},
 		{"bad subnet", `{"name":"n","ipam":{"subnet":"10.1.0.0/33"}}`, "", 7, `ipam.subnet: "10.1.0.0/33" is not a CIDR`},

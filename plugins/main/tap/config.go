@@ -3,6 +3,7 @@ package tap
 import (
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
@@ -71,6 +72,9 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 			return nil, result.InvalidConfig(fmt.Errorf("%s: %d is not a valid id (leave %s out for none)", k.key, *k.id, k.key))
 		}
 	}
+	if err := validateSELinuxContext(c.SelinuxContext); err != nil {
+		return nil, err
+	}
 	// runtimeConfig.mac, then args.cni.mac, then CNI_ARGS MAC, then mac.
 	mac, err := link.PickMAC(c.Sources(c.MAC), cniArgs)
 	if err != nil {
@@ -78,4 +82,23 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 	}
 	c.mac = mac
 	return c, nil
+}
+
+// validateSELinuxContext checks the shape of a label, user:role:type with
+// an optional :level, whether or not SELinux is on here: a config that
+// works on one node must not fail on the next only because SELinux is on
+// there.
+func validateSELinuxContext(label string) error {
+	if label == "" {
+		return nil
+	}
+	parts := strings.SplitN(label, ":", 4)
+	bad := len(parts) < 3 || strings.ContainsAny(label, "/ \t\n\x00")
+	for _, p := range parts[:min(len(parts), 3)] {
+		bad = bad || p == ""
+	}
+	if bad {
+		return result.InvalidConfig(fmt.Errorf("selinuxContext: %q is not an SELinux label (user:role:type[:level])", label))
+	}
+	return nil
 }

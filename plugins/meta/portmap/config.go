@@ -85,14 +85,22 @@ func (c *netConf) validate() error {
 		if len(*conds) > 0 && !strings.HasPrefix(strings.TrimSpace((*conds)[0]), "-") {
 			nftSyntax = true
 		}
-		for _, cond := range *conds {
+		for i, cond := range *conds {
 			if strings.ContainsAny(cond, "\n\r") {
 				return fmt.Errorf("%s: %q holds a line break", key, cond)
+			}
+			if strings.TrimSpace(cond) == "" {
+				return fmt.Errorf("%s[%d]: empty", key, i)
 			}
 		}
 	}
 	if nftSyntax && c.backend == "" {
 		c.backend = netfilter.BackendNFTables
+	}
+	if nftSyntax && c.backend == netfilter.BackendIPTables {
+		// iptables would take the words as its arguments and fail
+		// half-way through the rules.
+		return errors.New(`conditionsV4/conditionsV6: nft syntax (not starting with "-"), but backend is "iptables"`)
 	}
 	if c.backend == netfilter.BackendNFTables {
 		switch {

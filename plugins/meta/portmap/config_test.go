@@ -29,6 +29,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "markMasqBit on nftables", conf: `{` + base + `,"backend":"nftables","markMasqBit":3}`, code: 7, want: "markMasqBit: iptables only (backend is nftables)"},
 		{name: "nft conditions", conf: `{` + base + `,"conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: "conditionsV4/conditionsV6: not supported with the nftables backend (rules are made over netlink, not by nft)"},
 		{name: "iptables conditions", conf: `{` + base + `,"conditionsV4":["-s","1.2.3.4"]}`},
+		{name: "nft conditions on iptables", conf: `{` + base + `,"backend":"iptables","conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: `conditionsV4/conditionsV6: nft syntax (not starting with "-"), but backend is "iptables"`},
+		{name: "empty condition", conf: `{` + base + `,"conditionsV4":["-s",""]}`, code: 7, want: "conditionsV4[1]: empty"},
 		{name: "not JSON", conf: `{`, code: 6},
 		{name: "no name", conf: `{"cniVersion":"1.1.0","type":"portmap"}`, code: 7, want: "name: missing"},
 	} {

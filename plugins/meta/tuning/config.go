@@ -2,8 +2,10 @@ package tuning
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -90,6 +92,11 @@ func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
+	// A relative dataDir would be resolved against whatever folder the
+	// runtime happens to run the plugin in.
+	if !filepath.IsAbs(c.DataDir) {
+		return nil, result.InvalidConfig(fmt.Errorf("dataDir: %q is not an absolute path", c.DataDir))
+	}
 	if envArgs != "" {
 		e := macEnvArgs{}
 		if err := types.LoadArgs(envArgs, &e); err != nil {
@@ -141,8 +148,8 @@ func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
 	if err := attach.ValidateMTU(c.Mtu); err != nil {
 		return nil, err
 	}
-	if c.TxQLen != nil && *c.TxQLen < 0 {
-		return nil, result.InvalidConfig(fmt.Errorf("txQLen: %d is negative", *c.TxQLen))
+	if c.TxQLen != nil && (*c.TxQLen < 0 || *c.TxQLen > math.MaxUint32) {
+		return nil, result.InvalidConfig(fmt.Errorf("txQLen: %d out of range 0-%d", *c.TxQLen, uint32(math.MaxUint32)))
 	}
 	keys := make([]string, 0, len(c.SysCtl))
 	for k := range c.SysCtl {

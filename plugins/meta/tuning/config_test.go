@@ -89,6 +89,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "mtu too small", stdin: base + `, "mtu": 10}`, code: 7, msg: "mtu: 10"},
 		{name: "negative mtu", stdin: base + `, "mtu": -1}`, code: 7, msg: "mtu: -1"},
 		{name: "negative txQLen", stdin: base + `, "txQLen": -1}`, code: 7, msg: "txQLen: -1"},
+		{name: "txQLen above 32 bits", stdin: base + `, "txQLen": 4294967296}`, code: 7, msg: "txQLen: 4294967296 out of range"},
+		{name: "relative dataDir", stdin: base + `, "dataDir": "../x"}`, code: 7, msg: `dataDir: "../x" is not an absolute path`},
 		{name: "sysctl outside net", stdin: base + `, "sysctl": {"kernel.hostname": "x"}}`, code: 7, msg: `"kernel.hostname"`},
 		{name: "sysctl traversal", stdin: base + `, "sysctl": {"net/../../../etc/passwd": "x"}}`, code: 7, msg: "/proc/sys/net/"},
 		{name: "sysctl traversal in args", stdin: base + `, "args": {"cni": {"sysctl": {"net.ipv4/../../kernel.x": "1"}}}}`, code: 7},

@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
@@ -243,6 +244,10 @@ func readSysctls(contNS *ns.NetNS, sysctls []sysctl) (map[string]string, error) 
 func writeSysctl(contNS *ns.NetNS, p, value string) error {
 	return contNS.Do(func() error {
 		if err := ip.SetSysctl(p, value); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				// The kernel is the only judge of a sysctl's values.
+				return result.InvalidConfig(fmt.Errorf("sysctl: the kernel refuses %q for %s in %s: %w", value, p, contNS.Path(), err))
+			}
 			return fmt.Errorf("in %s: %w", contNS.Path(), err)
 		}
 		return nil

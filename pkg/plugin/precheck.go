@@ -1,0 +1,94 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/utils"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// maxNameBytes is the longest file name Linux file systems take (NAME_MAX).
+const maxNameBytes = 255
+
+// precheck refuses, before skel's own checks, what skel refuses with a
+// message that names neither the variable nor the value: a CNI_IFNAME or
+// CNI_CONTAINERID it cannot use ("interface name is too long"), and a
+// cniVersion the plugin does not support (for CHECK, skel says only "plugin
+// version does not allow CHECK"). The codes are skel's: 4 for the
+// variables, 1 for the version. It also refuses (code 7) a network name
+// longer than a file name, which skel lets through. Everything else is left to skel, so a nil
+// return changes nothing.
+func precheck(vi version.PluginInfo, getenv func(string) string, stdin []byte) *types.Error {
+	cmd := getenv("CNI_COMMAND")
+	switch cmd {
+	case "ADD", "CHECK", "DEL":
+		if id := getenv("CNI_CONTAINERID"); id != "" {
+			if err := utils.ValidateContainerID(id); err != nil {
+				return types.NewError(err.Code, fmt.Sprintf("CNI_CONTAINERID: %q: %s (letters, digits, '_', '.' and '-', not first)", id, err.Msg), err.Details)
+			}
+		}
+		if name := getenv("CNI_IFNAME"); name != "" {
+			if err := utils.ValidateInterfaceName(name); err != nil {
+				return types.NewError(err.Code, fmt.Sprintf("CNI_IFNAME: %q: %s", name, err.Msg), err.Details)
+			}
+		}
+	case "GC", "STATUS":
+	default:
+		return nil
+	}
+	var conf struct {
+		CNIVersion string `json:"cniVersion"`
+		Name       string `json:"name"`
+	}
+	if json.Unmarshal(stdin, &conf) != nil {
+		return nil // skel reports it (code 6)
+	}
+	// skel checks the name's characters, not its length: one longer than
+	// a file name may be cannot name host-local's folder, nor the dhcp
+	// daemon's lease files.
+	if len(conf.Name) > maxNameBytes {
+		return types.NewError(types.ErrInvalidNetworkConfig,
+			fmt.Sprintf("name: %d bytes, longer than a file name may be (%d)", len(conf.Name), maxNameBytes), "")
+	}
+	ver := conf.CNIVersion
+	if ver == "" {
+		ver = "0.1.0" // the spec's default, as skel reads it
+	}
+	if supported := vi.SupportedVersions(); !slices.Contains(supported, ver) {
+		return types.NewError(types.ErrIncompatibleCNIVersion,
+			fmt.Sprintf("cniVersion: %q is not a version this plugin supports (%s)", conf.CNIVersion, strings.Join(supported, ", ")), "")
+	}
+	return nil
+}
+
+// prechecked runs precheck on this process's environment and stdin: on a
+// refusal it prints the error and exits 1, as skel would; else it hands
+// skel a stdin that reads the same bytes again.
+func prechecked(p Plugin) {
+	if os.Getenv("CNI_COMMAND") == "" || os.Getenv("CNI_COMMAND") == "VERSION" {
+		return // the about text, or VERSION: no stdin to read
+	}
+	stdin, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return // skel meets the same error and reports it (code 5)
+	}
+	if cniErr := precheck(p.Versions, os.Getenv, stdin); cniErr != nil {
+		_ = cniErr.Print() // as skel prints its errors; nothing else to do if stdout is gone
+		os.Exit(1)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	go func() {
+		_, _ = w.Write(stdin) // skel reads it all; a short write shows as a decode error
+		w.Close()
+	}()
+	os.Stdin = r
+}
