@@ -222,8 +222,9 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	if err := a.guardDel(); err != nil {
 		return err
 	}
+	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
 	ctx := context.TODO()
-	if a.Conf.HasIPAM() {
+	if a.Conf.HasIPAM() && !releaseFirst {
 		// Its start overlaps the teardown (a link deletion waits for an
 		// RCU grace period); it releases only when handed its config.
 		pre := ipam.Prestart(a.Conf.IPAM.Type, "DEL")
@@ -239,7 +240,6 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 			errs = append(errs, fmt.Errorf("masquerade: %w", err))
 		}
 	}
-	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
 	if releaseFirst {
 		errs = append(errs, releaseIPAM(ctx, a)...)
 	}

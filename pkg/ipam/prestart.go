@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
@@ -119,7 +121,9 @@ func (p *Prestarted) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	_, werr := p.stdin.Write(stdin)
 	p.stdin.Close()
 	err := p.cmd.Wait()
-	if err == nil && werr != nil {
+	// A delegate that exits without reading all of its stdin is judged by
+	// its exit status alone, as os/exec (and so invoke) judges one.
+	if err == nil && werr != nil && !errors.Is(werr, syscall.EPIPE) {
 		err = fmt.Errorf("write config to %s: %w", p.path, werr)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +132,33 @@ func TestPrestartOnlyOurOwnTypes(t *testing.T) {
 	if p := Prestart("host-local", "ADD"); p != nil {
 		p.Cancel()
 		t.Error("prestarted a binary not on CNI_PATH")
+	}
+}
+
+func TestPrestartedThatNeverReadsIsJudgedByItsExit(t *testing.T) {
+	dir := t.TempDir()
+	// Exits at once without reading its config: the write meets a closed
+	// pipe, which, as for an exec of its own, is no error.
+	if err := os.WriteFile(filepath.Join(dir, "host-local"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CNI_PATH", dir)
+	p := Prestart("host-local", "DEL")
+	defer p.Cancel()
+	// Wait until it has exited (a zombie, not yet reaped), so the config
+	// is certainly written to a pipe nobody reads.
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(stat)
+		if err == nil && strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the delegate did not exit")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := Del(WithPrestarted(context.Background(), p), "host-local", []byte(conf)); err != nil {
+		t.Errorf("got %v", err)
 	}
 }
