@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
@@ -36,6 +37,9 @@ type Attachment struct {
 	contNS *ns.NetNS
 	contH  *netlink.Handle
 	hooks  Hooks
+	// ipamPre is ADD's IPAM delegate, exec'd when ADD starts so that its
+	// process start overlaps the plugin's first steps (see ipam.Prestart).
+	ipamPre *ipam.Prestarted
 }
 
 func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Logger) *Attachment {

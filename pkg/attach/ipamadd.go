@@ -16,7 +16,7 @@ import (
 func (a *Attachment) IPAMAdd() (*current.Result, error) {
 	ctx := context.TODO()
 	t, raw := a.Conf.IPAM.Type, a.Conf.Raw
-	res, err := ipam.Add(ctx, t, raw)
+	res, err := ipam.Add(ipam.WithPrestarted(ctx, a.ipamPre), t, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,11 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 	if err := findIPAM(a.Conf, args.Path); err != nil {
 		return err
 	}
+	if a.Conf.HasIPAM() {
+		// Its start overlaps the steps before IPAMAdd; it acts only then.
+		a.ipamPre = ipam.Prestart(a.Conf.IPAM.Type, "ADD")
+		defer a.ipamPre.Cancel()
+	}
 	if _, _, err := a.Container(); err != nil {
 		return err
 	}
@@ -262,6 +267,15 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	if err := a.guardDel(); err != nil {
 		return err
 	}
+	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
+	ctx := context.TODO()
+	if a.Conf.HasIPAM() && !releaseFirst {
+		// Its start overlaps the teardown (a link deletion waits for an
+		// RCU grace period); it releases only when handed its config.
+		pre := ipam.Prestart(a.Conf.IPAM.Type, "DEL")
+		defer pre.Cancel()
+		ctx = ipam.WithPrestarted(ctx, pre)
+	}
 	var errs []error
 	// Whatever ipMasq says now, and on both backends: the ADD may have run
 	// with another ipMasq or ipMasqBackend, or be the other suite's. It
@@ -271,9 +285,8 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 			errs = append(errs, fmt.Errorf("masquerade: %w", err))
 		}
 	}
-	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
 	if releaseFirst {
-		errs = append(errs, releaseIPAM(a)...)
+		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
 	if r.p.Del != nil {
 		errs = append(errs, safeSteps(a.Log, func() []error { return r.p.Del(a, c) })...)
@@ -281,16 +294,16 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	// Otherwise last, as ADD reserved first: a released address must not
 	// meet what is left of this attachment.
 	if a.Conf.HasIPAM() && !releaseFirst {
-		errs = append(errs, releaseIPAM(a)...)
+		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
 	return errors.Join(errs...)
 }
 
-func releaseIPAM(a *Attachment) []error {
+func releaseIPAM(ctx context.Context, a *Attachment) []error {
 	if err := findIPAM(a.Conf, a.Args.Path); err != nil {
 		return []error{err} // code 7, naming the type: nothing to release with
 	}
-	if err := ipam.Del(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+	if err := ipam.Del(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 		return []error{fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err)}
 	}
 	return nil
@@ -332,11 +345,36 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	if err := findIPAM(a.Conf, args.Path); err != nil {
 		return err
 	}
-	if a.Conf.HasIPAM() {
-		if err := ipam.Check(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+	if !a.Conf.HasIPAM() {
+		return r.checkOwn(a, c, prev)
+	}
+	checkIPAM := func(ctx context.Context) error {
+		if err := ipam.Check(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 			return fmt.Errorf("ipam %s CHECK: %w", a.Conf.IPAM.Type, err)
 		}
+		return nil
 	}
+	pre := ipam.Prestart(a.Conf.IPAM.Type, "CHECK")
+	if pre == nil {
+		if err := checkIPAM(context.TODO()); err != nil {
+			return err
+		}
+		return r.checkOwn(a, c, prev)
+	}
+	// Both only read, so the delegate's CHECK (its own process) runs
+	// while the plugin compares the kernel; its error still comes first.
+	defer pre.Cancel()
+	ipamErr := make(chan error, 1)
+	go func() { ipamErr <- checkIPAM(ipam.WithPrestarted(context.TODO(), pre)) }()
+	ownErr := r.checkOwn(a, c, prev)
+	if err := <-ipamErr; err != nil {
+		return err
+	}
+	return ownErr
+}
+
+// checkOwn is CHECK's part in the container namespace: the plugin's Check.
+func (r *runner[C]) checkOwn(a *Attachment, c C, prev *current.Result) error {
 	if _, _, err := a.Container(); err != nil {
 		return err
 	}

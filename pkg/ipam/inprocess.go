@@ -43,6 +43,9 @@ func (e *sameBinaryExec) ExecPlugin(ctx context.Context, path string, stdin []by
 		}
 		return p.RunInProcess(environ, stdin, os.Stderr)
 	}
+	if pre := take(ctx, path, environ); pre != nil {
+		return pre.run(ctx, stdin)
+	}
 	return e.Exec.ExecPlugin(ctx, path, stdin, environ)
 }
 

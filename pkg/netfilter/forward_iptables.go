@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -69,7 +68,7 @@ func isoStage2Spec(br string) string { return fmt.Sprintf("-o %s -j DROP", br) }
 
 // fwdOwnerRE reads the owner back from a rule's marker comment as
 // iptables-save prints it.
-var fwdOwnerRE = regexp.MustCompile(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\" if: ([0-9a-f]*)"`)
+var fwdOwnerRE = newLazyRE(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\" if: ([0-9a-f]*)"`)
 
 func fwdOwnerOf(spec string) (Owner, bool) {
 	m := fwdOwnerRE.FindStringSubmatch(spec)

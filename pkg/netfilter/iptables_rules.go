@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -164,7 +163,7 @@ type iptablesMarker struct {
 
 // iptablesMarkerRE reads a marker as iptables-save prints it; the
 // interface name is in hex (see iptablesMarkerComment).
-var iptablesMarkerRE = regexp.MustCompile(`^-s (\S+) -d (\S+) -m comment --comment "name: \\"[^"\\]*\\" id: \\"[^"\\]*\\" if: ((?:[0-9a-f]{2})*)"$`)
+var iptablesMarkerRE = newLazyRE(`^-s (\S+) -d (\S+) -m comment --comment "name: \\"[^"\\]*\\" id: \\"[^"\\]*\\" if: ((?:[0-9a-f]{2})*)"$`)
 
 // parseIPTablesMarker reads a marker rule; ok is false for any other rule.
 func parseIPTablesMarker(spec string) (m iptablesMarker, ok bool) {

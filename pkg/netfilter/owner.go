@@ -5,7 +5,6 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -19,7 +18,7 @@ func iptablesChain(o Owner) string {
 }
 
 // iptablesChainRE matches chain names made by iptablesChain.
-var iptablesChainRE = regexp.MustCompile(`^CNI-[0-9a-f]{24}$`)
+var iptablesChainRE = newLazyRE(`^CNI-[0-9a-f]{24}$`)
 
 // iptablesComment is the comment on every rule of an attachment, upstream's
 // format. Network names and container IDs cannot hold '"' or '\' (CNI
@@ -54,7 +53,7 @@ func checkIPTablesComment(o Owner) error {
 
 // iptablesCommentRE reads the network and container ID back from a comment
 // as iptables-save prints it (quotes escaped with backslashes).
-var iptablesCommentRE = regexp.MustCompile(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)
+var iptablesCommentRE = newLazyRE(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)
 
 // nftCommentMax is the longest comment nft accepts (NFT_USERDATA_MAXLEN is
 // larger, but the nft tool refuses to add longer ones and we want its

@@ -160,14 +160,29 @@ func NewPortMap(backend string) (PortMap, error) {
 // TeardownPortMapAll removes o's forwards from both backends (the one used
 // at ADD may not be known) and returns the container addresses they
 // pointed to. An unusable backend holds nothing.
-func TeardownPortMapAll(o Owner) ([]net.IP, error) {
+func TeardownPortMapAll(o Owner) ([]net.IP, error) { return TeardownPortMapAllOf(o, nil) }
+
+// TeardownPortMapAllOf is TeardownPortMapAll for a DEL that knows o's
+// mappings (the runtime passes ADD's again): with a few, nftables looks
+// their elements up by key instead of reading whole maps, whose size is
+// every container's. An nftables element of o under a key not in mappings
+// (a runtime that changed them between ADD and DEL) then stays until GC;
+// with mappings nil, or many, every element of o is found by reading.
+// iptables removes o's whole chain either way.
+func TeardownPortMapAllOf(o Owner, mappings []PortMapping) ([]net.IP, error) {
 	var ips []net.IP
 	var errs []error
 	for _, pm := range []PortMap{newIPTablesPortMap(), newNFTablesPortMap()} {
 		if pm.Usable() != nil {
 			continue
 		}
-		got, err := pm.Teardown(o)
+		var got []net.IP
+		var err error
+		if nft, ok := pm.(*nftablesPortMap); ok {
+			got, err = nft.TeardownOf(o, mappings)
+		} else {
+			got, err = pm.Teardown(o)
+		}
 		ips = append(ips, got...)
 		errs = append(errs, err)
 	}

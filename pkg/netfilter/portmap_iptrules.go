@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -54,14 +53,14 @@ func pmChain(o Owner) string {
 	return "CNI-DN-" + hex.EncodeToString(sum[:])[:21]
 }
 
-var pmChainRE = regexp.MustCompile(`^CNI-DN-[0-9a-f]{21}$`)
+var pmChainRE = newLazyRE(`^CNI-DN-[0-9a-f]{21}$`)
 
 // pmComment is the comment of the entry rules, upstream's.
 func pmComment(o Owner) string {
 	return fmt.Sprintf("dnat name: %q id: %q", o.Network, o.ContainerID)
 }
 
-var pmCommentRE = regexp.MustCompile(`--comment "dnat name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)
+var pmCommentRE = newLazyRE(`--comment "dnat name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)
 
 // pmRules is the desired state of one attachment in one family.
 type pmRules struct {
@@ -255,4 +254,4 @@ func tablesPayload(tables map[string][]string) []byte {
 	return b.Bytes()
 }
 
-var dnatTargetRE = regexp.MustCompile(`-j DNAT --to-destination \[?([0-9a-fA-F.:]+?)\]?:\d+$`)
+var dnatTargetRE = newLazyRE(`-j DNAT --to-destination \[?([0-9a-fA-F.:]+?)\]?:\d+$`)

@@ -32,7 +32,9 @@ type pmState struct {
 	upstream map[string][]*nftables.Rule // rules of the regular chains with a comment
 }
 
-func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules bool) (pmState, error) {
+// read reads family f's chains, the elements of its sets (withElems) and
+// upstream's commented rules (withRules).
+func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules, withElems bool) (pmState, error) {
 	return consistent(func() (pmState, error) {
 		s := pmState{chains: map[string]bool{}, elems: map[string][]nftables.SetElement{}, upstream: map[string][]*nftables.Rule{}}
 		chains, err := c.ListChainsOfTableFamily(pmFamilies[f])
@@ -47,9 +49,12 @@ func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules bool) (pmSt
 		if len(s.chains) == 0 {
 			return s, nil
 		}
-		sets, err := c.GetSets(pmTableOf(f))
-		if err != nil {
-			return s, fmt.Errorf("list sets of %s %s: %w", f, pmTable, err)
+		var sets []*nftables.Set
+		if withElems {
+			sets, err = c.GetSets(pmTableOf(f))
+			if err != nil {
+				return s, fmt.Errorf("list sets of %s %s: %w", f, pmTable, err)
+			}
 		}
 		for _, set := range sets {
 			els, err := c.GetSetElements(set)
@@ -125,7 +130,7 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 	states := map[family]pmState{}
 	locked := false
 	for _, f := range fams {
-		s, err := p.read(c, f, false)
+		s, err := p.read(c, f, false, true)
 		if err != nil {
 			return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
@@ -139,7 +144,7 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 				defer lock.Close()
 				locked = true
 			}
-			if s, err = p.read(c, f, false); err != nil {
+			if s, err = p.read(c, f, false, true); err != nil {
 				return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
 		}
@@ -189,17 +194,24 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 	return nil
 }
 
-func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) {
+func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) { return p.TeardownOf(o, nil) }
+
+// TeardownOf is Teardown for DEL, which knows o's mappings: with a few, it
+// looks up their elements by key (portmap_nftget.go) rather than reading
+// whole maps, so its cost does not grow with other containers' mappings.
+func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP, error) {
 	c, err := p.conn()
 	if err != nil {
 		return nil, err
 	}
 	defer c.CloseLasting()
 	hash := nftPMHash(o)
-	var ips []net.IP
-	changed := false
+	ips, changed, byKey, err := p.teardownByKey(c, o, mappings)
+	if err != nil {
+		return ips, fmt.Errorf("tear down nftables port forwards for %s: %w", o, err)
+	}
 	for _, f := range families {
-		s, err := p.read(c, f, true)
+		s, err := p.read(c, f, true, !byKey)
 		if err != nil {
 			return ips, fmt.Errorf("tear down nftables port forwards for %s: %w", o, err)
 		}
@@ -254,7 +266,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		if len(opts.mappings(f)) == 0 {
 			continue
 		}
-		s, err := p.read(c, f, false)
+		s, err := p.read(c, f, false, true)
 		if err != nil {
 			return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
 		}
@@ -294,7 +306,7 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 	}
 	changed := false
 	for _, f := range families {
-		s, err := p.read(c, f, false)
+		s, err := p.read(c, f, false, true)
 		if err != nil {
 			return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
 		}

@@ -241,7 +241,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 	if len(c.mappings) == 0 {
 		return nil
 	}
-	ips, err := netfilter.TeardownPortMapAll(owner(a))
+	ips, err := netfilter.TeardownPortMapAllOf(owner(a), c.mappings)
 	if err != nil {
 		err = fmt.Errorf("port forwards: %w", err)
 	}
