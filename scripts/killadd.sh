@@ -8,12 +8,15 @@
 # their baseline snapshot. test_linux.sh runs the same test at a lower
 # count (20 DEL and 6 GC trials per scenario).
 #
-#   scripts/killadd.sh [-n DEL_TRIALS] [-g GC_TRIALS] [-j SHARDS] [-f REGEXP]
+#   scripts/killadd.sh [-n DEL_TRIALS] [-g GC_TRIALS] [-j SHARDS] [-f REGEXP] [-o LOGDIR]
 #                                    (root; run ./build_linux.sh first)
 #
 # Defaults: 200 DEL and 50 GC trials per scenario, the scenarios split over
 # 3 test processes at once (they wait mostly on exec and the kernel); -f
-# runs only the scenarios whose name matches (Ginkgo focus, e.g. 'bridge|ptp').
+# runs only the scenarios whose name matches (grep -E: 'bridge|^ptp/',
+# names such as bridge/nftables, full chain/iptables, host-local, tuning);
+# -o keeps each shard's full log in LOGDIR (with a progress line every 50
+# trials).
 # Kernel-only scenarios (ipvlan, vlan, dummy, vrf) skip on a host kernel
 # without them; run them in the VM lane (scripts/vm/README.md) with
 #   go test -c -o /tmp/k.test ./tests/killadd && \
@@ -25,13 +28,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-del=200 gc=50 shards=3 focus=
-while getopts n:g:j:f: o; do
+del=200 gc=50 shards=3 focus= logdir=
+while getopts n:g:j:f:o: o; do
 	case $o in
 	n) del=$OPTARG ;;
 	g) gc=$OPTARG ;;
 	j) shards=$OPTARG ;;
 	f) focus=$OPTARG ;;
+	o) logdir=$OPTARG ;;
 	*) sed -n 2,25p "$0" >&2; exit 2 ;;
 	esac
 done
@@ -47,11 +51,17 @@ if [ ! -x "$CNIFORGE_BIN/bridge" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+logs=$work
+if [ -n "$logdir" ]; then
+	mkdir -p "$logdir"
+	logs=$(cd "$logdir" && pwd)
+fi
 go test -c -o "$work/killadd.test" ./tests/killadd
 
 # The scenarios, as the test names them; each shard takes every n-th.
-mapfile -t names < <("$work/killadd.test" -ginkgo.dry-run -ginkgo.v ${focus:+-ginkgo.focus="$focus"} 2>/dev/null |
-	sed 's/\x1b\[[0-9;]*m//g' | sed -n 's/.* DEL or GC \(.*\) leaves nothing of the attachment.*/\1/p' | sort -u)
+mapfile -t names < <("$work/killadd.test" -ginkgo.dry-run -ginkgo.v 2>/dev/null |
+	sed 's/\x1b\[[0-9;]*m//g' | sed -n 's/.* DEL or GC \(.*\) leaves nothing of the attachment.*/\1/p' |
+	sort -u | grep -E -- "${focus:-.}")
 if [ ${#names[@]} -eq 0 ]; then
 	echo "killadd.sh: no scenario matches ${focus:-anything}" >&2
 	exit 1
@@ -66,7 +76,7 @@ for ((s = 0; s < shards; s++)); do
 	done
 	[ -n "$re" ] || continue
 	(cd tests/killadd && KILLADD_TRIALS=$del KILLADD_GC_TRIALS=$gc \
-		"$work/killadd.test" -test.v -test.timeout 10h -ginkgo.focus="$re" >"$work/shard$s.log" 2>&1) &
+		"$work/killadd.test" -test.v -test.timeout 10h -ginkgo.focus="$re" >"$logs/shard$s.log" 2>&1) &
 	pids+=($!)
 done
 rc=0
@@ -74,9 +84,9 @@ for p in "${pids[@]}"; do
 	wait "$p" || rc=1
 done
 # The leaks (the test prints each on stdout, then its indented details).
-cat "$work"/shard*.log | sed 's/\x1b\[[0-9;]*m//g' | awk '/^LEAK / {p = 1; print; next} p && /^  / {print; next} {p = 0}'
-grep -h '^KILLADD ' "$work"/shard*.log | sort
-for f in "$work"/shard*.log; do
+cat "$logs"/shard*.log | sed 's/\x1b\[[0-9;]*m//g' | awk '/^LEAK / {p = 1; print; next} p && /^  / {print; next} {p = 0}'
+grep -h '^KILLADD ' "$logs"/shard*.log | sort
+for f in "$logs"/shard*.log; do
 	grep -q -- '^--- PASS' "$f" || { echo "killadd.sh: a shard failed:"; sed 's/\x1b\[[0-9;]*m//g' "$f" | grep -E 'FAIL|panic|Expected' | head -20; }
 done
 echo "== killadd: $((SECONDS - start))s, exit $rc"

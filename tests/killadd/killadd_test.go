@@ -267,6 +267,10 @@ type tally struct {
 
 func (t *tally) add(tr trial) {
 	t.trials++
+	if t.trials%50 == 0 {
+		// A long run (scripts/killadd.sh) shows where it is.
+		fmt.Printf("\nprogress %s: %d trials, %d leaks so far\n", t.name, t.trials, t.leaks+min(len(tr.leaks), 1))
+	}
 	if tr.completed {
 		t.completed++
 	} else {
@@ -283,7 +287,7 @@ func (t *tally) add(tr trial) {
 		t.leaks++
 		GinkgoWriter.Printf("LEAK %s trial %s (kill after %v, ADD takes about %v, killed in %q):\n  %s\n",
 			t.name, tr.id, tr.delay, tr.addTime, tr.killedIn, strings.Join(tr.leaks, "\n  "))
-		fmt.Printf("LEAK %s trial %s (kill after %v, ADD takes about %v, killed in %q):\n  %s\n",
+		fmt.Printf("\nLEAK %s trial %s (kill after %v, ADD takes about %v, killed in %q):\n  %s\n",
 			t.name, tr.id, tr.delay, tr.addTime, tr.killedIn, strings.Join(tr.leaks, "\n  "))
 	}
 }
@@ -299,9 +303,10 @@ func (t *tally) report() {
 		t.minADD.Round(time.Millisecond), t.maxADD.Round(time.Millisecond))
 	GinkgoWriter.Println(line)
 	AddReportEntry(t.name, line)
-	// Also on stdout, so the counts show in a plain `go test -v` log and
+	// Also on stdout, on a line of its own (Ginkgo's progress marks have no
+	// newline), so the counts show in a plain `go test -v` log and
 	// scripts/killadd.sh can collect them.
-	fmt.Println(line)
+	fmt.Printf("\n%s\n", line)
 }
 
 // rebase makes the state after a leak the new baseline (after a GC that
@@ -386,6 +391,36 @@ func (r *rig) runGC() *tally {
 	}
 	return t
 }
+
+// The comparison itself: an attachment that is still there must show, in
+// every part of the snapshot the trials rely on.
+var _ = Describe("the trials' snapshot", func() {
+	It("shows every part of a full-chain attachment left in place, and none after its DEL", func() {
+		var sc scenario
+		for _, s := range scenarios {
+			if s.name == "full chain/iptables" {
+				sc = s
+			}
+		}
+		r := newRig(sc)
+		contNS := testutil.NewNS()
+		r.measure(contNS)
+		rt := r.runtimeConf("killadd-"+r.tag+"-shown", contNS)
+		Expect(r.add(rt, time.Minute)).To(Succeed())
+		d := r.settle(contNS, 0)
+		for _, want := range []string{
+			"+ container link: eth0", "+ container addr: eth0 10.77.0.", "+ container route: default via 10.77.0.1",
+			"+ host link: veth", "+ host link state: link veth", "+ host qdisc: qdisc",
+			"+ container link state: link eth0 type=veth mtu=1400", "+ container sysctl: ipv4/conf/eth0/arp_filter=1",
+			"+ netfilter: ", "+ reservation: killadd/10.77.0.", "+ reservation: killadd/fd00:77::", "+ state file: 1/",
+		} {
+			Expect(d).To(ContainSubstring(want))
+		}
+		Expect(filesNaming(r.env.stateDirs(), rt.ContainerID)).NotTo(BeEmpty())
+		Expect(r.del(rt)).To(Succeed())
+		Expect(r.settle(contNS, 2*time.Second)).To(BeEmpty())
+	})
+})
 
 var _ = Describe("SIGKILL of the plugin's process group during ADD, then the runtime's DEL or GC", func() {
 	for _, sc := range scenarios {
