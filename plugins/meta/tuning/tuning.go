@@ -414,7 +414,10 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") || kept[name] {
+		// A temp file (an ADD killed while writing the state) goes with
+		// its attachment when it was written whole.
+		target, isTmp := strings.CutPrefix(name, tmpPrefix)
+		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(target, ".") || kept[target] {
 			continue
 		}
 		p := filepath.Join(c.DataDir, name)
@@ -423,7 +426,12 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 			continue // not ours to judge
 		}
 		a.Log.Info("gc: removing state file", "file", p)
-		if err := removeState(p); err != nil {
+		if isTmp {
+			err = os.Remove(p)
+		} else {
+			err = removeState(p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
