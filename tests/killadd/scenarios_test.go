@@ -196,7 +196,13 @@ var scenarios = func() []scenario {
 		scenario{name: "dummy", target: "dummy", features: []kernelfeature.Feature{kernelfeature.Dummy},
 			plugins: one(func(e *env) map[string]any { return map[string]any{"type": "dummy", "ipam": hostLocal(e)} })},
 		scenario{name: "vrf", target: "vrf", features: []kernelfeature.Feature{kernelfeature.VRF},
-			plugins: chained(ptp("iptables"), fixed(map[string]any{"type": "vrf", "vrfname": "kavrf0"}))},
+			// vrf's README shape: one family, a route besides the subnet's.
+			// (With hostLocal's default route, vrf's ADD fails in the lane:
+			// "add route default via 10.77.0.1 ...: network is unreachable".)
+			plugins: chained(func(e *env) map[string]any {
+				return map[string]any{"type": "ptp", "ipam": map[string]any{"type": "host-local", "dataDir": e.dataDir,
+					"subnet": "10.9.0.0/24", "routes": []any{map[string]any{"dst": "192.0.2.0/24"}}}}
+			}, fixed(map[string]any{"type": "vrf", "vrfname": "kavrf0"}))},
 	)
 	return out
 }()
