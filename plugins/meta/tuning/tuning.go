@@ -305,7 +305,11 @@ func del(a *attach.Attachment, c *netConf) []error {
 		return []error{removeState(p)}
 	}
 	if st == nil {
-		return nil
+		// An ADD killed between writing the temp file and renaming it:
+		// the temp file, when whole, is the state (issue 14).
+		if st, err = readState(tmpPath(p)); err != nil || st == nil {
+			return []error{removeState(p)}
+		}
 	}
 	if a.Args.Netns == "" {
 		return []error{removeState(p)}

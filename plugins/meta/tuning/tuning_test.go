@@ -235,7 +235,13 @@ var _ = Describe("tuning", func() {
 		must("DEL", contNS, conf("1.1.0", dataDir, allKeys, nil))
 		Expect(files(dataDir)).To(BeEmpty())
 
-		Expect(os.WriteFile(tmp, data, 0o600)).To(Succeed()) // killed before the rename: no state file
+		// Killed before the rename: no state file, only the temp file.
+		must("ADD", contNS, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS)))
+		Expect(os.Rename(stateFile(), tmp)).To(Succeed())
+		must("DEL", contNS, conf("1.1.0", dataDir, allKeys, nil))
+		Expect(files(dataDir)).To(BeEmpty())
+
+		Expect(os.WriteFile(tmp, data, 0o600)).To(Succeed())
 		gc := conf("1.1.0", dataDir, `"cni.dev/valid-attachments": []`, nil)
 		out := testutil.RunIn(hostNS, tuning.New(tuning.Options{}), testutil.Call{Command: "GC", Stdin: gc})
 		Expect(out.Err).To(BeNil())
