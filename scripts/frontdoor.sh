@@ -12,6 +12,7 @@
 #             each tarball hold cniforge, a hardlink per plugin and SHA256SUMS
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
+#   killadd   sudo scripts/killadd.sh, in a short mode (-n 3 -g 2, two plugins)
 #
 # The demo and the bench must leave the real host as they found it: its links,
 # addresses, routes, rules, netfilter rules, network namespaces and the files
@@ -211,6 +212,19 @@ if host_untouched bench scripts/bench.sh -n 2; then
 		sed 's/^/    /' "$work/bench.log" >&2
 	fi
 fi
+# --- the kill-mid-ADD script, in a short mode ------------------------------
+# (tests/killadd at its CI count already ran under go test; this checks the
+# script the README names: its sharding and its report.)
+if host_untouched killadd scripts/killadd.sh -n 3 -g 2 -j 2 -f '^(ptp/iptables|tap)$'; then
+	if grep -qE '^KILLADD ptp/iptables kill\+DEL: 3 trials, 0 leaks' "$work/killadd.log" &&
+		grep -qE '^KILLADD tap kill\+GC: 2 trials, 0 leaks' "$work/killadd.log"; then
+		ok "killadd.sh -n 3 -g 2: ptp and tap, no leak, the host unchanged"
+	else
+		fail "killadd.sh -n 3 -g 2 printed no leak-free count for ptp/iptables and tap:"
+		sed 's/^/    /' "$work/killadd.log" >&2
+	fi
+fi
+grep -q 'scripts/killadd.sh' README.md || fail "the README no longer mentions scripts/killadd.sh"
 if go test -run '^$' -bench . -benchtime 1x ./plugins/ipam/host-local/ >"$work/gobench.log" 2>&1 &&
 	grep -qE '^Benchmark.* ns/op' "$work/gobench.log"; then
 	ok "go test -bench . ./plugins/ipam/host-local/ (one iteration each)"

@@ -137,7 +137,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state dir %s: %w", o.StateDir, err)
 	}
-	d := &daemon{opts: o, log: o.Log, leases: map[string]*lease{}, locks: map[string]*sync.Mutex{}}
+	d := &daemon{opts: o, log: o.Log, leases: map[string]*lease{}, locks: map[string]*sync.Mutex{},
+		pending: map[string]pendingAlloc{}}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 	defer d.stopAll()
 
@@ -213,7 +214,57 @@ type daemon struct {
 	mu     sync.Mutex
 	leases map[string]*lease // by client ID
 	locks  map[string]*sync.Mutex
-	wg     sync.WaitGroup
+	// pending counts the Allocate calls under way (waiting for the
+	// attachment's lock or acquiring) by client ID, with their network.
+	// The plugin that asked may be gone (a runtime's timeout SIGKILLs it;
+	// net/rpc runs the call to its end): GC must not miss the lease such a
+	// call is about to store (issue 14, kills mid-ADD).
+	pending map[string]pendingAlloc
+	wg      sync.WaitGroup
+}
+
+type pendingAlloc struct {
+	network string
+	n       int
+}
+
+// beginAlloc records an Allocate of id in network under way; call the
+// returned func when it ends.
+func (d *daemon) beginAlloc(id, network string) func() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.pending[id]
+	p.network, p.n = network, p.n+1
+	d.pending[id] = p
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if p := d.pending[id]; p.n > 1 {
+			p.n--
+			d.pending[id] = p
+		} else {
+			delete(d.pending, id)
+		}
+	}
+}
+
+// ids lists the client IDs of network's leases and of its Allocate calls
+// under way.
+func (d *daemon) ids(network string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for id, l := range d.leases {
+		if l.rec.Network == network {
+			out = append(out, id)
+		}
+	}
+	for id, p := range d.pending {
+		if _, held := d.leases[id]; !held && p.network == network {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (d *daemon) lock(id string) func() {
@@ -242,16 +293,6 @@ func (d *daemon) set(id string, l *lease) {
 		return
 	}
 	d.leases[id] = l
-}
-
-func (d *daemon) all() []*lease {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]*lease, 0, len(d.leases))
-	for _, l := range d.leases {
-		out = append(out, l)
-	}
-	return out
 }
 
 // stopAll ends every lease's maintenance without releasing it.

@@ -70,6 +70,34 @@ var _ = Describe("CHECK and GC", func() {
 		Expect(l.records()).To(HaveLen(1))
 	})
 
+	// Issue 14, kills mid-ADD: the runtime SIGKILLs the plugin while the
+	// daemon is still acquiring (net/rpc runs the call to its end), removes
+	// the namespace and runs GC. GC used to see only stored leases, so the
+	// lease stored after it stayed, renewed, forever.
+	It("GC releases the lease of an ADD still under way whose plugin was killed", func() {
+		l.stopDnsmasq()
+		l.startDnsmasq("--dhcp-reply-delay=2") // ADD takes 2 s or more
+		conf := l.conf("1.1.0", "")
+		var add *testutil.Proc
+		Expect(l.hostNS.Do(func() (err error) {
+			add, err = testutil.Start("dhcp", testutil.Call{Command: "ADD", ContainerID: "killed",
+				Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(conf)})
+			return err
+		})).To(Succeed())
+		Eventually(l.dnsmasqLog).WithTimeout(10*time.Second).Should(ContainSubstring("DHCPDISCOVER"), "the daemon has not asked yet")
+		_, killed, _, err := add.KillGroupAfter(0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(killed).To(BeTrue(), "ADD finished before the kill: the spec shows nothing")
+		Expect(l.records()).To(BeEmpty(), "the lease is not stored yet")
+
+		gc := `{"cniVersion": "1.1.0", "name": "dhcpnet", "type": "bridge",
+			"ipam": {"type": "dhcp", "daemonSocketPath": "` + l.sock + `"}, "cni.dev/valid-attachments": []}`
+		Expect(l.call("GC", "", gc).Err).To(BeNil())
+		Expect(l.records()).To(BeEmpty())
+		Consistently(l.records).WithTimeout(8*time.Second).Should(BeEmpty(), "a lease was stored after GC")
+		Eventually(l.leases).WithTimeout(10*time.Second).Should(BeEmpty(), "dnsmasq saw no RELEASE")
+	})
+
 	It("GC leaves other networks' leases alone", func() {
 		Expect(l.call("ADD", "ctr1", l.conf("1.1.0", "")).Err).To(BeNil())
 		gc := `{"cniVersion": "1.1.0", "name": "othernet", "ipam": {"type": "dhcp", "daemonSocketPath": "` + l.sock + `"}}`

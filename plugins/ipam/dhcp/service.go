@@ -33,6 +33,7 @@ func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
 		return errors.New("CNI_NETNS: missing")
 	}
 	id := clientID(args.ContainerID, conf.Name, args.IfName)
+	defer d.beginAlloc(id, conf.Name)() // before the lock: GC waits for this call
 	unlock := d.lock(id)
 	defer unlock()
 
@@ -138,7 +139,8 @@ func (s *Service) Check(args *skel.CmdArgs, res *current.Result) error {
 }
 
 // GC releases every lease of the network in args.StdinData whose attachment
-// is not in its cni.dev/valid-attachments list.
+// is not in its cni.dev/valid-attachments list, including a lease an
+// Allocate under way is about to store.
 func (s *Service) GC(args *skel.CmdArgs, reply *struct{}) error {
 	d := s.d
 	conf, err := parseConfig(args.StdinData)
@@ -153,12 +155,16 @@ func (s *Service) GC(args *skel.CmdArgs, reply *struct{}) error {
 	for _, a := range valid {
 		keep[clientID(a.ContainerID, conf.Name, a.IfName)] = true
 	}
+	// An attachment whose Allocate is under way counts too: release takes
+	// its lock, so it waits for the call to store its lease, then releases
+	// it. Its plugin was killed mid-ADD, or is about to hand the runtime an
+	// attachment the runtime no longer lists.
 	var errs []error
-	for _, l := range d.all() {
-		if l.rec.Network != conf.Name || keep[l.id] {
+	for _, id := range d.ids(conf.Name) {
+		if keep[id] {
 			continue
 		}
-		if err := d.release(l.id); err != nil {
+		if err := d.release(id); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -57,7 +57,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		return res, nil
 	}
 
-	ifb, err := setupIfb(h, p.ifbName, p.ifAlias, p.host.Attrs().MTU)
+	ifb, err := setupIfb(h, p.ifbName, p.ifAlias, IfbGroup(c.Name), p.host.Attrs().MTU)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +171,12 @@ func redirect(hostIndex, ifbIndex int) *netlink.U32 {
 }
 
 // setupIfb creates the ifb, up, with the host end's MTU and upstream's
-// queue length, and marks it with the alias GC reads.
-func setupIfb(h *netlink.Handle, name, alias string, mtu int) (netlink.Link, error) {
+// queue length, in the network's link group, and marks it with the alias GC
+// reads.
+func setupIfb(h *netlink.Handle, name, alias string, group uint32, mtu int) (netlink.Link, error) {
 	la := netlink.NewLinkAttrs()
 	la.Name = name
+	la.Group = group
 	la.MTU = mtu
 	la.TxQLen = 1000
 	la.Flags = unix.IFF_UP
@@ -331,8 +333,8 @@ func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
 	return errors.New("no tbf root qdisc")
 }
 
-// gc deletes the ifbs this suite made for network c.Name (by their alias)
-// whose container is not in keep. Upstream's ifbs carry no alias and stay:
+// gc deletes the ifbs this suite made for network c.Name (by their alias,
+// or, without one, by their link group) whose container is not in keep. Upstream's ifbs carry no alias and stay:
 // their name does not say which network they belong to.
 func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 	hostNS, h, err := a.Host()
@@ -347,15 +349,27 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 	if err != nil {
 		return []error{fmt.Errorf("in %s: %w", hostNS.Path(), err)}
 	}
+	keptNames := map[string]bool{}
+	for _, o := range keep {
+		keptNames[IfbName(c.Name, o.ContainerID)] = true
+	}
 	var errs []error
-	mine := ifbAlias(c.Name, "")
+	mine, group := ifbAlias(c.Name, ""), IfbGroup(c.Name)
 	for _, l := range links {
-		al := l.Attrs().Alias
-		if l.Type() != "ifb" || !strings.HasPrefix(l.Attrs().Name, "bwp") || !strings.HasPrefix(al, mine) || kept[al] {
+		al, name := l.Attrs().Alias, l.Attrs().Name
+		if l.Type() != "ifb" || !strings.HasPrefix(name, "bwp") {
 			continue
 		}
-		cid := strings.TrimPrefix(al, mine)
-		if IfbName(c.Name, cid) != l.Attrs().Name {
+		switch {
+		case al == "" && l.Attrs().Group == group:
+			// An ADD killed between making the ifb and setting its alias:
+			// the group says whose, the name whether a listed container's.
+			if keptNames[name] {
+				continue
+			}
+		case !strings.HasPrefix(al, mine) || kept[al]:
+			continue
+		case IfbName(c.Name, strings.TrimPrefix(al, mine)) != name:
 			continue // an alias that does not match the name: not ours
 		}
 		a.Log.Info("gc: deleting ifb", "ifb", l.Attrs().Name)

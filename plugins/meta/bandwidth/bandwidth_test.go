@@ -12,6 +12,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
@@ -222,6 +223,31 @@ var _ = Describe("bandwidth", func() {
 		Expect(links).To(ContainElement(ifb))
 		Expect(links).NotTo(ContainElement(bandwidth.IfbName(netName, "ctr2")))
 		Expect(links).To(ContainElement(bandwidth.IfbName("other", "ctr3")))
+	})
+
+	// Issue 14, kills mid-ADD: tests/killadd found an ifb left after GC when
+	// ADD was killed between making it and setting its alias.
+	It("GC deletes an unlisted container's ifb that ADD made but did not alias, by its link group", func() {
+		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		h := testutil.Handle(hostNS)
+		for _, n := range []struct {
+			name  string
+			group uint32
+		}{
+			{bandwidth.IfbName(netName, "killed"), bandwidth.IfbGroup(netName)}, // ours, not listed: goes
+			{bandwidth.IfbName(netName, "upstream"), 0},                         // no group: not ours
+			{bandwidth.IfbName("other", "killed"), bandwidth.IfbGroup("other")}, // another network's
+		} {
+			la := netlink.NewLinkAttrs()
+			la.Name, la.Group = n.name, n.group
+			Expect(h.LinkAdd(&netlink.Ifb{LinkAttrs: la})).To(Succeed())
+		}
+		gc := conf("1.1.0", `"cni.dev/valid-attachments": [{"containerID": "ctr1", "ifname": "eth0"}]`, nil)
+		out := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: "GC", Stdin: gc})
+		Expect(out.Err).To(BeNil())
+		links := testutil.LinkNames(hostNS)
+		Expect(links).NotTo(ContainElement(bandwidth.IfbName(netName, "killed")))
+		Expect(links).To(ContainElements(ifb, bandwidth.IfbName(netName, "upstream"), bandwidth.IfbName("other", "killed")))
 	})
 
 	Describe("a failure after each step of ADD leaves nothing", func() {

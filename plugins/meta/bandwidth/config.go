@@ -2,6 +2,7 @@ package bandwidth
 
 import (
 	"crypto/sha512"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -122,6 +123,16 @@ func tbfFor(dir string, rateBits, burstBits uint64, tick float64) (tbfParams, er
 func IfbName(network, containerID string) string {
 	sum := sha512.Sum512([]byte(network + containerID))
 	return ("bwp" + hex.EncodeToString(sum[:]))[:15]
+}
+
+// IfbGroup is the link group (IFLA_GROUP) an ifb of network gets when it
+// is made, in the same netlink message: the alias takes a second one, and
+// an ADD killed between the two would leave an ifb GC could not tell as
+// this network's (issue 14, kills mid-ADD). Never 0, the kernel's default
+// group, which upstream's ifbs keep.
+func IfbGroup(network string) uint32 {
+	sum := sha512.Sum512([]byte("cni-bandwidth:" + network))
+	return max(binary.BigEndian.Uint32(sum[:4]), 1)
 }
 
 // ifbAlias marks an ifb as this suite's, for the network (GC collects only

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // state is what ADD changed, as it was before: upstream's configToRestore
@@ -42,11 +43,13 @@ func writeState(p string, s *state) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state dir %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(p)+"-")
+	// One temp name per attachment, not a random one: a plugin killed
+	// before the rename leaves a file that DEL knows to remove.
+	tmp := tmpPath(p)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("state file %s: %w", p, err)
 	}
-	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
@@ -58,7 +61,7 @@ func writeState(p string, s *state) error {
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {
-		_ = os.Remove(tmp) // best effort: a leftover temp file names no attachment
+		_ = os.Remove(tmp) // best effort: DEL removes it too
 		return fmt.Errorf("write state file %s: %w", p, err)
 	}
 	return nil
@@ -80,10 +83,21 @@ func readState(p string) (*state, error) {
 	return s, nil
 }
 
-// removeState removes p; a file already gone is success.
+// tmpPath is where writeState writes p before renaming it over p.
+func tmpPath(p string) string {
+	return filepath.Join(filepath.Dir(p), tmpPrefix+filepath.Base(p))
+}
+
+const tmpPrefix = ".tmp-"
+
+// removeState removes p and its temp file (left by an ADD killed while
+// writing it, issue 14); a file already gone is success.
 func removeState(p string) error {
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove state file %s: %w", p, err)
+	var errs []error
+	for _, f := range []string{p, tmpPath(p)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove state file %s: %w", f, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

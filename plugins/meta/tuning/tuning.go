@@ -310,7 +310,11 @@ func del(a *attach.Attachment, c *netConf) []error {
 		return []error{removeState(p)}
 	}
 	if st == nil {
-		return nil
+		// An ADD killed between writing the temp file and renaming it:
+		// the temp file, when whole, is the state (issue 14).
+		if st, err = readState(tmpPath(p)); err != nil || st == nil {
+			return []error{removeState(p)}
+		}
 	}
 	if a.Args.Netns == "" {
 		return []error{removeState(p)}
@@ -419,7 +423,10 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 	var errs []error
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") || kept[name] {
+		// A temp file (an ADD killed while writing the state) goes with
+		// its attachment when it was written whole.
+		target, isTmp := strings.CutPrefix(name, tmpPrefix)
+		if e.IsDir() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(target, ".") || kept[target] {
 			continue
 		}
 		p := filepath.Join(c.DataDir, name)
@@ -428,7 +435,12 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 			continue // not ours to judge
 		}
 		a.Log.Info("gc: removing state file", "file", p)
-		if err := removeState(p); err != nil {
+		if isTmp {
+			err = os.Remove(p)
+		} else {
+			err = removeState(p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

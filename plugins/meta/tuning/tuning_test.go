@@ -223,6 +223,31 @@ var _ = Describe("tuning", func() {
 		Expect(out.Err).To(BeNil())
 	})
 
+	// Issue 14, kills mid-ADD: tests/killadd found the temp file of the
+	// state left after an ADD was SIGKILLed between writing and renaming it.
+	It("DEL, and GC without the attachment, remove the temp state file a killed ADD left", func() {
+		Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
+		must("ADD", contNS, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS)))
+		data, err := os.ReadFile(stateFile())
+		Expect(err).NotTo(HaveOccurred())
+		tmp := filepath.Join(dataDir, ".tmp-ctr1_eth0.json")
+		Expect(os.WriteFile(tmp, data, 0o600)).To(Succeed())
+		must("DEL", contNS, conf("1.1.0", dataDir, allKeys, nil))
+		Expect(files(dataDir)).To(BeEmpty())
+
+		// Killed before the rename: no state file, only the temp file.
+		must("ADD", contNS, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS)))
+		Expect(os.Rename(stateFile(), tmp)).To(Succeed())
+		must("DEL", contNS, conf("1.1.0", dataDir, allKeys, nil))
+		Expect(files(dataDir)).To(BeEmpty())
+
+		Expect(os.WriteFile(tmp, data, 0o600)).To(Succeed())
+		gc := conf("1.1.0", dataDir, `"cni.dev/valid-attachments": []`, nil)
+		out := testutil.RunIn(hostNS, tuning.New(tuning.Options{}), testutil.Call{Command: "GC", Stdin: gc})
+		Expect(out.Err).To(BeNil())
+		Expect(files(dataDir)).To(BeEmpty())
+	})
+
 	Describe("a failure after each step of ADD leaves nothing", func() {
 		snap := func() []string {
 			return append([]string{linkState(contNS, "eth0"),
