@@ -432,9 +432,6 @@ var _ = Describe("SIGKILL of the plugin's process group during ADD, then the run
 			if len(sc.features) > 0 {
 				requireFeatures(sc.features)
 			}
-			if sc.probe != nil {
-				sc.probe()
-			}
 			// One rig for both: the GC campaign reuses the DEL campaign's
 			// measurements, on a baseline of its own.
 			r := newRig(sc)

@@ -1,10 +1,7 @@
 package killadd
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -31,7 +28,6 @@ type scenario struct {
 	// baseline whatever the plugins do.
 	noGC     bool
 	features []kernelfeature.Feature // kernel-only plugins: labelled "kernel"
-	probe    func()                  // skips the scenario when its backend is not built
 	// watchIPAM is the IPAM plugin named by target: the interface plugin
 	// execs it, so its start is seen through inotify (killExec.watchIPAM).
 	watchIPAM string
@@ -146,7 +142,7 @@ var scenarios = func() []scenario {
 						map[string]any{"type": "portmap", "backend": be, "snat": true, "capabilities": map[string]any{"portMappings": true}},
 						map[string]any{"type": "bandwidth", "capabilities": map[string]any{"bandwidth": true}},
 						tuning(e),
-						map[string]any{"type": "firewall", "backend": firewallBackend(be)},
+						map[string]any{"type": "firewall", "backend": be},
 					}
 				}},
 		)
@@ -154,7 +150,7 @@ var scenarios = func() []scenario {
 	out = append(out,
 		scenario{name: "firewall/iptables", target: "firewall",
 			plugins: chained(ptp("iptables"), fixed(map[string]any{"type": "firewall", "backend": "iptables"}))},
-		scenario{name: "firewall/nftables", target: "firewall", probe: requireFirewallNFT,
+		scenario{name: "firewall/nftables", target: "firewall",
 			plugins: chained(ptp("nftables"), fixed(map[string]any{"type": "firewall", "backend": "nftables"}))},
 		// host-local alone: kills spread over host-local's own run inside
 		// ptp's ADD (the group killed is ptp's, which host-local joined).
@@ -206,49 +202,3 @@ var scenarios = func() []scenario {
 	)
 	return out
 }()
-
-// firewallNFT reports whether firewall has its nftables backend (issue 10,
-// being built): before it lands, ADD with backend nftables answers code 50
-// and says so. It asks the built binary once, in a namespace of its own.
-var firewallNFT = sync.OnceValues(func() (bool, string) {
-	n, remove, err := testutil.CreateNS()
-	if err != nil {
-		return false, err.Error()
-	}
-	defer func() { _ = remove() }() // best effort: a throwaway namespace
-	cont, removeCont, err := testutil.CreateNS()
-	if err != nil {
-		return false, err.Error()
-	}
-	defer func() { _ = removeCont() }() // as above
-	stdin := []byte(`{"cniVersion": "1.1.0", "name": "probe", "type": "firewall", "backend": "nftables",
-		"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "eth0", "sandbox": "/x"}],
-		"ips": [{"address": "10.1.0.2/24", "interface": 0}]}}`)
-	var out testutil.Output
-	err = n.Do(func() (err error) {
-		out, err = testutil.Exec("firewall", testutil.Call{Command: "ADD", ContainerID: "probe", Netns: cont.Path(), IfName: "eth0", Stdin: stdin})
-		return err
-	})
-	if err != nil {
-		return false, err.Error()
-	}
-	if out.Err != nil && out.Err.Code == 50 && strings.Contains(out.Err.Msg+out.Err.Details, "nftables") {
-		return false, fmt.Sprintf("firewall answers backend nftables with code 50: %s %s", out.Err.Msg, out.Err.Details)
-	}
-	return true, ""
-})
-
-// firewallBackend is be for the full chain's firewall, or iptables while
-// firewall has no nftables backend.
-func firewallBackend(be string) string {
-	if ok, _ := firewallNFT(); be == "nftables" && !ok {
-		return "iptables"
-	}
-	return be
-}
-
-func requireFirewallNFT() {
-	if ok, why := firewallNFT(); !ok {
-		Skip("firewall's nftables backend is not built yet (" + why + ")")
-	}
-}
