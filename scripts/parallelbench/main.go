@@ -8,7 +8,9 @@
 //
 // Each DIR is a folder of plugins (bin/, or one made by `cniforge install
 // --dir`). With several, every round runs each in turn, back to back, so
-// they see the same machine load.
+// they see the same machine load. Besides pods/s each row gives the CPU
+// time (user + system, ms) the plugin processes used per pod: on a machine
+// that other work keeps busy that varies much less than pods/s.
 package main
 
 import (
@@ -18,6 +20,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -49,7 +53,17 @@ func main() {
 	}
 }
 
-type sample struct{ add, del float64 }
+// sample is one round: pods/s, and the CPU time (user + system) the
+// plugin processes used per pod, which the machine's load does not change
+// much: on a saturated machine it is what bounds throughput.
+type sample struct{ add, del, addCPU, delCPU float64 }
+
+// childCPU is the CPU time of every waited-for child process so far.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) // cannot fail with a valid pointer
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func run(label string, nPods, workers, rounds int, chain bool, backend string, dirs []string) (err error) {
 	var cleanups []func() error
@@ -110,7 +124,9 @@ func run(label string, nPods, workers, rounds int, chain bool, backend string, d
 			for i, p := range pods {
 				p.ID = fmt.Sprintf("parbench-%d-%d-%d", si, r, i)
 			}
+			cpu0 := childCPU()
 			addT, err := parallel.Phase(pods, workers, s.rt.Add)
+			cpu1 := childCPU()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.dir, err)
 			}
@@ -118,22 +134,28 @@ func run(label string, nPods, workers, rounds int, chain bool, backend string, d
 				return fmt.Errorf("%s: addresses handed out twice: %s", s.dir, strings.Join(dups, "; "))
 			}
 			delT, err := parallel.Phase(pods, workers, s.rt.Del)
+			cpu2 := childCPU()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.dir, err)
 			}
 			if r > 0 {
-				s.got = append(s.got, sample{parallel.PodsPerSecond(nPods, addT), parallel.PodsPerSecond(nPods, delT)})
+				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(nPods) }
+				s.got = append(s.got, sample{parallel.PodsPerSecond(nPods, addT), parallel.PodsPerSecond(nPods, delT),
+					ms(cpu1 - cpu0), ms(cpu2 - cpu1)})
 			}
 		}
 	}
 
-	fmt.Printf("%-24s %-10s %7s %5s  %-28s %-28s  %s\n", "scenario", "backend", "workers", "pods", "ADD pods/s (median, rounds)", "DEL pods/s (median, rounds)", "binaries")
+	fmt.Printf("%-8s %-9s %7s %5s  %-28s %-28s %8s %8s  %s\n", "scenario", "backend", "workers", "pods",
+		"ADD pods/s (median, rounds)", "DEL pods/s (median, rounds)", "ADD cpu", "DEL cpu", "binaries")
 	for _, s := range sides {
-		var adds, dels []float64
+		var adds, dels, addCPU, delCPU []float64
 		for _, g := range s.got {
 			adds, dels = append(adds, g.add), append(dels, g.del)
+			addCPU, delCPU = append(addCPU, g.addCPU), append(delCPU, g.delCPU)
 		}
-		fmt.Printf("%-24s %-10s %7d %5d  %-28s %-28s  %s\n", label, backend, workers, nPods, summary(adds), summary(dels), s.dir)
+		fmt.Printf("%-8s %-9s %7d %5d  %-28s %-28s %8.1f %8.1f  %s\n", label, backend, workers, nPods,
+			summary(adds), summary(dels), median(addCPU), median(delCPU), s.dir)
 	}
 	return nil
 }
@@ -144,11 +166,14 @@ func summary(v []float64) string {
 	for _, x := range v {
 		each = append(each, fmt.Sprintf("%.0f", x))
 	}
+	return fmt.Sprintf("%.1f (%s)", median(v), strings.Join(each, " "))
+}
+
+func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	med := s[len(s)/2]
 	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
-	return fmt.Sprintf("%.1f (%s)", med, strings.Join(each, " "))
+	return s[len(s)/2]
 }
