@@ -225,15 +225,15 @@ func run(backend, firewall string, withGC bool) {
 				}
 			})
 		}
+		var stopOnce sync.Once
 		stopGC := func() {
-			close(stop)
+			stopOnce.Do(func() { close(stop) })
 			gcDone.Wait()
 		}
+		// A failed assertion ends the spec: GC must not go on meanwhile.
+		DeferCleanup(stopGC)
 
 		addT, err := parallel.Phase(pods, workers, rt.Add)
-		if err != nil {
-			stopGC()
-		}
 		Expect(err).NotTo(HaveOccurred(), "ADD")
 		lastADD.Store(gcRuns.Load())
 
@@ -259,9 +259,6 @@ func run(backend, firewall string, withGC bool) {
 			// (Only here, where GC could have taken something: it costs
 			// as much as the ADD phase.)
 			_, err = parallel.Phase(pods, workers, rt.Check)
-			if err != nil {
-				stopGC()
-			}
 			Expect(err).NotTo(HaveOccurred(), "CHECK after the ADD phase")
 		}
 		rules := testutil.NetfilterRuleset(host)
