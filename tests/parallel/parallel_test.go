@@ -112,9 +112,12 @@ func takeHostState(host *ns.NetNS, dirs ...string) hostState {
 }
 
 // filesWithContent lists the files under dir as "<path>: <content>".
-// Two host-local files are listed by name only, their content changing by
-// design: last_reserved_ip.N (where the next search starts) and the index's
-// .cniforge/stamp (the data dir's mtime, which every reservation moves).
+// Three host-local files are listed by name only, their content changing
+// by design: last_reserved_ip.N (where the next search starts), the index's
+// .cniforge/stamp (the data dir's mtime, which every reservation moves) and
+// .cniforge/snapshot (GC rebuilds it with the attachments live then; a DEL
+// blanks its record in place, so it can keep blank records until the next
+// rebuild). namingPods checks that none of them names a pod.
 func filesWithContent(dir string) []string {
 	GinkgoHelper()
 	var out []string
@@ -122,7 +125,8 @@ func filesWithContent(dir string) []string {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if strings.HasPrefix(d.Name(), "last_reserved_ip.") || (d.Name() == "stamp" && filepath.Base(filepath.Dir(p)) == ".cniforge") {
+		if strings.HasPrefix(d.Name(), "last_reserved_ip.") ||
+			((d.Name() == "stamp" || d.Name() == "snapshot") && filepath.Base(filepath.Dir(p)) == ".cniforge") {
 			out = append(out, p)
 			return nil
 		}
@@ -134,6 +138,31 @@ func filesWithContent(dir string) []string {
 		return nil
 	})).To(Succeed())
 	sort.Strings(out)
+	return out
+}
+
+// namingPods lists the files under dirs whose name or content holds the
+// container ID of one of pods.
+func namingPods(pods []*parallel.Pod, dirs ...string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, dir := range dirs {
+		Expect(filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, pod := range pods {
+				if strings.Contains(p, pod.ID) || strings.Contains(string(b), pod.ID) {
+					out = append(out, p+" names "+pod.ID)
+				}
+			}
+			return nil
+		})).To(Succeed())
+	}
 	return out
 }
 
@@ -277,6 +306,7 @@ func run(backend, firewall string, withGC bool) {
 
 		Expect(changes(base.lines(), takeHostState(host, dataDir, cacheDir).lines())).To(BeEmpty(),
 			"the stand-in host after round %d, compared with before", r+1)
+		Expect(namingPods(pods, dataDir, cacheDir)).To(BeEmpty())
 		for i, p := range pods {
 			Expect(podState(p.NS)).To(Equal(podBefore[i]), "pod %s's namespace", p.ID)
 		}
