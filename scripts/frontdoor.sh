@@ -13,6 +13,7 @@
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #   killadd   sudo scripts/killadd.sh, in a short mode (-n 3 -g 2, two plugins)
+#   parallel  sudo scripts/parallel-bench.sh, in a short mode (-n 1 -p 16)
 #
 # The demo and the bench must leave the real host as they found it: its links,
 # addresses, routes, rules, netfilter rules, network namespaces and the files
@@ -231,6 +232,23 @@ if go test -run '^$' -bench . -benchtime 1x ./plugins/ipam/host-local/ >"$work/g
 else
 	fail "host-local's Go benchmark:"
 	sed 's/^/    /' "$work/gobench.log" >&2
+fi
+
+# --- parallel pod throughput, in a short mode -------------------------------
+if host_untouched parallel-bench scripts/parallel-bench.sh -n 1 -p 16; then
+	# Both scenarios on both backends must print a row with figures.
+	missing=()
+	for s in bridge chain; do
+		for be in iptables nftables; do
+			grep -qE "^$s +$be +[0-9]+ +16 +[0-9.]+ \\([0-9 ]+\\) +[0-9.]+ \\([0-9 ]+\\) " "$work/parallel-bench.log" || missing+=("$s $be")
+		done
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		ok "parallel-bench.sh -n 1 -p 16: bridge and chain on iptables and nftables, each with ADD and DEL pods/s, the host unchanged"
+	else
+		fail "parallel-bench.sh -n 1 -p 16: no row for: ${missing[*]}"
+		sed 's/^/    /' "$work/parallel-bench.log" >&2
+	fi
 fi
 
 echo "frontdoor: $passed passed, $failed failed"

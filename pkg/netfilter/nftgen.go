@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -11,8 +12,15 @@ import (
 )
 
 // readBudget bounds how long a read retries while other writers keep
-// changing the ruleset under it.
-const readBudget = 2 * time.Second
+// changing the ruleset under it. Every commit to any table of the
+// namespace (iptables-nft's included) changes the generation, so with many
+// pods added at once on a loaded node a read can lose many times in a row:
+// 2 s was not enough for 8 parallel DELs at load 20 (tests/parallel).
+const readBudget = 20 * time.Second
+
+// retryPause is the longest pause between two reads; the pause grows from
+// 1 ms towards it.
+const retryPause = 32 * time.Millisecond
 
 // errRulesetBusy is returned when the ruleset changed during every read
 // within readBudget.
@@ -28,6 +36,7 @@ var errRulesetBusy = errors.New("nftables ruleset kept changing while it was rea
 // attachments in the tests).
 func consistent[T any](read func() (T, error)) (T, error) {
 	deadline := time.Now().Add(readBudget)
+	pause := time.Millisecond
 	for {
 		before, err := nftGeneration()
 		if err != nil {
@@ -48,6 +57,12 @@ func consistent[T any](read func() (T, error)) (T, error) {
 		if time.Now().After(deadline) {
 			return v, fmt.Errorf("%w for %s", errRulesetBusy, readBudget)
 		}
+		// Retrying at once mostly meets the same burst of commits again
+		// (the other plugins of this batch of pods): wait a random part of
+		// a growing pause, so that retries spread out and the writers,
+		// which finish, get ahead.
+		time.Sleep(rand.N(pause) + time.Millisecond/4)
+		pause = min(2*pause, retryPause)
 	}
 }
 

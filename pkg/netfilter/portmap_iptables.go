@@ -20,6 +20,11 @@ func (p *iptablesPortMap) Backend() string { return BackendIPTables }
 
 func (p *iptablesPortMap) Usable() error { return p.m.usable(ipv4) }
 
+// saveAll reads the nat and raw tables of f with one iptables-save of
+// every table. Teardown, Check and GC need only nat and read it alone
+// (m.save, iptables-save -t nat): the filter table it skips holds every
+// pod's firewall chains, and a DEL holds the shared DNAT chain's lock
+// while it reads.
 func (p *iptablesPortMap) saveAll(f family) (nat, raw natTable, err error) {
 	out, err := p.m.exec(p.m.tool(f, "save"), nil, nil)
 	if err != nil {
@@ -114,7 +119,7 @@ func (p *iptablesPortMap) teardownFamily(o Owner, f family) ([]net.IP, error) {
 	if p.m.chainSurelyAbsent(f, chain) {
 		return nil, nil
 	}
-	nat, _, err := p.saveAll(f)
+	nat, err := p.m.save(f)
 	if err != nil {
 		return nil, fmt.Errorf("tear down %s port forwards for %s: %w", f, o, err)
 	}
@@ -139,15 +144,14 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			continue
 		}
 		r := desiredPortMap(opts, f)
-		nat, raw, err := p.saveAll(f)
+		// Only nat: the route_localnet guard in raw is ours alone
+		// (upstream makes none), so an upstream ADD passes CHECK without it.
+		nat, err := p.m.save(f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("check %s port forwards: %w", f, err))
 			continue
 		}
 		var miss []string
-		// The route_localnet guard is ours alone (upstream makes none), so
-		// an upstream ADD passes CHECK without it.
-		_ = raw
 		miss = append(miss, r.sharedLines(nat)...)
 		if !nat.chains[r.chain] {
 			miss = append(miss, "nat chain "+r.chain)
@@ -206,7 +210,7 @@ func (p *iptablesPortMap) gcFamily(f family, network string, kept map[string]boo
 		slices.Sort(chains)
 		return chains
 	}
-	nat, _, err := p.saveAll(f)
+	nat, err := p.m.save(f)
 	if err != nil {
 		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
 	}
@@ -219,7 +223,7 @@ func (p *iptablesPortMap) gcFamily(f family, network string, kept map[string]boo
 		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
 	}
 	defer unlock()
-	if nat, _, err = p.saveAll(f); err != nil {
+	if nat, err = p.m.save(f); err != nil {
 		return fmt.Errorf("gc %s port forwards of network %q: %w", f, network, err)
 	}
 	var errs []error
