@@ -51,8 +51,9 @@ func LinkAttrs(n *ns.NetNS) []string {
 }
 
 // AllRoutes renders the routes of every table of n, both families, as
-// "table=<n> <dst> via <gw> dev <link> ...", sorted. IPv6 link-local and
-// multicast routes are left out (the kernel adds them for every link).
+// "table=<n> type=<n> dst=<prefix> gw=<ip> dev=<link> ...", sorted. IPv6
+// link-local and multicast destinations are left out, the local table's
+// fe80:: entries included: the kernel adds them for every link.
 func AllRoutes(n *ns.NetNS) []string {
 	ginkgo.GinkgoHelper()
 	h := Handle(n)
@@ -61,11 +62,6 @@ func AllRoutes(n *ns.NetNS) []string {
 	var out []string
 	for _, r := range routes {
 		if r.Dst != nil && r.Dst.IP.To4() == nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
-			continue
-		}
-		// The kernel's own local-table entries for fe80:: addresses come and
-		// go with the link-local address, not the plugin.
-		if r.Dst != nil && r.Dst.IP.To4() == nil && r.Table == unix.RT_TABLE_LOCAL && r.Dst.IP.IsLinkLocalUnicast() {
 			continue
 		}
 		dev := ""
@@ -124,9 +120,9 @@ func qdiscParams(q netlink.Qdisc) any {
 	return nil
 }
 
-// volatileSysctl matches the sysctls that change by themselves: counters
-// and the kernel's per-boot random keys.
-var volatileSysctl = regexp.MustCompile(`nf_conntrack_count$|/stable_secret$|/base_reachable_time(_ms)?$`)
+// volatileSysctl matches the sysctls that change by themselves (the
+// conntrack counter) or cannot be read (stable_secret until set).
+var volatileSysctl = regexp.MustCompile(`nf_conntrack_count$|/stable_secret$`)
 
 // NetSysctls reads every readable file under /proc/sys/net inside n, as
 // "<path> = <value>", sorted (see volatileSysctl for what is left out).
