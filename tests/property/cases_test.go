@@ -165,8 +165,6 @@ var _ = Describe("ADD then DEL, and ADD then GC, leave the node as it was", func
 	entries := []any{propertySpec,
 		Entry("loopback", pcase{noNetfilter: true, main: `{"type": "loopback"}`, prepare: loDown}),
 		Entry("bridge", pcase{main: bridgeConf("")}),
-		Entry("bridge, ipMasq on iptables", pcase{main: bridgeConf(masqIPT)}),
-		Entry("bridge, ipMasq on nftables", pcase{main: bridgeConf(masqNFT)}),
 		Entry("ptp, ipMasq on iptables", pcase{main: ptpConf(masqIPT)}),
 		Entry("ptp, ipMasq on nftables", pcase{main: ptpConf(masqNFT)}),
 		Entry("ptp with static IPAM", pcase{noNetfilter: true, main: `{"type": "ptp", "ipam": {"type": "static",
@@ -175,12 +173,12 @@ var _ = Describe("ADD then DEL, and ADD then GC, leave the node as it was", func
 		Entry("macvlan with dhcp IPAM", pcase{noNetfilter: true, main: `{"type": "macvlan", "master": "prop0", "ipam": {"type": "dhcp", "daemonSocketPath": "$SOCK"}}`, setup: dhcpServer}),
 		Entry("tap", pcase{noNetfilter: true, main: `{"type": "tap", "ipam": ` + hostLocal + `}`}),
 		Entry("host-device on a veth", pcase{noNetfilter: true, main: `{"type": "host-device", "device": "prop0", "ipam": ` + hostLocal + `}`, setup: downDevice, device: "prop0"}),
-		Entry("bridge → portmap on iptables", pcase{main: bridgeConf(masqIPT), metas: []string{portmapIPT}}),
-		Entry("bridge → portmap on nftables", pcase{main: bridgeConf(masqNFT), metas: []string{portmapNFT}}),
 		Entry("ptp → bandwidth, ingress and egress", pcase{noNetfilter: true, main: ptpConf(""), metas: []string{bandwidth}}),
 		Entry("ptp → tuning: sysctl, mac, mtu, txqlen, promisc, allmulti", pcase{noNetfilter: true, main: ptpConf(""), metas: []string{tuning}}),
 		Entry("ptp → firewall on iptables", pcase{main: ptpConf(""), metas: []string{firewallIPT}}),
 		Entry("ptp → sbr", pcase{noNetfilter: true, main: ptpConf(""), metas: []string{sbr}}),
+		// The full chain is also bridge's ipMasq and portmap on each
+		// backend: a case of their own would repeat it at a cost in CI time.
 		Entry("bridge → portmap → bandwidth → tuning → firewall, iptables", pcase{main: bridgeConf(masqIPT),
 			metas: []string{portmapIPT, bandwidth, tuning, firewallIPT}}),
 		Entry("bridge → portmap → bandwidth → tuning → firewall, nftables (firewall on iptables)", pcase{main: bridgeConf(masqNFT),
