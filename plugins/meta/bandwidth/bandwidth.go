@@ -229,22 +229,55 @@ func del(a *attach.Attachment, c *netConf) []error {
 		if err != nil || l.Type() != "veth" {
 			continue
 		}
-		qs, err := h.QdiscList(l)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, q := range qs {
-			_, isTbf := q.(*netlink.Tbf)
-			_, isIngress := q.(*netlink.Ingress)
-			if (isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT) || isIngress {
-				if err := qdiscDel(h, q); err != nil {
-					errs = append(errs, fmt.Errorf("%q in %s: %w", iface.Name, hostNS.Path(), err))
-				}
-			}
+		if err := deleteShaping(h, l); err != nil {
+			errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
 		}
 	}
 	return errs
+}
+
+// deleteShaping deletes the qdiscs ADD puts on a host end l: the root tbf
+// and the ingress qdisc (its redirect to the ifb goes with it).
+func deleteShaping(h *netlink.Handle, l netlink.Link) error {
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		return fmt.Errorf("qdiscs of %q: %w", l.Attrs().Name, err)
+	}
+	var errs []error
+	for _, q := range qs {
+		_, isTbf := q.(*netlink.Tbf)
+		_, isIngress := q.(*netlink.Ingress)
+		if (isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT) || isIngress {
+			if err := qdiscDel(h, q); err != nil {
+				errs = append(errs, fmt.Errorf("%q: %w", l.Attrs().Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// redirectsTo reports whether the ingress of l is redirected to the link
+// with index ifb (the egress shaping ADD sets up).
+func redirectsTo(h *netlink.Handle, l netlink.Link, ifb int) bool {
+	fs, err := h.FilterList(l, ingressHandle)
+	if err != nil {
+		return false // no ingress qdisc
+	}
+	for _, f := range fs {
+		u, ok := f.(*netlink.U32)
+		if !ok {
+			continue
+		}
+		if u.RedirIndex == ifb {
+			return true
+		}
+		for _, act := range u.Actions {
+			if m, ok := act.(*netlink.MirredAction); ok && m.Ifindex == ifb {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // check compares the kernel with the config: the tbf on the host end, and
@@ -334,7 +367,9 @@ func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
 }
 
 // gc deletes the ifbs this suite made for network c.Name (by their alias,
-// or, without one, by their link group) whose container is not in keep. Upstream's ifbs carry no alias and stay:
+// or, without one, by their link group) whose container is not in keep,
+// and the shaping of the host end that redirects to one. Upstream's ifbs
+// carry no alias and stay:
 // their name does not say which network they belong to.
 func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 	hostNS, h, err := a.Host()
@@ -371,6 +406,18 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 			continue
 		case IfbName(c.Name, strings.TrimPrefix(al, mine)) != name:
 			continue // an alias that does not match the name: not ours
+		}
+		// A host end still there (its container is gone, or its main
+		// plugin kept it) loses the shaping that sends its traffic to the
+		// ifb, and the tbf beside it. An ingress-only attachment has no
+		// ifb, and GC cannot tell its tbf from an admin's.
+		for _, hl := range links {
+			if hl.Type() == "veth" && redirectsTo(h, hl, l.Attrs().Index) {
+				a.Log.Info("gc: deleting shaping", "link", hl.Attrs().Name)
+				if err := deleteShaping(h, hl); err != nil {
+					errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
+				}
+			}
 		}
 		a.Log.Info("gc: deleting ifb", "ifb", l.Attrs().Name)
 		if err := ip.DelLinkByName(h, l.Attrs().Name); err != nil {

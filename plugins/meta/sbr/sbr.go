@@ -341,6 +341,11 @@ func del(a *attach.Attachment, c *netConf) []error {
 	if c.Table != nil || link == nil {
 		return errs
 	}
+	// The interface stays (sbr's own DEL in a list whose main plugin keeps
+	// its attachment): what ADD moved out of the main table goes back
+	// there, so the interface routes as it did before sbr (issue 14,
+	// property test).
+	prevDefault := prevDefaultRoutes(a)
 	for t := range tables {
 		routes, err := ip.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: t, LinkIndex: link.Attrs().Index},
 			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)
@@ -348,13 +353,58 @@ func del(a *attach.Attachment, c *netConf) []error {
 			errs = append(errs, err)
 			continue
 		}
-		for _, r := range routes {
-			if err := ip.DelRoute(h, &r); err != nil {
-				errs = append(errs, fmt.Errorf("in %s: %w", contNS.Path(), err))
+		// Link routes before those through a gateway they make reachable.
+		for _, pass := range []bool{false, true} {
+			for _, r := range routes {
+				if (r.Gw != nil) != pass {
+					continue
+				}
+				if err := ip.DelRoute(h, &r); err != nil {
+					errs = append(errs, fmt.Errorf("in %s: %w", contNS.Path(), err))
+					continue
+				}
+				fam := r.Family
+				if fam == 0 {
+					fam = ip.Family(r.Gw)
+				}
+				if isDefault(r.Dst) && !prevDefault[fam] {
+					continue // made by sbr's ADD, not moved from main
+				}
+				back := r
+				back.Table, back.Flags = unix.RT_TABLE_MAIN, 0
+				if err := addRoute(h, &back); err != nil && !errors.Is(err, unix.EEXIST) {
+					errs = append(errs, fmt.Errorf("restore %s in %s: %w", ip.RouteString(&back), contNS.Path(), err))
+				}
 			}
 		}
 	}
 	return errs
+}
+
+// prevDefaultRoutes says, per address family, whether prevResult gives the
+// interface a default route: ADD moved that one from main; without one, the
+// default route in sbr's table is sbr's own. An unreadable or absent
+// prevResult gives none.
+func prevDefaultRoutes(a *attach.Attachment) map[int]bool {
+	out := map[int]bool{}
+	prev, err := a.Conf.Prev()
+	if err != nil || prev == nil {
+		return out
+	}
+	for _, r := range prev.Routes {
+		if isDefault(&r.Dst) {
+			out[ip.Family(r.Dst.IP)] = true
+		}
+	}
+	return out
+}
+
+func isDefault(dst *net.IPNet) bool {
+	if dst == nil {
+		return true
+	}
+	ones, _ := dst.Mask.Size()
+	return ones == 0
 }
 
 // ownRule reports whether r is a source rule sbr would have made for one

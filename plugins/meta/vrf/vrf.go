@@ -51,11 +51,21 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	routes, err := ip.RouteListFiltered(h, netlink.FAMILY_ALL,
-		&netlink.Route{LinkIndex: link.Attrs().Index, Scope: netlink.SCOPE_UNIVERSE},
-		netlink.RT_FILTER_OIF|netlink.RT_FILTER_SCOPE)
+	// Every main-table route of the interface but the kernel's own (the
+	// connected ones, which it remakes in the VRF's table): scope link
+	// ones too, such as ptp's route to its gateway, without which the
+	// routes through that gateway cannot be added (upstream keeps only
+	// scope universe, and fails behind ptp).
+	all, err := ip.RouteListFiltered(h, netlink.FAMILY_ALL,
+		&netlink.Route{LinkIndex: link.Attrs().Index}, netlink.RT_FILTER_OIF)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	var routes []netlink.Route
+	for _, r := range all {
+		if r.Protocol != unix.RTPROT_KERNEL && r.Type == unix.RTN_UNICAST {
+			routes = append(routes, r)
+		}
 	}
 	if m := link.Attrs().MasterIndex; m != 0 && m != vrf.Attrs().Index {
 		return nil, fmt.Errorf("%q %s already has a master (#%d)", a.Args.IfName, where, m)
@@ -69,8 +79,12 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 			errs = append(errs, err)
 		}
 		errs = append(errs, readdAddrs(h, link, addrs6))
-		for _, r := range routes {
-			errs = append(errs, ip.RouteAdd(h, &r))
+		for _, pass := range []bool{false, true} {
+			for _, r := range routes {
+				if (r.Gw != nil) == pass {
+					errs = append(errs, ip.RouteAdd(h, &r))
+				}
+			}
 		}
 		return errors.Join(errs...)
 	})

@@ -1,0 +1,13 @@
+package property_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestProperty(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "property: ADD then DEL or GC leaves the node as it was")
+}
