@@ -35,6 +35,6 @@ func RecordCall(c Call) {
 		return
 	}
 	sum := sha256.Sum256(b)
-	_ = os.MkdirAll(dir, 0o755)                                                        // best effort: see above
+	_ = os.MkdirAll(dir, 0o755)                                                          // best effort: see above
 	_ = os.WriteFile(filepath.Join(dir, hex.EncodeToString(sum[:12])+".json"), b, 0o644) // best effort: see above
 }
