@@ -63,7 +63,33 @@ func ParsePrev(conf *types.NetConf) (*current.Result, error) {
 	if err != nil {
 		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
 	}
+	if err := complete(prev); err != nil {
+		return nil, Decoding(fmt.Errorf("prevResult: %w", err))
+	}
 	return prev, nil
+}
+
+// complete refuses a null interface, and an address or route without its
+// address or destination: the library decodes a missing one as the zero IPNet, which
+// a chained plugin would print as "<nil>" in its own result, and the next
+// plugin could not parse that (found by FuzzPrevResult).
+func complete(res *current.Result) error {
+	for i, iface := range res.Interfaces {
+		if iface == nil {
+			return fmt.Errorf("interfaces[%d]: null", i)
+		}
+	}
+	for i, ipc := range res.IPs {
+		if ipc == nil || ipc.Address.IP == nil || ipc.Address.Mask == nil {
+			return fmt.Errorf("ips[%d]: address missing", i)
+		}
+	}
+	for i, r := range res.Routes {
+		if r == nil || r.Dst.IP == nil || r.Dst.Mask == nil {
+			return fmt.Errorf("routes[%d]: dst missing", i)
+		}
+	}
+	return nil
 }
 
 // InterfaceIndex returns the index in res.Interfaces of the interface named
