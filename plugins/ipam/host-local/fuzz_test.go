@@ -117,8 +117,8 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // writeFuzzState fills the network folder dir: the reservation file of
 // 10.1.0.2 and of fd00::2 (both with owner), last_reserved_ip.0 and .1
-// (last), the snapshot, the by-id entry of (fuzzID, fuzzIf) (when byID is
-// not nil), and a stamp naming the folder as it now is, so that the index
+// (last), the snapshot, the by-id entry of (fuzzID, fuzzIf) (unless byID is
+// empty), and a stamp naming the folder as it now is, so that the index
 // is read rather than rebuilt.
 func writeFuzzState(t *testing.T, dir string, owner, last, snapshot, byID []byte, legacy bool) {
 	t.Helper()
@@ -141,7 +141,7 @@ func writeFuzzState(t *testing.T, dir string, owner, last, snapshot, byID []byte
 		must(os.WriteFile(filepath.Join(dir, name), data, filePerm))
 	}
 	must(os.WriteFile(filepath.Join(meta, snapshotName), snapshot, filePerm))
-	if byID != nil {
+	if len(byID) > 0 {
 		must(os.WriteFile(filepath.Join(meta, byIDName, indexKey(fuzzID, fuzzIf)), byID, filePerm))
 	}
 	s := &store{dir: dir, meta: meta}
