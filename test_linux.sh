@@ -33,6 +33,13 @@ echo "== go test -race (host kernel)"
 go build -o "$work/testsummary" ./scripts/testsummary
 go test -race -count=1 -timeout 20m -json ./... "$@" | "$work/testsummary" -label host -counts "$work/host"
 
+# Fuzzing: each Go fuzz target (every config parser, the on-disk state
+# files) runs with -fuzz for a moment; their seed corpora already ran in
+# go test above. A finding (panic, hang, an error without a CNI code)
+# fails the run. The long campaign is scripts/fuzz.sh -t 5m.
+echo "== fuzz (scripts/fuzz.sh, 2s per target)"
+scripts/fuzz.sh -t 2s
+
 # The VM lane: specs labelled "kernel" (ipvlan, vlan, dummy, vrf, bridge
 # VLANs) skip on a host kernel without those features; here they run in a
 # qemu guest booted with Debian bookworm's kernel, where they must pass.

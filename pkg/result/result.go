@@ -86,7 +86,11 @@ func ParsePrev(conf *types.NetConf) (*current.Result, error) {
 	return prev, nil
 }
 
-// validatePrev refuses what a plugin would dereference or index blindly.
+// validatePrev refuses what a plugin would dereference or index blindly,
+// and an address or route without its address or destination: the library
+// decodes a missing one as the zero IPNet, which a chained plugin would
+// print as "<nil>" in its own result, and the next plugin could not parse
+// that (found by FuzzPrevResult).
 func validatePrev(r *current.Result) error {
 	for i, iface := range r.Interfaces {
 		if iface == nil {
@@ -97,6 +101,9 @@ func validatePrev(r *current.Result) error {
 		if ipc == nil {
 			return fmt.Errorf("prevResult.ips[%d]: null", i)
 		}
+		if ipc.Address.IP == nil || ipc.Address.Mask == nil {
+			return fmt.Errorf("prevResult.ips[%d].address: missing", i)
+		}
 		if ipc.Interface != nil && (*ipc.Interface < 0 || *ipc.Interface >= len(r.Interfaces)) {
 			return fmt.Errorf("prevResult.ips[%d].interface: %d is not an index of prevResult.interfaces (%d entries)", i, *ipc.Interface, len(r.Interfaces))
 		}
@@ -104,6 +111,9 @@ func validatePrev(r *current.Result) error {
 	for i, rt := range r.Routes {
 		if rt == nil {
 			return fmt.Errorf("prevResult.routes[%d]: null", i)
+		}
+		if rt.Dst.IP == nil || rt.Dst.Mask == nil {
+			return fmt.Errorf("prevResult.routes[%d].dst: missing", i)
 		}
 	}
 	return nil

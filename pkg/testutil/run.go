@@ -72,6 +72,7 @@ var runMu sync.Mutex
 // returns what it printed. The plugin works in the network namespace of the
 // calling thread, so call Run inside hostNS.Do.
 func Run(p plugin.Plugin, c Call) (Output, error) {
+	RecordCall(c)
 	runMu.Lock()
 	defer runMu.Unlock()
 
@@ -166,6 +167,7 @@ func Exec(name string, c Call) (Output, error) {
 
 // command prepares bin/<name> with c's environment (and PATH) and stdin.
 func command(name string, c Call) (*exec.Cmd, error) {
+	RecordCall(c)
 	path := filepath.Join(BinDir(), name)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("plugin binary %s missing (run ./build_linux.sh first): %w", path, err)

@@ -268,7 +268,7 @@ func (ix *index) lookup(id, ifName string) (addrs []netip.Addr, found bool, err 
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("read index: %w", err)
 	}
-	rec, err := ix.snapshotEntry(key)
+	rec, err := ix.snapshotEntryOrRebuild(key)
 	if err != nil || rec == nil {
 		return nil, false, err
 	}
@@ -315,7 +315,7 @@ func (ix *index) snapshotEntry(key string) (*snapRecord, error) {
 	lo, err1 := strconv.Atoi(string(fan[:fanoutLen-1]))
 	hi, err2 := strconv.Atoi(string(fan[fanoutLen : 2*fanoutLen-1]))
 	if err := errors.Join(err1, err2); err != nil || lo > hi || hi > ix.snapCount {
-		return nil, errors.New("read index snapshot: damaged fanout")
+		return nil, fmt.Errorf("%w: fanout", errDamagedSnapshot)
 	}
 	if lo == hi {
 		return nil, nil
@@ -333,7 +333,13 @@ func (ix *index) snapshotEntry(key string) (*snapRecord, error) {
 		off, err1 := strconv.ParseInt(string(rec[keyLen+1:keyLen+13]), 10, 64)
 		n, err2 := strconv.Atoi(string(rec[keyLen+14 : keyLen+22]))
 		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("read index snapshot: damaged record: %w", err)
+			return nil, fmt.Errorf("%w: record: %w", errDamagedSnapshot, err)
+		}
+		// Written by rebuildIndex, a body lies after the records and is
+		// never empty; anything else (a negative length panicked in make:
+		// FuzzHostLocalState) is damage.
+		if off < ix.snapStart+int64(ix.snapCount)*recordLen || n <= 0 {
+			return nil, fmt.Errorf("%w: record %s at %d length %d", errDamagedSnapshot, key, off, n)
 		}
 		body := make([]byte, n)
 		if _, err := ix.snap.ReadAt(body, off); err != nil {
@@ -342,6 +348,33 @@ func (ix *index) snapshotEntry(key string) (*snapRecord, error) {
 		return &snapRecord{recordOff: runOff + int64(i)*recordLen, bodyOff: off, body: body}, nil
 	}
 	return nil, nil
+}
+
+// errDamagedSnapshot marks a snapshot that does not read as rebuildIndex
+// wrote it.
+var errDamagedSnapshot = errors.New("read index snapshot: damaged")
+
+// snapshotEntryOrRebuild is snapshotEntry, except that a snapshot damaged
+// behind our back (the stamp cannot see inside .cniforge) is rebuilt from
+// the reservation files and read again, as loadIndex rebuilds one whose
+// header is damaged: a damaged index must not fail every DEL.
+func (ix *index) snapshotEntryOrRebuild(key string) (*snapRecord, error) {
+	rec, err := ix.snapshotEntry(key)
+	if !errors.Is(err, errDamagedSnapshot) {
+		return rec, err
+	}
+	res, err := ix.s.scan()
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := ix.s.rebuildIndex(res)
+	if err != nil {
+		return nil, err
+	}
+	// Callers hold ix: it becomes the rebuilt index.
+	*ix = *fresh
+	ix.s.ix = ix
+	return ix.snapshotEntry(key)
 }
 
 // eraseSnapshotEntry overwrites rec in place so that the snapshot no
@@ -404,7 +437,7 @@ func (ix *index) openSnapshot() error {
 	}
 	if count < 0 {
 		f.Close()
-		return errors.New("read index snapshot: damaged header")
+		return fmt.Errorf("%w: header", errDamagedSnapshot)
 	}
 	ix.snap, ix.snapCount = f, count
 	ix.fanoutStart = int64(len(lines[0]) + 1 + len(lines[1]) + 1)
@@ -444,7 +477,7 @@ func (ix *index) put(id, ifName string, addrs []netip.Addr) error {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("update index: %w", err)
 		}
-		rec, err := ix.snapshotEntry(key)
+		rec, err := ix.snapshotEntryOrRebuild(key)
 		if err != nil {
 			return err
 		}

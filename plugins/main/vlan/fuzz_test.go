@@ -1,0 +1,14 @@
+package vlan
+
+import (
+	"testing"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// FuzzVLANConfig: any stdin and CNI_ARGS parse without a panic or a hang,
+// the same way twice, or fail with a CNI error (testutil.FuzzConfig). The
+// seeds in testdata/fuzz are the configs the tests hand to vlan.
+func FuzzVLANConfig(f *testing.F) {
+	testutil.FuzzFrameConfig(f, parse, `{"cniVersion": "1.1.0", "name": "fuzz", "type": "vlan"}`)
+}
