@@ -193,8 +193,7 @@ var _ = Describe("ADD then DEL, and ADD then GC, leave the node as it was", func
 		Entry("host-device on a dummy", Label(kernelfeature.Label), pcase{noNetfilter: true, main: `{"type": "host-device", "device": "prop0", "ipam": ` + hostLocal + `}`,
 			setup: dummyLink, device: "prop0", needs: []kernelfeature.Feature{kernelfeature.Dummy}}),
 		Entry("ptp → vrf", Label(kernelfeature.Label), pcase{noNetfilter: true, main: ptpConf(""), metas: []string{vrf},
-			metaGap: "vrf's own DEL, with the interface left, does not put its IPv6 addresses and main-table routes back (seen in the VM lane)",
-			needs:   []kernelfeature.Feature{kernelfeature.VRF}}),
+			needs: []kernelfeature.Feature{kernelfeature.VRF}}),
 	}
 	DescribeTable("for", entries...)
 })

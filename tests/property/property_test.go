@@ -45,9 +45,6 @@ type pcase struct {
 	// noNetfilter leaves the ruleset out of the snapshots, for plugins
 	// that never touch netfilter (its dumps are most of a snapshot's cost).
 	noNetfilter bool
-	// metaGap, when set, is a known failure of the chained plugins' own
-	// DEL: the spec stops there and is reported skipped with it, never passed.
-	metaGap string
 	// device is a host link the plugin moves into the container: a
 	// container that dies takes it along (the kernel destroys a virtual
 	// device with its namespace), so a GC after that cannot give it back.
@@ -330,9 +327,6 @@ func propertySpec(c pcase) {
 
 	if len(c.metas) == 0 {
 		return
-	}
-	if c.metaGap != "" {
-		Skip("known gap, not fixed yet: " + c.metaGap)
 	}
 	By("the chained plugins' own ADD, DEL and GC leave the main attachment as it was")
 	main := e.conflist(c.main)

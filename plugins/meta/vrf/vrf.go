@@ -129,7 +129,9 @@ func readdAddrs(h *netlink.Handle, link netlink.Link, addrs []netlink.Addr) erro
 		if ad.IP.IsLinkLocalUnicast() {
 			continue // the kernel makes a new one
 		}
-		na := &netlink.Addr{IPNet: ad.IPNet, Flags: unix.IFA_F_NODAD, Scope: ad.Scope}
+		// Without a prefix route when it had none (ptp's addresses): the
+		// kernel would otherwise add one the main plugin never made.
+		na := &netlink.Addr{IPNet: ad.IPNet, Flags: unix.IFA_F_NODAD | ad.Flags&unix.IFA_F_NOPREFIXROUTE, Scope: ad.Scope}
 		if err := ip.AddrAdd(h, link, na); err != nil {
 			return err
 		}
@@ -316,12 +318,52 @@ func del(a *attach.Attachment, c *netConf) []error {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("%s: %w", where, err))
 	case link.Attrs().MasterIndex == vrf.Attrs().Index:
-		if err := h.LinkSetNoMaster(link); err != nil && !errors.Is(err, unix.ENODEV) {
-			errs = append(errs, fmt.Errorf("release %q from vrf %q %s: %w", a.Args.IfName, c.VRFName, where, err))
-		}
+		errs = append(errs, release(h, link, vrf.(*netlink.Vrf), where)...)
 	}
 	if err := deleteIfEmpty(h, c.VRFName); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", where, err))
+	}
+	return errs
+}
+
+// release takes link out of vrf and gives it back what ADD moved: leaving a
+// VRF flushes the link's IPv6 addresses and its routes as entering did, so
+// they are read from the VRF's table first and put back in the main table
+// (connected routes first, then those through a gateway), and the
+// interface is as the main plugin left it.
+func release(h *netlink.Handle, link netlink.Link, vrf *netlink.Vrf, where string) []error {
+	name := link.Attrs().Name
+	addrs6, err := ip.AddrList(h, link, netlink.FAMILY_V6)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", where, err)}
+	}
+	all, err := ip.RouteListFiltered(h, netlink.FAMILY_ALL,
+		&netlink.Route{LinkIndex: link.Attrs().Index, Table: int(vrf.Table)}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return []error{fmt.Errorf("%s: %w", where, err)}
+	}
+	if err := h.LinkSetNoMaster(link); err != nil {
+		if errors.Is(err, unix.ENODEV) {
+			return nil
+		}
+		return []error{fmt.Errorf("release %q from vrf %q %s: %w", name, vrf.Name, where, err)}
+	}
+	var errs []error
+	if err := readdAddrs(h, link, addrs6); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", where, err))
+	}
+	for _, pass := range []bool{false, true} {
+		for _, r := range all {
+			if r.Protocol == unix.RTPROT_KERNEL || r.Type != unix.RTN_UNICAST || (r.Gw != nil) != pass {
+				continue
+			}
+			nr := r
+			nr.Table = unix.RT_TABLE_MAIN
+			nr.Flags = 0
+			if err := ip.RouteAdd(h, &nr); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
 	}
 	return errs
 }
