@@ -2,6 +2,7 @@ package link
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,17 +29,29 @@ type CreateOptions struct {
 	Alias string
 }
 
-// tempName is a random name for a link on its way to the container: it
-// cannot clash with CNI_IFNAME ("eth0") existing in the master's namespace.
-func tempName() string {
+// randomName is a random temporary name: it cannot clash with
+// CNI_IFNAME ("eth0") existing in the master's namespace.
+func randomName() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand never fails on Linux
 	return "cni" + hex.EncodeToString(b)
 }
 
+// TempName is the temporary name Create gives the link of the attachment
+// alias tags, before renaming it to CNI_IFNAME: derived from alias, so
+// that a DEL after an ADD killed between the two finds it (DeleteOwned).
+// Without an alias it is random.
+func TempName(alias string) string {
+	if alias == "" {
+		return randomName()
+	}
+	sum := sha256.Sum256([]byte(alias))
+	return "cni" + hex.EncodeToString(sum[:4])
+}
+
 // Create adds l (its LinkAttrs filled in but for the name: ParentIndex,
-// MTU, MAC, ...) on its master in opts.MasterNS under a random temporary
-// name, made directly in opts.ContNS when that is another namespace, tags
+// MTU, MAC, ...) on its master in opts.MasterNS under a temporary name
+// (TempName), made directly in opts.ContNS when that is another namespace, tags
 // it with opts.Alias and renames it to opts.IfName. It returns the link as the
 // container sees it, down. On failure it deletes what it made, wherever
 // it is by then, so the caller pushes its undo (DelLinkByName(ContH,
@@ -60,17 +73,25 @@ func Create(l netlink.Link, opts CreateOptions) (netlink.Link, error) {
 		la.Namespace = netlink.NsFd(int(opts.ContNS.Fd()))
 		h, where = opts.ContH, opts.ContNS
 	}
-	var tmp string
+	tmp := TempName(opts.Alias)
 	for attempt := 0; ; attempt++ {
-		tmp = tempName()
 		la.Name = tmp
 		err := opts.MasterH.LinkAdd(l)
 		if err == nil {
 			break
 		}
 		if errors.Is(err, unix.EEXIST) && attempt < 4 {
-			if _, lerr := ip.LinkByName(h, tmp); lerr == nil {
-				continue // the random name was taken
+			if old, lerr := ip.LinkByName(h, tmp); lerr == nil {
+				// Left by an ADD of this attachment killed before the
+				// rename: ours to delete. Anything else: another name.
+				if attempt == 0 && opts.Alias != "" && Owned(old, l.Type(), opts.Alias) {
+					if derr := ip.DelLinkByName(h, tmp); derr != nil {
+						return nil, fmt.Errorf("delete %q left by an earlier ADD in %s: %w", tmp, where.Path(), derr)
+					}
+					continue
+				}
+				tmp = randomName()
+				continue
 			}
 			// Something else exists: a vlan of that ID on the master,
 			// which no other name fixes.

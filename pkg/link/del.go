@@ -37,22 +37,31 @@ func DeleteOwned(nsPath, ifName, kind, alias string) error {
 	return DeleteOwnedIn(n, h, ifName, kind, alias)
 }
 
-// DeleteOwnedIn is DeleteOwned in an open namespace n, h bound to it.
+// DeleteOwnedIn is DeleteOwned in an open namespace n, h bound to it. It
+// also deletes the link under its temporary name (TempName), which an ADD
+// killed between creating and renaming it leaves behind.
 func DeleteOwnedIn(n *ns.NetNS, h *netlink.Handle, ifName, kind, alias string) error {
-	l, err := ip.LinkByName(h, ifName)
-	if errors.Is(err, ip.ErrLinkNotFound) {
-		return nil
+	var errs []error
+	for _, name := range []string{ifName, TempName(alias)} {
+		if alias == "" && name != ifName {
+			continue // a random name: nothing to find
+		}
+		l, err := ip.LinkByName(h, name)
+		if errors.Is(err, ip.ErrLinkNotFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("in %s: %w", n.Path(), err))
+			continue
+		}
+		if !Owned(l, kind, alias) {
+			continue
+		}
+		if err := ip.DelLinkByName(h, name); err != nil {
+			errs = append(errs, fmt.Errorf("in %s: %w", n.Path(), err))
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("in %s: %w", n.Path(), err)
-	}
-	if !Owned(l, kind, alias) {
-		return nil
-	}
-	if err := ip.DelLinkByName(h, ifName); err != nil {
-		return fmt.Errorf("in %s: %w", n.Path(), err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Owned reports whether l is a link of kind DEL may delete for alias.

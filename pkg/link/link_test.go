@@ -121,6 +121,32 @@ var _ = Describe("link helpers", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "cmaster", "net1"))
 	})
+
+	It("finds the link an ADD killed before the rename left under its temporary name: DEL deletes it, a new ADD replaces it", func() {
+		master, err := hostH.LinkByName("master0")
+		Expect(err).NotTo(HaveOccurred())
+		// What a kill between the kernel's create and the rename leaves:
+		// the link in the container, untagged, under the temporary name.
+		leave := func() {
+			left := macvlan(master)
+			left.Name = link.TempName(alias)
+			left.Namespace = netlink.NsFd(int(contNS.Fd()))
+			Expect(hostH.LinkAdd(left)).To(Succeed())
+			Expect(testutil.LinkNames(contNS)).To(ContainElement(link.TempName(alias)))
+		}
+		leave()
+		Expect(link.DeleteOwned(contNS.Path(), "eth0", "macvlan", alias)).To(Succeed())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+
+		leave()
+		_, err = link.Create(macvlan(master), link.CreateOptions{MasterNS: hostNS, MasterH: hostH, ContNS: contNS, ContH: contH, IfName: "eth0", Alias: alias})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "eth0"))
+
+		// Another attachment's DEL leaves this one's link alone.
+		Expect(link.DeleteOwned(contNS.Path(), "eth0", "macvlan", "cni:other:eth0")).To(Succeed())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "eth0"))
+	})
 })
 
 func mustNet(s string) net.IPNet {
