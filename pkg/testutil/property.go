@@ -198,7 +198,7 @@ func NetfilterLines(n *ns.NetNS) []string {
 				table = line[1:]
 			case strings.HasPrefix(line, ":"):
 				// ":CHAIN POLICY [packets:bytes]": the counters move with traffic.
-				out = append(out, fmt.Sprintf("%s %s %s", tool, table, counters.ReplaceAllString(line, "")))
+				out = append(out, fmt.Sprintf("%s %s %s", tool, table, saveCounters.ReplaceAllString(line, "")))
 			default:
 				out = append(out, fmt.Sprintf("%s %s %s", tool, table, line))
 			}
@@ -230,7 +230,7 @@ func NetfilterLines(n *ns.NetNS) []string {
 	return out
 }
 
-var counters = regexp.MustCompile(` ?\[\d+:\d+\]`)
+var saveCounters = regexp.MustCompile(` ?\[\d+:\d+\]`)
 
 // stripCounters zeroes every "counter" statement's packets and bytes.
 func stripCounters(v any) {
