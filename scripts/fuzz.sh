@@ -72,6 +72,15 @@ for t in "${targets[@]}"; do
 	out="$log/$name"
 	rc=0
 	go test -run '^$' -fuzz "^$name\$" -fuzztime "$dur" "./$dir" >"$out" 2>&1 || rc=$?
+	# go's fuzzing engine fails with a bare "context deadline exceeded"
+	# (no input written) when -fuzztime runs out while a slow target is
+	# still measuring its seed corpus' coverage: not a finding. Once, with
+	# a longer time; a second time it counts.
+	if [ "$rc" != 0 ] && grep -q 'context deadline exceeded' "$out" && ! grep -q 'Failing input written' "$out"; then
+		echo "$name: go's fuzz engine ran out of time before fuzzing (context deadline exceeded); again with -fuzztime 10s" >&2
+		rc=0
+		go test -run '^$' -fuzz "^$name\$" -fuzztime 10s "./$dir" >"$out" 2>&1 || rc=$?
+	fi
 	# go prints "fuzz: elapsed: 2s, execs: 12345 (6172/sec), new interesting: 3 (total: 40)".
 	last=$(grep -E '^fuzz: elapsed: .*execs: [0-9]+' "$out" | tail -1 || true)
 	execs=$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")
