@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
@@ -40,7 +41,7 @@ type selector struct {
 // byPCI reports whether the selector names a PCI device (whose driver may
 // be a userspace one).
 func (s selector) byPCI() bool {
-	return s.key == keyPCI || (s.key == keyDeviceID && pciAddrRE.MatchString(s.value))
+	return s.key == keyPCI || (s.key == keyDeviceID && pciAddrRE().MatchString(s.value))
 }
 
 const (
@@ -57,8 +58,12 @@ type config struct {
 	sel selector
 }
 
-// pciAddrRE is a PCI address: domain:bus:device.function.
-var pciAddrRE = regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+// pciAddrRE is a PCI address: domain:bus:device.function. It compiles on
+// first use: the multicall binary runs every plugin's package init on
+// every exec of any plugin, and most never look at a PCI address.
+var pciAddrRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+})
 
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData) }
 
@@ -117,18 +122,21 @@ func validateSelector(s *selector) error {
 			return fmt.Errorf("kernelpath: %q must be a clean absolute path under /sys/devices/", s.value)
 		}
 	case keyPCI:
-		if !pciAddrRE.MatchString(s.value) {
+		if !pciAddrRE().MatchString(s.value) {
 			return fmt.Errorf("pciBusID: %q is not a PCI address (0000:00:00.0)", s.value)
 		}
 	case keyDeviceID:
 		// A PCI address, or an auxiliary-bus device ("mlx5_core.sf.4"):
 		// either way one sysfs file name.
-		if !pciAddrRE.MatchString(s.value) && !auxNameRE.MatchString(s.value) {
+		if !pciAddrRE().MatchString(s.value) && !auxNameRE().MatchString(s.value) {
 			return fmt.Errorf("runtimeConfig.deviceID: %q is neither a PCI address nor an auxiliary device name", s.value)
 		}
 	}
 	return nil
 }
 
-// auxNameRE is an auxiliary-bus device name: <module>.<device>.<id>.
-var auxNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$`)
+// auxNameRE is an auxiliary-bus device name: <module>.<device>.<id>
+// (compiled on first use, as pciAddrRE).
+var auxNameRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$`)
+})
