@@ -277,19 +277,28 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 		ctx = ipam.WithPrestarted(ctx, pre)
 	}
 	var errs []error
-	// Whatever ipMasq says now, and on both backends: the ADD may have run
-	// with another ipMasq or ipMasqBackend, or be the other suite's. It
-	// needs no addresses and no container namespace.
-	if _, ok := any(c).(masqer); ok {
-		if err := netfilter.TeardownMasqAll(a.Owner()); err != nil {
-			errs = append(errs, fmt.Errorf("masquerade: %w", err))
-		}
-	}
 	if releaseFirst {
 		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
+	// Whatever ipMasq says now, and on both backends: the ADD may have run
+	// with another ipMasq or ipMasqBackend, or be the other suite's. It
+	// needs no addresses and no container namespace, and shares nothing
+	// with the plugin's own steps, so it runs beside them: their link
+	// deletion waits out an RCU grace period, its iptables a process.
+	var masqDone <-chan []error
+	if _, ok := any(c).(masqer); ok {
+		masqDone = a.inHost(func() error {
+			if err := netfilter.TeardownMasqAll(a.Owner()); err != nil {
+				return fmt.Errorf("masquerade: %w", err)
+			}
+			return nil
+		})
+	}
 	if r.p.Del != nil {
 		errs = append(errs, safeSteps(a.Log, func() []error { return r.p.Del(a, c) })...)
+	}
+	if masqDone != nil {
+		errs = append(errs, <-masqDone...)
 	}
 	// Otherwise last, as ADD reserved first: a released address must not
 	// meet what is left of this attachment.
@@ -297,6 +306,34 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
 	return errors.Join(errs...)
+}
+
+// inHost runs fn in the plugin's host namespace on a thread of its own,
+// beside the caller, and delivers its error (or its panic, as an error)
+// on the returned channel once it is done. The namespace is entered
+// explicitly: a new thread is in the process's namespace, which is not
+// the plugin's host namespace when the frame runs inside a test's.
+func (a *Attachment) inHost(fn func() error) <-chan []error {
+	done := make(chan []error, 1)
+	hostNS, _, err := a.Host()
+	if err != nil {
+		done <- []error{err}
+		close(done)
+		return done
+	}
+	go func() {
+		// Recovered inside Do, so that the thread leaves the namespace
+		// it entered before the error is delivered.
+		err := hostNS.Do(func() (err error) {
+			defer recovered(&err, a.Log)
+			return fn()
+		})
+		if err != nil {
+			done <- []error{err}
+		}
+		close(done)
+	}()
+	return done
 }
 
 func releaseIPAM(ctx context.Context, a *Attachment) []error {
