@@ -25,8 +25,10 @@ import (
 // iptables-save (one process per family) and write only when there is
 // something to change. Teardown does the same for each family whose chain
 // may exist; with iptables-nft it first asks nf_tables over netlink and
-// skips families without the chain, so a DEL costs two processes (read +
-// delete) for a single-family attachment and none when nothing is left.
+// skips families without the chain, and deletes a chain that goes as a
+// whole over netlink too (teardownNFT), so a DEL costs no process unless
+// another interface of the container shares the chain (then two: read +
+// delete).
 type iptablesMasq struct {
 	// variant picks the binaries: "" for whatever iptables-restore is on
 	// PATH (Debian's alternatives), "legacy" or "nft" for
@@ -42,6 +44,9 @@ type iptablesMasq struct {
 	// natProbe replaces natUsable's look at the nat table when set: tests
 	// inject the error iptables gives when the check fails.
 	natProbe func(f family) error
+	// noNFTDel turns teardownNFT off, so tests can compare it with the
+	// iptables-save path.
+	noNFTDel bool
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
@@ -206,7 +211,7 @@ func (m *iptablesMasq) teardown(o Owner, ifUsable bool) error {
 // teardownFamily expects the caller to hold the chain's lock.
 func (m *iptablesMasq) teardownFamily(o Owner, f family) error {
 	chain := iptablesChain(o)
-	if m.chainSurelyAbsent(f, chain) {
+	if m.chainSurelyAbsent(f, chain) || m.teardownNFT(o, f) {
 		return nil
 	}
 	t, err := m.save(f)
