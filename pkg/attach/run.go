@@ -287,7 +287,7 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	// deletion waits out an RCU grace period, its iptables a process.
 	var masqDone <-chan []error
 	if _, ok := any(c).(masqer); ok {
-		masqDone = a.inHost(func() error {
+		masqDone = a.Beside(func() error {
 			if err := netfilter.TeardownMasqAll(a.Owner()); err != nil {
 				return fmt.Errorf("masquerade: %w", err)
 			}
@@ -308,12 +308,14 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	return errors.Join(errs...)
 }
 
-// inHost runs fn in the plugin's host namespace on a thread of its own,
+// Beside runs fn in the plugin's host namespace on a thread of its own,
 // beside the caller, and delivers its error (or its panic, as an error)
-// on the returned channel once it is done. The namespace is entered
-// explicitly: a new thread is in the process's namespace, which is not
-// the plugin's host namespace when the frame runs inside a test's.
-func (a *Attachment) inHost(fn func() error) <-chan []error {
+// on the returned channel once it is done; the caller receives from it
+// before returning. The namespace is entered explicitly: a new thread is
+// in the process's namespace, which is not the plugin's host namespace
+// when the frame runs inside a test's. For independent DEL steps, so that
+// one's kernel wait (a link deletion's RCU grace period) hides the other.
+func (a *Attachment) Beside(fn func() error) <-chan []error {
 	done := make(chan []error, 1)
 	hostNS, _, err := a.Host()
 	if err != nil {

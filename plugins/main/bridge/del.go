@@ -13,12 +13,14 @@ func del(fa *attach.Attachment, conf *config) []error {
 	// Whatever macspoofchk says now: the ADD may have run with it. The
 	// container namespace is opened by deleteVeth itself: a missing or
 	// stale one is no reason to keep the other steps from running.
-	errs := []error{netfilter.TeardownMacSpoofCheck(fa.Owner())}
-	a, err := wrap(fa, conf, false)
-	if err != nil {
-		return append(errs, err)
+	spoof := fa.Beside(func() error { return netfilter.TeardownMacSpoofCheck(fa.Owner()) })
+	var errs []error
+	if a, err := wrap(fa, conf, false); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, a.deleteVeth())
 	}
-	return append(errs, a.deleteVeth())
+	return append(errs, <-spoof...)
 }
 
 // deleteVeth removes the veth pair. Deleting the container end removes the
