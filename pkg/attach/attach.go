@@ -1,10 +1,12 @@
 package attach
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -159,19 +161,31 @@ func (a *Attachment) Alias() string {
 	return ip.AttachmentAlias(a.Args.ContainerID, a.Args.IfName)
 }
 
-// SetupMasq installs masquerade for addrs with m's backend and pushes the
-// teardown onto Undo. The rules live in the plugin thread's namespace, the
-// host's. A failed Setup leaves nothing (nftables: one batch; iptables:
-// undoes the families it made), so the undo follows success.
-func (a *Attachment) SetupMasq(m *Masq, addrs []*net.IPNet) error {
+// StartMasq starts installing masquerade for addrs with m's backend, in
+// the plugin's host namespace, beside the caller's next steps (an
+// iptables-restore is a process start; the container's configuration
+// needs none of it), and returns the wait for its outcome. The caller
+// calls wait at the point the rules must be in place; until then, and on
+// every path out of ADD, the undo it pushes waits before it tears down, so
+// a rollback never races the setup. A failed Setup leaves nothing
+// (nftables: one batch; iptables: undoes the families it made), and
+// Teardown of what is not there is success.
+func (a *Attachment) StartMasq(m *Masq, addrs []*net.IPNet) (wait func() error) {
 	masq, err := netfilter.NewMasq(m.Backend())
 	if err != nil {
-		return err
+		return func() error { return err }
 	}
 	owner := a.Owner()
-	if err := masq.Setup(owner, addrs); err != nil {
-		return fmt.Errorf("masquerade (%s): %w", masq.Backend(), err)
-	}
-	a.Undo.Push("tear down masquerade", func() error { return masq.Teardown(owner) })
-	return nil
+	done := a.Beside(func() error {
+		if err := masq.Setup(owner, addrs); err != nil {
+			return fmt.Errorf("masquerade (%s): %w", masq.Backend(), err)
+		}
+		return nil
+	})
+	wait = sync.OnceValue(func() error { return errors.Join(<-done...) })
+	a.Undo.Push("tear down masquerade", func() error {
+		_ = wait() // its error is ADD's; what matters here is that it is over
+		return masq.Teardown(owner)
+	})
+	return wait
 }

@@ -113,6 +113,11 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	if err := a.Step("ipam"); err != nil {
 		return nil, err
 	}
+	// Its process runs while the container and the gateway are configured.
+	masqReady := func() error { return nil }
+	if conf.IPMasq && len(res.IPs) > 0 {
+		masqReady = a.StartMasq(&conf.Masq, attach.Addrs(res.IPs))
+	}
 
 	// Interfaces in upstream's order: bridge, host veth, container end.
 	res.Interfaces = []*current.Interface{
@@ -150,10 +155,8 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 		return nil, err
 	}
 
-	if conf.IPMasq && len(res.IPs) > 0 {
-		if err := a.SetupMasq(&conf.Masq, attach.Addrs(res.IPs)); err != nil {
-			return nil, err
-		}
+	if err := masqReady(); err != nil {
+		return nil, err
 	}
 	if err := a.Step("masquerade"); err != nil {
 		return nil, err

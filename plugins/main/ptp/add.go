@@ -36,6 +36,11 @@ func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
 	if err := a.Step(StepIPAM); err != nil {
 		return nil, err
 	}
+	// Its process runs while the veth is made and configured.
+	masqReady := func() error { return nil }
+	if conf.IPMasq {
+		masqReady = a.StartMasq(&conf.Masq, attach.Addrs(res.IPs))
+	}
 
 	hostName := hostVethName(conf.Name, args.ContainerID, args.IfName)
 	hostLink, err := setupVeth(hostH, contH, contNS, hostName, args.IfName, a.Alias(), conf.MTU, hasV6(res))
@@ -78,10 +83,8 @@ func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
 		return nil, err
 	}
 
-	if conf.IPMasq {
-		if err := a.SetupMasq(&conf.Masq, attach.Addrs(res.IPs)); err != nil {
-			return nil, fmt.Errorf("in %s: %w", hostNS.Path(), err)
-		}
+	if err := masqReady(); err != nil {
+		return nil, fmt.Errorf("in %s: %w", hostNS.Path(), err)
 	}
 	if err := a.Step(StepMasquerade); err != nil {
 		return nil, err
