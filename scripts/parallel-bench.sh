@@ -6,7 +6,7 @@
 # namespaces it makes and removes (cniforge-test-*, a stand-in host and one
 # per pod); the machine's own namespace is never touched.
 #
-#   scripts/parallel-bench.sh [-n ROUNDS] [-p PODS] [DIR...]   (root; run ./build_linux.sh first)
+#   scripts/parallel-bench.sh [-n ROUNDS] [-p PODS] [-v CNIVERSION] [DIR...]   (root; run ./build_linux.sh first)
 #
 # Scenarios, each on iptables and on nftables (ipMasqBackend, portmap's
 # backend; firewall stays on iptables):
@@ -19,19 +19,23 @@
 # several DIRs each round runs each of them back to back, so they see the
 # same machine load: compare them that way, e.g.
 #   bin/cniforge install --dir /tmp/multi && scripts/parallel-bench.sh bin /tmp/multi
+# -v sets the conflist's cniVersion (default 1.1.0); an upstream release
+# older than 1.3 refuses 1.1.0, so compare with it at -v 1.0.0:
+#   scripts/parallel-bench.sh -v 1.0.0 /tmp/multi /usr/lib/cni
 # Each row gives the median and every round's figure, and the CPU time
 # (user + system, ms) the plugin processes used per pod, which varies far
 # less than pods/s on a machine other work keeps busy. Default: 64 pods,
 # 3 rounds, after one warm-up round (the bridge, the base chains).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 pods=64
-while getopts n:p:h opt; do
+rounds=3 pods=64 cniversion=1.1.0
+while getopts n:p:v:h opt; do
 	case $opt in
 	n) rounds=$OPTARG ;;
 	p) pods=$OPTARG ;;
+	v) cniversion=$OPTARG ;;
 	*)
-		sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p'
 		exit 2
 		;;
 	esac
@@ -62,7 +66,7 @@ for scenario in "bridge 8" "chain 16"; do
 	[ "$name" = chain ] && chain=true
 	for backend in iptables nftables; do
 		"$work/parallelbench" -pods "$pods" -workers "$workers" -rounds "$rounds" \
-			-chain="$chain" -backend "$backend" -label "$name" "$@" >"$work/out"
+			-chain="$chain" -backend "$backend" -cniversion "$cniversion" -label "$name" "$@" >"$work/out"
 		if $first; then
 			head -1 "$work/out"
 			first=false

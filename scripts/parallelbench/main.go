@@ -35,6 +35,7 @@ func main() {
 	chain := flag.Bool("chain", false, "bridge → portmap → firewall instead of bridge alone")
 	backend := flag.String("backend", "iptables", "ipMasqBackend and portmap backend: iptables or nftables")
 	label := flag.String("label", "", "scenario name printed on each row")
+	cniVersion := flag.String("cniversion", "1.1.0", "the conflist's cniVersion (1.0.0 for a suite that refuses 1.1.0)")
 	flag.Parse()
 	dirs := flag.Args()
 	if len(dirs) == 0 || *pods < 1 || *workers < 1 || *rounds < 1 {
@@ -47,7 +48,7 @@ func main() {
 			*label = "chain"
 		}
 	}
-	if err := run(*label, *pods, *workers, *rounds, *chain, *backend, dirs); err != nil {
+	if err := run(*label, *pods, *workers, *rounds, *chain, *backend, *cniVersion, dirs); err != nil {
 		fmt.Fprintln(os.Stderr, "parallelbench:", err)
 		os.Exit(1)
 	}
@@ -65,7 +66,7 @@ func childCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func run(label string, nPods, workers, rounds int, chain bool, backend string, dirs []string) (err error) {
+func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersion string, dirs []string) (err error) {
 	var cleanups []func() error
 	defer func() {
 		for _, c := range slices.Backward(cleanups) {
@@ -102,7 +103,7 @@ func run(label string, nPods, workers, rounds int, chain bool, backend string, d
 		if err != nil {
 			return err
 		}
-		net := parallel.Network{Name: "parbench", Chain: chain, Backend: backend,
+		net := parallel.Network{Name: "parbench", Chain: chain, Backend: backend, CNIVersion: cniVersion,
 			DataDir: filepath.Join(work, fmt.Sprint(i), "data")}
 		list, err := net.ConfList()
 		if err != nil {

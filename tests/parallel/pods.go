@@ -38,6 +38,10 @@ type Network struct {
 	// Firewall is firewall's backend (Chain only); empty means "iptables".
 	Firewall string
 	DataDir  string // host-local's dataDir
+	// CNIVersion is the conflist's cniVersion; empty means "1.1.0".
+	// scripts/parallel-bench.sh sets an older one to compare with a
+	// suite that refuses 1.1.0 (upstream 1.1.1).
+	CNIVersion string
 }
 
 // Subnet is the pods' IPv4 subnet: room for 250 pods.
@@ -66,7 +70,11 @@ func (n Network) ConfList() (*libcni.NetworkConfigList, error) {
 			map[string]any{"type": "firewall", "backend": fw},
 		)
 	}
-	b, err := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": n.Name, "plugins": plugins})
+	ver := n.CNIVersion
+	if ver == "" {
+		ver = "1.1.0"
+	}
+	b, err := json.Marshal(map[string]any{"cniVersion": ver, "name": n.Name, "plugins": plugins})
 	if err != nil {
 		return nil, err
 	}
