@@ -134,12 +134,14 @@ network_ok() {
 		}
 		out=$(echo "{\"cniVersion\": \"$ver\"}" | CNI_COMMAND=VERSION "$cnidir/$t" 2>&1) &&
 			jq -e --arg v "$ver" '.supportedVersions | index($v)' <<<"$out" >/dev/null || {
-			echo "$name: $t VERSION: $out"
+			echo "$name: $t VERSION for cniVersion [$ver]: $out"
 			return 1
 		}
 	done
-	pod network ls --format '{{.Name}}' | grep -qx "$name" || {
-		echo "podman network ls does not list $name"
+	out=$(pod network ls --format '{{.Name}}') || return 1
+	grep -qx "$name" <<<"$out" || {
+		echo "podman network ls does not list $name: [$(echo $out)]; $conf:"
+		cat "$conf"
 		return 1
 	}
 	echo "$name: $(echo $types) answer VERSION $ver"
@@ -348,6 +350,25 @@ check_macvlan() {
 	until_ok 25 fetch "http://$ip/" client
 }
 
+# A pod: its infra container (Podman builds localhost/podman-pause from
+# catatonit, no registry) holds the one network namespace of the pod. A
+# port published on the pod reaches a member, a second member reaches the
+# first at 127.0.0.1, and pod rm takes the attachment down (check_rm then
+# finds nothing of it).
+check_pod() {
+	local body
+	pod pod create --name lanepod --network lane0 -p 8081:80 >/dev/null || return 1
+	pod run -d --pod lanepod --name podweb "$image" httpd -f -p 80 -h /www >/dev/null || return 1
+	until_ok 25 fetch "http://$hostaddr:8081/" || return 1
+	fetch "http://$hostaddr:8081/" client || return 1
+	body=$(pod run --rm --pod lanepod "$image" wget -qO- http://127.0.0.1:80/) || return 1
+	[ "$body" = "$page" ] || {
+		echo "GET http://127.0.0.1:80/ from a second container of the pod: [$body]"
+		return 1
+	}
+	pod pod rm -f -t 0 lanepod >/dev/null
+}
+
 check_rm() {
 	local bad=()
 	pod rm -f -t 0 web mweb >/dev/null || return 1
@@ -442,6 +463,7 @@ inner() {
 	check "podman network connect lane1: eth1 with an address, a lease, a cache entry, reached from lane1" check_connect
 	check "podman network disconnect lane1: eth1, lease, cache entry and bridge port gone" check_disconnect
 	check "macvlan network (parent mv0): reached from the client netns on the LAN" check_macvlan
+	check "a pod (infra from catatonit) publishing 8081: reached from the host and another netns; members share 127.0.0.1; pod rm" check_pod
 	check "podman rm: no veth, rule, lease, cache entry or netns left on the stand-in host" check_rm
 	[ "$runs" = 0 ] || timings "$runs" || fail "timings"
 }
