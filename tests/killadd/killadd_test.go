@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -398,14 +399,17 @@ var _ = Describe("the trials' snapshot", func() {
 		r.measure(contNS)
 		rt := r.runtimeConf("killadd-"+r.tag+"-shown", contNS)
 		Expect(r.add(rt, time.Minute)).To(Succeed())
-		d := r.settle(contNS, 0)
+		changes := r.baseline.Changes(r.snapshot(contNS))
+		data, tuning := regexp.QuoteMeta(filepath.Base(r.env.dataDir)), regexp.QuoteMeta(filepath.Base(r.env.tuningDir))
 		for _, want := range []string{
-			"+ container link: eth0", "+ container addr: eth0 10.77.0.", "+ container route: default via 10.77.0.1",
-			"+ host link: veth", "+ host link state: link veth", "+ host qdisc: qdisc",
-			"+ container link state: link eth0 type=veth mtu=1400", "+ container sysctl: ipv4/conf/eth0/arp_filter=1",
-			"+ netfilter: ", "+ reservation: killadd/10.77.0.", "+ reservation: killadd/fd00:77::", "+ state file: 1/",
+			`^container link: \+ eth0 index=\d+ type=veth .*mtu=1400 `, `^container addr: \+ eth0 10\.77\.0\.`,
+			`^container route: \+ table=254 .* gw=10\.77\.0\.1 dev=eth0 `,
+			`^host link: \+ veth`, `^host qdisc: \+ `, `^host filter: \+ `,
+			`^container sysctl: \+ /proc/sys/net/ipv4/conf/eth0/arp_filter = 1$`,
+			`^netfilter: \+ `, `^file: \+ ` + data + `/killadd/10\.77\.0\.\d+ file `, `^file: \+ ` + data + `/killadd/fd00:77::`,
+			`^file: \+ ` + tuning + `/`,
 		} {
-			Expect(d).To(ContainSubstring(want))
+			Expect(changes).To(ContainElement(MatchRegexp(want)))
 		}
 		Expect(filesNaming(r.env.stateDirs(), rt.ContainerID)).NotTo(BeEmpty())
 		Expect(r.del(rt)).To(Succeed())
