@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -18,10 +18,6 @@ import (
 // 2 s was not enough for 8 parallel DELs at load 20 (tests/parallel).
 const readBudget = 20 * time.Second
 
-// retryPause is the longest pause between two reads; the pause grows from
-// 1 ms towards it.
-const retryPause = 32 * time.Millisecond
-
 // errRulesetBusy is returned when the ruleset changed during every read
 // within readBudget.
 var errRulesetBusy = errors.New("nftables ruleset kept changing while it was read")
@@ -34,46 +30,127 @@ var errRulesetBusy = errors.New("nftables ruleset kept changing while it was rea
 // drops that flag. Without this check, a Teardown racing another plugin's
 // commit can miss its own rule and report success (seen with 8 parallel
 // attachments in the tests).
+//
+// The check is sound because a commit bumps the generation before it makes
+// its changes visible (nf_tables_commit: "bump generation counter,
+// invalidate any dump in progress", then the gencursor flip): a dump that
+// saw any of a commit's changes is followed by a generation read that sees
+// its bump.
+//
+// Between two tries nothing sleeps: the reader listens to the nftables
+// multicast group (joined before the first generation read, so it hears
+// every commit that can race a read) and, after a read that lost, waits
+// for the NFT_MSG_NEWGEN notification of the last commit that raced it.
+// That is sent when the commit has finished, so the retry starts behind
+// the writers it lost to rather than in the middle of them.
 func consistent[T any](read func() (T, error)) (T, error) {
-	deadline := time.Now().Add(readBudget)
-	pause := time.Millisecond
+	return consistentWithin(readBudget, read)
+}
+
+// consistentWithin is consistent with the budget given.
+func consistentWithin[T any](budget time.Duration, read func() (T, error)) (T, error) {
+	var zero T
+	deadline := time.Now().Add(budget)
+	w, err := watchGenerations()
+	if err != nil {
+		return zero, err
+	}
+	defer w.close()
+	before, err := w.generation()
+	if err != nil {
+		return zero, err
+	}
 	for {
-		before, err := nftGeneration()
-		if err != nil {
-			var zero T
-			return zero, err
-		}
 		v, err := read()
 		if err != nil {
 			return v, err
 		}
-		after, err := nftGeneration()
+		after, err := w.generation()
 		if err != nil {
 			return v, err
 		}
 		if before == after {
 			return v, nil
 		}
-		if time.Now().After(deadline) {
-			return v, fmt.Errorf("%w for %s", errRulesetBusy, readBudget)
+		err = w.waitFor(after, deadline)
+		if errors.Is(err, os.ErrDeadlineExceeded) || err == nil && time.Now().After(deadline) {
+			return v, fmt.Errorf("%w for %s", errRulesetBusy, budget)
 		}
-		// Retrying at once mostly meets the same burst of commits again
-		// (the other plugins of this batch of pods): wait a random part of
-		// a growing pause, so that retries spread out and the writers,
-		// which finish, get ahead.
-		time.Sleep(rand.N(pause) + time.Millisecond/4)
-		pause = min(2*pause, retryPause)
+		if err != nil {
+			return v, err
+		}
+		// Generation after was current before the next try starts: a
+		// commit that races that try bumps it.
+		before = after
 	}
 }
 
-// nftGeneration returns the nftables ruleset generation ID of the calling
-// thread's network namespace (NFT_MSG_GETGEN); every commit bumps it.
-func nftGeneration() (uint32, error) {
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+// genWatch is what consistent needs of nfnetlink: one socket for
+// NFT_MSG_GETGEN requests, one subscribed to NFNLGRP_NFTABLES. (Replies to
+// requests cannot share a socket with notifications: netlink.Conn.Execute
+// would take a notification for its reply.)
+type genWatch struct {
+	req, sub *netlink.Conn
+}
+
+// watchGenerations opens both sockets in the calling thread's network
+// namespace and joins the nftables group.
+func watchGenerations() (*genWatch, error) {
+	sub, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
-		return 0, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
+		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
 	}
-	defer c.Close()
+	if err := sub.JoinGroup(unix.NFNLGRP_NFTABLES); err != nil {
+		_ = sub.Close() // best effort: nothing was read or sent on it
+		return nil, fmt.Errorf("join nftables notification group: %w", nftUnsupported(err))
+	}
+	req, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	if err != nil {
+		_ = sub.Close() // best effort: nothing was read or sent on it
+		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
+	}
+	return &genWatch{req: req, sub: sub}, nil
+}
+
+func (w *genWatch) close() {
+	_ = w.req.Close() // best effort: read-only sockets, nothing to flush
+	_ = w.sub.Close()
+}
+
+// waitFor returns once the notification that generation gen is committed
+// has arrived, or with an error wrapping os.ErrDeadlineExceeded at
+// deadline. Notifications of earlier commits are skipped.
+//
+// If the socket's queue overflowed (ENOBUFS), the notification may be
+// lost; waitFor then returns at once. That only costs a retry that may
+// lose again: consistency rests on the generation reads, not on this wait.
+func (w *genWatch) waitFor(gen uint32, deadline time.Time) error {
+	if err := w.sub.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("wait for nftables generation %d: %w", gen, err)
+	}
+	for {
+		msgs, err := w.sub.Receive()
+		if errors.Is(err, unix.ENOBUFS) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("wait for nftables generation %d: %w", gen, err)
+		}
+		for _, m := range msgs {
+			if m.Header.Type != netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8|unix.NFT_MSG_NEWGEN) {
+				continue
+			}
+			// The generation wraps (skipping 0): compare as serial numbers.
+			if g, ok := genID(m); ok && int32(g-gen) >= 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// generation returns the nftables ruleset generation ID of the namespace
+// the watch was opened in (NFT_MSG_GETGEN); every commit bumps it.
+func (w *genWatch) generation() (uint32, error) {
 	req := netlink.Message{
 		Header: netlink.Header{
 			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN),
@@ -82,23 +159,32 @@ func nftGeneration() (uint32, error) {
 		// struct nfgenmsg: family AF_UNSPEC, version NFNETLINK_V0, res_id 0.
 		Data: []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, 0},
 	}
-	msgs, err := c.Execute(req)
+	msgs, err := w.req.Execute(req)
 	if err != nil {
 		return 0, fmt.Errorf("read nftables generation: %w", nftUnsupported(err))
 	}
 	for _, m := range msgs {
-		if len(m.Data) < 4 {
-			continue
-		}
-		attrs, err := netlink.UnmarshalAttributes(m.Data[4:])
-		if err != nil {
-			return 0, fmt.Errorf("parse nftables generation: %w", err)
-		}
-		for _, a := range attrs {
-			if a.Type == unix.NFTA_GEN_ID && len(a.Data) == 4 {
-				return binary.BigEndian.Uint32(a.Data), nil
-			}
+		if g, ok := genID(m); ok {
+			return g, nil
 		}
 	}
 	return 0, errors.New("read nftables generation: no NFTA_GEN_ID in reply")
+}
+
+// genID returns the NFTA_GEN_ID of a NEWGEN message (a reply to GETGEN or
+// a notification).
+func genID(m netlink.Message) (uint32, bool) {
+	if len(m.Data) < 4 {
+		return 0, false
+	}
+	attrs, err := netlink.UnmarshalAttributes(m.Data[4:]) // after struct nfgenmsg
+	if err != nil {
+		return 0, false
+	}
+	for _, a := range attrs {
+		if a.Type == unix.NFTA_GEN_ID && len(a.Data) == 4 {
+			return binary.BigEndian.Uint32(a.Data), true
+		}
+	}
+	return 0, false
 }

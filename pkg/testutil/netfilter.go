@@ -2,9 +2,11 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
@@ -59,24 +61,124 @@ func netfilterOutput(n *ns.NetNS, cmd []string) (string, error) {
 }
 
 // counters are the packet and byte counts in the dumps: iptables-save's
-// "[packets:bytes]" of a built-in chain, nft's "counter packets N bytes M".
-var counters = regexp.MustCompile(`\[\d+:\d+\]|packets \d+ bytes \d+`)
+// "[packets:bytes]" of a built-in chain, nft's "counter packets N bytes M"
+// and, in nft -j, "counter": {"packets": N, "bytes": M}.
+var counters = regexp.MustCompile(`\[\d+:\d+\]|packets \d+ bytes \d+|"packets": ?\d+, ?"bytes": ?\d+`)
+
+// ZeroCounters returns dump (any of NetfilterDumps, or nft -j list) with
+// every packet and byte count zeroed, so that two reads compare equal when
+// only packets went through (a router solicitation, a test's ping): the
+// one place that knows how the tools print counters.
+func ZeroCounters(dump string) string {
+	return counters.ReplaceAllStringFunc(dump, func(c string) string {
+		switch {
+		case strings.HasPrefix(c, "["):
+			return "[0:0]"
+		case strings.HasPrefix(c, `"`):
+			return `"packets": 0, "bytes": 0`
+		}
+		return "packets 0 bytes 0"
+	})
+}
 
 // NetfilterRuleset returns every netfilter rule set of n as text: the
 // output of each of NetfilterDumps (see NetfilterOutput) under a line
-// "## <command>", counters zeroed, so that two reads compare equal when
-// only packets went through (a router solicitation, a test's ping). Any
-// tool failing fails the spec.
+// "## <command>", counters zeroed (ZeroCounters). Any tool failing fails
+// the spec.
 func NetfilterRuleset(n *ns.NetNS) string {
 	ginkgo.GinkgoHelper()
 	var b strings.Builder
 	for _, cmd := range NetfilterDumps {
 		fmt.Fprintf(&b, "## %s\n%s", strings.Join(cmd, " "), NetfilterOutput(n, cmd...))
 	}
-	return counters.ReplaceAllStringFunc(b.String(), func(c string) string {
-		if strings.HasPrefix(c, "[") {
-			return "[0:0]"
+	return ZeroCounters(b.String())
+}
+
+// NetfilterLines renders n's netfilter state, one self-describing line per
+// table, chain, rule, set and map, sorted: each iptables variant's tables
+// ("<tool> <table> :<chain> <policy>", "<tool> <table> -A ...") and the
+// nftables objects ("nft <kind> <family> <table> <json>"), with counters
+// and handles left out. Every dump must succeed (NetfilterOutput).
+func NetfilterLines(n *ns.NetNS) []string {
+	ginkgo.GinkgoHelper()
+	var out []string
+	for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"} {
+		table := ""
+		for _, line := range strings.Split(ZeroCounters(NetfilterOutput(n, tool)), "\n") {
+			switch {
+			case line == "" || line == "COMMIT":
+			case strings.HasPrefix(line, "*"):
+				table = line[1:]
+			default:
+				out = append(out, fmt.Sprintf("%s %s %s", tool, table, line))
+			}
 		}
-		return "packets 0 bytes 0"
-	})
+	}
+	var dump struct {
+		Nftables []map[string]map[string]any `json:"nftables"`
+	}
+	raw := ZeroCounters(NetfilterOutput(n, "nft", "-j", "list", "ruleset"))
+	gomega.Expect(json.Unmarshal([]byte(raw), &dump)).To(gomega.Succeed(), "nft -j list ruleset: %s", raw)
+	for _, obj := range dump.Nftables {
+		for kind, o := range obj {
+			if kind == "metainfo" {
+				continue
+			}
+			delete(o, "handle")
+			fam, _ := o["family"].(string)
+			table, _ := o["table"].(string)
+			if kind == "table" {
+				table, _ = o["name"].(string)
+			}
+			b, err := json.Marshal(o)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			out = append(out, fmt.Sprintf("nft %s %s %s %s", kind, fam, table, b))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SharedBase is the netfilter state the suite deliberately leaves in place
+// after the last attachment is gone, as upstream does: shared by every
+// attachment of every network on the node, so removing it on one DEL would
+// race with another ADD that is about to jump to it. Each entry matches
+// whole lines of NetfilterLines; WithoutSharedBase drops them.
+var SharedBase = []struct {
+	Match *regexp.Regexp
+	// Unless, when set, keeps a line Match matches.
+	Unless *regexp.Regexp
+	Reason string
+}{
+	{Match: regexp.MustCompile(`^i?p6?tables-(nft|legacy)-save \w+ :(PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING) ACCEPT \[0:0\]$`),
+		Reason: "an iptables table with its built-in chains, made by the first rule in it"},
+	{Match: regexp.MustCompile(`^nft (table|chain) ip6? (filter|nat|mangle|raw|security) (\{"family":"ip6?","name":"(filter|nat|mangle|raw|security)"\}|.*"hook":.*"name":"(PREROUTING|INPUT|FORWARD|OUTPUT|POSTROUTING)".*)$`),
+		Reason: "the same built-in tables and chains as iptables-nft makes them, seen through nft"},
+	{Match: regexp.MustCompile(`^nft (table|chain) inet cni_plugins_masquerade \{.*"name":"(cni_plugins_masquerade|postrouting|masq_checks)"|^nft rule inet cni_plugins_masquerade \{"chain":"postrouting",`),
+		Reason: "ipMasq on nftables: the table, its postrouting base chain (multicast return, goto masq_checks) and the empty masq_checks chain, as upstream's nftables masquerade"},
+	{Match: regexp.MustCompile(`^i?p6?tables-\S+ (nat|raw) (:CNI-HOSTPORT-(DNAT|SETMARK|MASQ|GUARD) - \[0:0\]|-A (PREROUTING|OUTPUT|POSTROUTING) .*-j CNI-HOSTPORT-(DNAT|MASQ|GUARD)|-A CNI-HOSTPORT-(SETMARK|MASQ|GUARD) .*)$`),
+		Reason: "portmap on iptables: CNI-HOSTPORT-DNAT/SETMARK/MASQ and their jumps, as upstream, and our localnet guard chain CNI-HOSTPORT-GUARD"},
+	{Match: regexp.MustCompile(`^nft chain ip6? (nat|raw) \{"family":"ip6?","name":"CNI-HOSTPORT-(DNAT|SETMARK|MASQ|GUARD)","table":"(nat|raw)"\}$|^nft rule ip6? (nat|raw) \{"chain":"CNI-HOSTPORT-(SETMARK|MASQ|GUARD)",|^nft rule ip6? (nat|raw) \{"chain":"(PREROUTING|OUTPUT|POSTROUTING)",.*"jump":\{"target":"CNI-HOSTPORT-(DNAT|MASQ|GUARD)"\}`),
+		Reason: "the same portmap base chains seen through nft"},
+	{Match: regexp.MustCompile(`^nft (table|chain|rule|set|map) ip6? cni_hostport `), Unless: regexp.MustCompile(`"elem":|"comment":`),
+		Reason: "portmap on nftables: the cni_hostport tables with their chains, rules, sets and maps, as upstream; an attachment's mappings are elements of the sets and maps (and upstream's commented rules), which stay compared"},
+	{Match: regexp.MustCompile(`^i?p6?tables-\S+ filter (:CNI-(FORWARD|ADMIN) - \[0:0\]|-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD|-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-ADMIN)$`),
+		Reason: "firewall on iptables: CNI-FORWARD, CNI-ADMIN (the admin's own rules go there) and their jumps, as upstream"},
+	{Match: regexp.MustCompile(`^nft chain ip6? filter \{"family":"ip6?","name":"CNI-(FORWARD|ADMIN)","table":"filter"\}$|^nft rule ip6? filter \{"chain":"(FORWARD|CNI-FORWARD)","expr":\[\{"xt":\{"name":"comment","type":"match"\}\},\{"counter":\{"bytes":0,"packets":0\}\},\{"jump":\{"target":"CNI-(FORWARD|ADMIN)"\}\}\]`),
+		Reason: "the same firewall base chains seen through nft"},
+}
+
+// WithoutSharedBase returns lines less those SharedBase matches.
+func WithoutSharedBase(lines []string) []string {
+	var out []string
+next:
+	for _, l := range lines {
+		for _, b := range SharedBase {
+			if b.Match.MatchString(l) && (b.Unless == nil || !b.Unless.MatchString(l)) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }

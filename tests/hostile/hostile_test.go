@@ -455,8 +455,9 @@ func newLane(t target) *lane {
 // run execs each case in l and returns what went wrong.
 func (l *lane) run(t target, cases []hcase) (failures []string) {
 	GinkgoHelper()
-	spaces := []*ns.NetNS{l.hostNS, l.contNS}
-	state := func() []string { return testutil.NodeState(spaces, l.env.root) }
+	state := func() testutil.NodeSnapshot {
+		return testutil.TakeNodeSnapshot(testutil.NodeOpts{Host: l.hostNS, Cont: l.contNS, Dirs: []string{l.env.root}})
+	}
 	rules := func() string { return testutil.NetfilterRuleset(l.hostNS) + testutil.NetfilterRuleset(l.contNS) }
 	before, rulesBefore := state(), rules()
 	for _, c := range cases {
@@ -483,12 +484,15 @@ func (l *lane) run(t target, cases []hcase) (failures []string) {
 			_ = l.hostNS.Do(func() (err error) { _, err = testutil.Exec(t.binary(), call); return err }) // best effort: the state comparison reports what is left
 		}
 		if after := state(); !slices.Equal(before, after) {
-			failures = append(failures, where+": changed the node:\n"+diff(before, after))
+			failures = append(failures, where+": changed the node:\n"+before.Diff(after))
 			before = after // report each change once
 		}
 	}
 	if after := rules(); after != rulesBefore {
-		failures = append(failures, t.name+": some case changed the netfilter rules:\n"+diff(strings.Split(rulesBefore, "\n"), strings.Split(after, "\n")))
+		// Compared as text, rule order included; shown as the lines that
+		// differ (none when only the order did).
+		was, is := testutil.Lines("netfilter", strings.Split(rulesBefore, "\n")), testutil.Lines("netfilter", strings.Split(after, "\n"))
+		failures = append(failures, t.name+": some case changed the netfilter rules:\n"+was.Diff(is))
 	}
 	return failures
 }
@@ -514,21 +518,6 @@ func judge(c hcase, out testutil.Output, execErr error) string {
 		}
 	}
 	return fmt.Sprintf("message names none of %q: code %d %s", c.mention, out.Err.Code, text)
-}
-
-func diff(before, after []string) string {
-	var b strings.Builder
-	for _, l := range before {
-		if !slices.Contains(after, l) {
-			b.WriteString("  - " + l + "\n")
-		}
-	}
-	for _, l := range after {
-		if !slices.Contains(before, l) {
-			b.WriteString("  + " + l + "\n")
-		}
-	}
-	return b.String()
 }
 
 // hostDeviceCases name the device by a sysfs path or PCI address that

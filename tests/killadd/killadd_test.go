@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,16 +50,15 @@ const killSpan = 1.2
 // runtime (libcni with the killing exec and a cache folder of its own) and
 // the baseline snapshot every trial must return to.
 type rig struct {
-	sc     scenario
-	env    *env
-	list   *libcni.NetworkConfigList
-	cni    *libcni.CNIConfig
-	exec   *killExec
-	tag    string // makes this run's container IDs unique
-	extras []string
-	// baseline is the rendered snapshot after complete ADD+DEL cycles
-	// (bridges, ip_forward and the shared nftables tables stay by design).
-	baseline []string
+	sc   scenario
+	env  *env
+	list *libcni.NetworkConfigList
+	cni  *libcni.CNIConfig
+	exec *killExec
+	tag  string // makes this run's container IDs unique
+	// baseline is the snapshot after complete ADD+DEL cycles (bridges,
+	// ip_forward and the shared nftables tables stay by design).
+	baseline testutil.NodeSnapshot
 	// samples are the durations of recent unkilled ADDs of the target: kill
 	// moments follow the machine's current speed.
 	samples []time.Duration
@@ -133,37 +133,29 @@ func (r *rig) gc(i int) error {
 	return r.env.hostNS.Do(func() error { return r.cni.GCNetworkList(context.Background(), r.list, args) })
 }
 
-// snapshot is the stand-in host, contNS and the state folders, rendered.
-func (r *rig) snapshot(contNS *ns.NetNS) []string {
+// snapshot is the stand-in host, contNS and the state folders: what a
+// killed ADD could leave, link attributes (tuning's mtu, mac, txqlen,
+// promisc, allmulti; a host-device left renamed), qdiscs and filters
+// (bandwidth's, on the ifb too), routes and rules of every table (sbr),
+// sysctls (tuning, bridge, ptp, portmap), the netfilter rule set, and
+// every file under the plugins' state folders (host-local's index,
+// tuning's saved state, the dhcp daemon's leases).
+func (r *rig) snapshot(contNS *ns.NetNS) testutil.NodeSnapshot {
 	GinkgoHelper()
-	h, e := r.env.hostNS, r.env
-	extra := []func() []string{
-		func() []string { return linkStates(h) }, func() []string { return linkStates(contNS) },
-		func() []string { return qdiscs(h) }, func() []string { return qdiscs(contNS) },
-		func() []string { return allRoutes(h) }, func() []string { return allRoutes(contNS) },
-		func() []string { return sysctls(h) }, func() []string { return sysctls(contNS) },
-		func() []string { return rules(h) },
-		func() []string { return stateFiles(e.stateDirs(), contentMoves) },
-	}
-	r.extras = []string{"host link state", "container link state", "host qdisc", "container qdisc",
-		"host route (all tables)", "container route (all tables)", "host sysctl", "container sysctl",
-		"netfilter", "state file"}
+	e := r.env
+	s := testutil.TakeNodeSnapshot(testutil.NodeOpts{Host: e.hostNS, Cont: contNS, Sysctls: true, Netfilter: true,
+		Dirs: e.stateDirs(), NameOnly: contentMoves, NoBridgeMAC: true})
 	// The DHCP server's leases: DEL releases the attachment's. Not after
 	// GC: the container's namespace is gone, and with it the interface a
 	// DHCPRELEASE would leave by, so the server's lease runs out by itself.
 	if e.dnsmasq != nil && !r.gcMode {
-		extra = append(extra, func() []string {
-			var out []string
-			for ip := range e.dnsmasq.Leases() {
-				out = append(out, ip)
-			}
-			slices.Sort(out)
-			return out
-		})
-		r.extras = append(r.extras, "dnsmasq lease")
+		var leases []string
+		for ip := range e.dnsmasq.Leases() {
+			leases = append(leases, ip)
+		}
+		s = append(s, testutil.Lines("dnsmasq lease", leases)...)
+		slices.Sort(s)
 	}
-	s := render(testutil.TakeSnapshot(h, contNS, e.dataDir, extra...), r.extras)
-	slices.Sort(s)
 	return s
 }
 
@@ -240,7 +232,7 @@ func (r *rig) settle(contNS *ns.NetNS, wait time.Duration) string {
 			return ""
 		}
 		if time.Now().After(deadline) {
-			return lineDiff(r.baseline, got)
+			return r.baseline.Diff(got)
 		}
 		time.Sleep(20 * time.Millisecond) // test-only poll of the kernel's async cleanup
 	}
@@ -407,14 +399,17 @@ var _ = Describe("the trials' snapshot", func() {
 		r.measure(contNS)
 		rt := r.runtimeConf("killadd-"+r.tag+"-shown", contNS)
 		Expect(r.add(rt, time.Minute)).To(Succeed())
-		d := r.settle(contNS, 0)
+		changes := r.baseline.Changes(r.snapshot(contNS))
+		data, tuning := regexp.QuoteMeta(filepath.Base(r.env.dataDir)), regexp.QuoteMeta(filepath.Base(r.env.tuningDir))
 		for _, want := range []string{
-			"+ container link: eth0", "+ container addr: eth0 10.77.0.", "+ container route: default via 10.77.0.1",
-			"+ host link: veth", "+ host link state: link veth", "+ host qdisc: qdisc",
-			"+ container link state: link eth0 type=veth mtu=1400", "+ container sysctl: ipv4/conf/eth0/arp_filter=1",
-			"+ netfilter: ", "+ reservation: killadd/10.77.0.", "+ reservation: killadd/fd00:77::", "+ state file: 1/",
+			`^container link: \+ eth0 index=\d+ type=veth .*mtu=1400 `, `^container addr: \+ eth0 10\.77\.0\.`,
+			`^container route: \+ table=254 .* gw=10\.77\.0\.1 dev=eth0 `,
+			`^host link: \+ veth`, `^host qdisc: \+ `, `^host filter: \+ `,
+			`^container sysctl: \+ /proc/sys/net/ipv4/conf/eth0/arp_filter = 1$`,
+			`^netfilter: \+ `, `^file: \+ ` + data + `/killadd/10\.77\.0\.\d+ file `, `^file: \+ ` + data + `/killadd/fd00:77::`,
+			`^file: \+ ` + tuning + `/`,
 		} {
-			Expect(d).To(ContainSubstring(want))
+			Expect(changes).To(ContainElement(MatchRegexp(want)))
 		}
 		Expect(filesNaming(r.env.stateDirs(), rt.ContainerID)).NotTo(BeEmpty())
 		Expect(r.del(rt)).To(Succeed())

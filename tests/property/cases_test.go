@@ -110,15 +110,19 @@ var nodeShared = []struct {
 }{
 	{regexp.MustCompile(`^host [a-z ()]+: \+ .*propbr0`),
 		"bridge leaves the bridge, its gateway address and their routes and sysctls, as upstream: the network's other attachments use them"},
-	{regexp.MustCompile(`^host sysctls: [-+] /proc/sys/net/(ipv4/ip_forward|ipv[46]/conf/[^/]+/forwarding) = `),
+	{regexp.MustCompile(`^host sysctl: [-+] /proc/sys/net/(ipv4/ip_forward|ipv[46]/conf/[^/]+/forwarding) = `),
 		"bridge and ptp turn forwarding on and leave it on, as upstream: it is the node's setting, others rely on it"},
-	{regexp.MustCompile(`^host sysctls: [-+] /proc/sys/net/ipv4/conf/all/accept_redirects = `),
+	{regexp.MustCompile(`^host sysctl: [-+] /proc/sys/net/ipv4/conf/all/accept_redirects = `),
 		"the kernel turns all.accept_redirects off when forwarding goes on (inet_forward_change)"},
-	{regexp.MustCompile(`^data files: \+ ipam/propnet/(lock|last_reserved_ip\.\d+) `),
+	{regexp.MustCompile(`^file: \+ ipam/propnet/(lock|last_reserved_ip\.\d+) `),
 		"host-local's network lock and allocation cursor, as upstream"},
+	{regexp.MustCompile(`^file: \+ (ipam|tuning) dir$`),
+		"the data folder a plugin (host-local, tuning) makes on its first ADD and keeps, as upstream"},
+	{regexp.MustCompile(`^file: \+ ipam/propnet dir$`),
+		"host-local's folder of the network, which holds the lock and the cursor, as upstream"},
 }
 
-func expectOnlyShared(pristine, after testutil.FullSnapshot) {
+func expectOnlyShared(pristine, after testutil.NodeSnapshot) {
 	GinkgoHelper()
 	var unexpected []string
 next:
@@ -135,31 +139,17 @@ next:
 	}
 }
 
-// volatileFile matches data files whose content moves with every ADD.
-var volatileFile = regexp.MustCompile(`^ipam/propnet/last_reserved_ip\.\d+ `)
+// volatileFile matches the data files whose content moves with every ADD:
+// host-local's allocation cursor. The next ADD starts after the last
+// address handed out, so DEL does not wind it back (as upstream); the
+// snapshot holds its name only.
+var volatileFile = regexp.MustCompile(`^ipam/propnet/last_reserved_ip\.\d+$`)
 
 // hostLocalIndex matches host-local's index (.cniforge/): a cache of the
 // reservations that any GC rebuilds into another, equivalent form. It is
 // left out of the comparison; noFileNames checks instead that nothing in it
 // still names a released attachment.
-var hostLocalIndex = regexp.MustCompile(`^ipam/propnet/\.cniforge/`)
-
-// withoutVolatileFiles keeps the name of host-local's allocation cursor but
-// not its content: the next ADD starts after the last address handed out,
-// so DEL does not wind it back (as upstream). It drops host-local's index.
-func withoutVolatileFiles(files []string) []string {
-	var out []string
-	for _, f := range files {
-		if hostLocalIndex.MatchString(f) {
-			continue
-		}
-		if loc := volatileFile.FindStringIndex(f); loc != nil {
-			f = f[:loc[1]]
-		}
-		out = append(out, f)
-	}
-	return out
-}
+var hostLocalIndex = regexp.MustCompile(`^file: ipam/propnet/\.cniforge(/| dir$)`)
 
 var _ = Describe("ADD then DEL, and ADD then GC, leave the node as it was", func() {
 	entries := []any{propertySpec,

@@ -148,16 +148,15 @@ func (e *env) meta(cmd, plugin, id string, contNS *ns.NetNS, prev []byte, valid 
 	return out.Stdout
 }
 
-func (e *env) snap(contNS *ns.NetNS) testutil.FullSnapshot {
+func (e *env) snap(contNS *ns.NetNS) testutil.NodeSnapshot {
 	GinkgoHelper()
 	settle(e.hostNS)
 	if contNS != nil {
 		settle(contNS)
 	}
-	s := testutil.TakeFullSnapshot(e.hostNS, contNS, testutil.FullSnapshotOpts{DataDirs: e.dirs(), Netfilter: e.netfilter})
-	s.DataFiles = withoutVolatileFiles(s.DataFiles)
-	s.ContRules = withoutL3mdevRule(s.ContRules)
-	return s
+	s := testutil.TakeNodeSnapshot(testutil.NodeOpts{Host: e.hostNS, Cont: contNS, Sysctls: true, NoDefaultQdiscs: true,
+		Netfilter: e.netfilter, WithoutSharedBase: true, Dirs: e.dirs(), NameOnly: volatileFile.MatchString})
+	return s.Without(func(l string) bool { return hostLocalIndex.MatchString(l) || l == l3mdevRule })
 }
 
 // settle waits (up to 5 s) until no IPv6 address on a link with carrier
@@ -188,22 +187,14 @@ func settle(n *ns.NetNS) {
 	}
 }
 
-// withoutL3mdevRule drops the rule "1000: from all lookup [l3mdev-table]"
-// (netlink prints it as table 0): the kernel adds it when the first VRF of
-// a namespace is made and never removes it, whatever vrf's DEL does.
-func withoutL3mdevRule(rules []string) []string {
-	var out []string
-	for _, r := range rules {
-		if strings.TrimSpace(r) != "ip rule 1000: from all to all table 0" {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+// l3mdevRule is the rule "1000: from all lookup [l3mdev-table]" (netlink
+// prints it as table 0): the kernel adds it when the first VRF of a
+// namespace is made and never removes it, whatever vrf's DEL does.
+const l3mdevRule = "container rule: ip rule 1000: from all to all table 0"
 
 // expectSame fails the spec with a readable diff when after differs from
 // before.
-func expectSame(before, after testutil.FullSnapshot, what string) {
+func expectSame(before, after testutil.NodeSnapshot, what string) {
 	GinkgoHelper()
 	if d := before.Diff(after); d != "" {
 		Fail(fmt.Sprintf("%s: the node is not as it was (- before, + after):\n%s", what, d))
@@ -230,29 +221,19 @@ func (e *env) noFileNames(id string) {
 	}
 }
 
-func hostOnly(s testutil.FullSnapshot) testutil.FullSnapshot {
-	s.ContLinks, s.ContAddrs, s.ContRoutes = nil, nil, nil
-	s.ContLinkAttrs, s.ContAllRoutes, s.ContTC, s.ContSysctls, s.ContRules = nil, nil, nil, nil, nil
-	return s
+func hostOnly(s testutil.NodeSnapshot) testutil.NodeSnapshot {
+	return s.Without(func(l string) bool { return strings.HasPrefix(l, "container ") })
 }
 
-// without drops every line naming word from the host's fields.
-func without(s testutil.FullSnapshot, word string) testutil.FullSnapshot {
+// without drops every line naming word from the host's sections but its
+// policy rules.
+func without(s testutil.NodeSnapshot, word string) testutil.NodeSnapshot {
 	if word == "" {
 		return s
 	}
-	drop := func(lines []string) []string {
-		var out []string
-		for _, l := range lines {
-			if !strings.Contains(l, word) {
-				out = append(out, l)
-			}
-		}
-		return out
-	}
-	s.HostLinks, s.HostAddrs, s.HostRoutes = drop(s.HostLinks), drop(s.HostAddrs), drop(s.HostRoutes)
-	s.HostLinkAttrs, s.HostAllRoutes, s.HostTC, s.HostSysctls = drop(s.HostLinkAttrs), drop(s.HostAllRoutes), drop(s.HostTC), drop(s.HostSysctls)
-	return s
+	return s.Without(func(l string) bool {
+		return strings.HasPrefix(l, "host ") && !strings.HasPrefix(l, "host rule: ") && strings.Contains(l, word)
+	})
 }
 
 func newEnv(c pcase) *env {
