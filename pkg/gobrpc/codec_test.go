@@ -321,6 +321,7 @@ func TestHostileInput(t *testing.T) {
 		{"reserved id", def(10, &wireType{}), nil, "reserved"},
 		{"uint of 9 bytes", msg(appendInt(nil, int64(tUint)), []byte{0, 0xf7, 1, 2, 3, 4, 5, 6, 7, 8, 9}), new(uint64), "out of range"},
 		{"field out of range", append(bigStruct, msg(appendInt(nil, 65), []byte{5, 0})...), nil, "out of range"},
+		{"field one past the last", append(bigStruct, msg(appendInt(nil, 65), []byte{2, 0})...), new(struct{ Name string }), "out of range"},
 		{"allocation", append(append(bigStruct, bigSlice...), msg(appendInt(nil, 66), []byte{0}, appendUint(nil, 60000), many)...),
 			new([]*current.Interface), "too large"},
 	}
