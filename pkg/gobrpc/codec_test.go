@@ -223,7 +223,7 @@ func TestRefusals(t *testing.T) {
 		var buf bytes.Buffer
 		if err := NewEncoder(&buf).Encode(v); err == nil {
 			t.Errorf("encoded %T", v)
-		} else if _, isSlice := v.([]*int); !isSlice && buf.Len() != 0 {
+		} else if buf.Len() != 0 {
 			t.Errorf("%T: refused (%v) but wrote %d bytes", v, err, buf.Len())
 		}
 	}
@@ -240,9 +240,22 @@ func TestRefusals(t *testing.T) {
 	if err := enc.Encode([]string{"ok"}); err != nil {
 		t.Fatal(err)
 	}
+	// Nor may a value that failed (a nil element) leave its definitions
+	// marked sent.
+	if err := enc.Encode([]*int{intp(1), nil}); err == nil {
+		t.Fatal("encoded a nil element")
+	}
+	if err := enc.Encode([]*int{intp(2)}); err != nil {
+		t.Fatal(err)
+	}
+	dec := gob.NewDecoder(&buf)
 	var got []string
-	if err := gob.NewDecoder(&buf).Decode(&got); err != nil || len(got) != 1 {
+	if err := dec.Decode(&got); err != nil || len(got) != 1 {
 		t.Fatalf("after a refusal: %v %v", got, err)
+	}
+	var ints []*int
+	if err := dec.Decode(&ints); err != nil || len(ints) != 1 || *ints[0] != 2 {
+		t.Fatalf("after a failed value: %v %v", ints, err)
 	}
 }
 

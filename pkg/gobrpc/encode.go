@@ -57,6 +57,9 @@ func (e *Encoder) Encode(v any) error {
 		e.pending = e.pending[:mark]
 		return err
 	}
+	// The definitions stay pending until a value that uses them is
+	// written: a value that fails to encode (a nil slice element) writes
+	// nothing, and the next one sends them.
 	out := e.buf[:0]
 	for _, d := range e.pending {
 		msg := appendInt(nil, -int64(d.id))
@@ -65,7 +68,6 @@ func (e *Encoder) Encode(v any) error {
 		}
 		out = appendMessage(out, msg)
 	}
-	e.pending = e.pending[:0]
 	msg := appendInt(nil, int64(id))
 	if rv.Kind() == reflect.Struct {
 		msg, err = appendStruct(msg, rv)
@@ -77,7 +79,7 @@ func (e *Encoder) Encode(v any) error {
 		return err
 	}
 	out = appendMessage(out, msg)
-	e.buf = out
+	e.buf, e.pending = out, e.pending[:0]
 	_, err = e.w.Write(out)
 	return err
 }
