@@ -1,18 +1,15 @@
 package dhcp
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/rpc"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniforge/plugins/pkg/gobrpc"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -25,8 +22,8 @@ const handshakeTimeout = 10 * time.Second
 // uses that), with a deadline on the connect and the HTTP CONNECT
 // handshake. The handshake proves a daemon answers: a socket file left by
 // a killed daemon refuses the connection.
-func dial(conf *Config) (*rpc.Client, error) {
-	fail := func(err error) (*rpc.Client, error) {
+func dial(conf *Config) (*gobrpc.Client, error) {
+	fail := func(err error) (*gobrpc.Client, error) {
 		return nil, fmt.Errorf("no dhcp daemon answers on %s (start it with `dhcp daemon -socketpath %s`): %w",
 			conf.SocketPath, conf.SocketPath, err)
 	}
@@ -35,22 +32,16 @@ func dial(conf *Config) (*rpc.Client, error) {
 		return fail(err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout)) // a unix socket always takes a deadline
-	if _, err := io.WriteString(conn, "CONNECT "+rpc.DefaultRPCPath+" HTTP/1.0\n\n"); err != nil {
-		conn.Close()
-		return fail(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
-	if err == nil && resp.Status != "200 Connected to Go RPC" {
-		err = fmt.Errorf("unexpected HTTP response %q", resp.Status)
-	}
+	c, err := gobrpc.NewClient(conn)
 	if err != nil {
 		conn.Close()
 		return fail(err)
 	}
 	_ = conn.SetDeadline(time.Time{}) // an ADD may take up to the daemon's -resendtimeout
-	return rpc.NewClient(conn), nil
+	return c, nil
 }
 
+// call makes one call on a connection of its own.
 func call(conf *Config, method string, args *skel.CmdArgs, reply any) error {
 	c, err := dial(conf)
 	if err != nil {
@@ -60,7 +51,7 @@ func call(conf *Config, method string, args *skel.CmdArgs, reply any) error {
 	// The daemon reads the netconf from StdinData; Path is the plugin's
 	// search path, which it does not need.
 	if err := c.Call("DHCP."+method, args, reply); err != nil {
-		var se rpc.ServerError
+		var se gobrpc.ServerError
 		if errors.As(err, &se) {
 			return fmt.Errorf("dhcp daemon on %s: %s", conf.SocketPath, string(se))
 		}

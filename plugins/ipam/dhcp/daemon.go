@@ -8,14 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/rpc"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cniforge/plugins/pkg/gobrpc"
 )
 
 // Daemon defaults, as upstream's flags.
@@ -152,14 +152,19 @@ func Run(ctx context.Context, o Options) error {
 	defer l.Close()
 	d.resume()
 
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("DHCP", &Service{d: d}); err != nil {
-		return err
+	srv := gobrpc.NewServer()
+	srv.HeaderTimeout = 10 * time.Second // a connected client that never asks holds a goroutine only this long
+	svc := &Service{d: d}
+	for _, err := range []error{
+		gobrpc.Handle(srv, "DHCP.Allocate", svc.Allocate),
+		gobrpc.Handle(srv, "DHCP.Release", svc.Release),
+		gobrpc.Handle(srv, "DHCP.Check", svc.Check),
+		gobrpc.Handle(srv, "DHCP.GC", svc.GC),
+	} {
+		if err != nil {
+			return err
+		}
 	}
-	mux := http.NewServeMux()
-	// rpc.DialHTTP (upstream's plugin and ours) asks for this path.
-	mux.Handle(rpc.DefaultRPCPath, srv)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	if o.PidFile != "" {
 		if err := writeFileAtomic(o.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -168,15 +173,12 @@ func Run(ctx context.Context, o Options) error {
 		defer os.Remove(o.PidFile)
 	}
 	d.log.Info("serving", "socket", l.Addr().String(), "statedir", o.StateDir)
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
-	select {
-	case <-ctx.Done():
-		_ = hs.Close() // closes l too; hijacked RPC connections end with the process
-		return nil
-	case err := <-errc:
+	// Until ctx ends, which closes l and the connections still open (a
+	// plugin mid-call sees the daemon go, as when the process exits).
+	if err := srv.Serve(ctx, l); err != nil {
 		return fmt.Errorf("serve %s: %w", l.Addr(), err)
 	}
+	return nil
 }
 
 // listenUnix listens on path. A socket file whose daemon is gone (a
@@ -217,7 +219,7 @@ type daemon struct {
 	// pending counts the Allocate calls under way (waiting for the
 	// attachment's lock or acquiring) by client ID, with their network.
 	// The plugin that asked may be gone (a runtime's timeout SIGKILLs it;
-	// net/rpc runs the call to its end): GC must not miss the lease such a
+	// the server runs the call to its end): GC must not miss the lease such a
 	// call is about to store (issue 14, kills mid-ADD).
 	pending map[string]pendingAlloc
 	wg      sync.WaitGroup

@@ -3,7 +3,8 @@
 // (DaemonMain, Run) acquires, renews and releases leases from inside the
 // container's netns and persists them under its state dir; the plugin
 // (Plugin) asks it over a unix socket, with upstream's wire protocol (Go
-// net/rpc over HTTP, service "DHCP", methods Allocate and Release).
+// net/rpc over HTTP, service "DHCP", methods Allocate and Release), which
+// pkg/gobrpc speaks without linking net/rpc into the multicall binary.
 //
 // Per attachment, with client ID <containerID>/<network>/<ifname>:
 //
