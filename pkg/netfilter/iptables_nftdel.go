@@ -2,6 +2,7 @@ package netfilter
 
 import (
 	"encoding/hex"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -27,33 +28,15 @@ func (m *iptablesMasq) teardownNFT(o Owner, f family) (done bool) {
 	if m.noNFTDel || !m.isNFTVariant(f) {
 		return false
 	}
-	c, err := nftables.New(nftables.AsLasting())
-	if err != nil {
-		return false
-	}
-	defer c.CloseLasting()
-	table := &nftables.Table{Name: "nat", Family: nftables.TableFamilyIPv4}
-	if f == ipv6 {
-		table.Family = nftables.TableFamilyIPv6
-	}
 	chain := iptablesChain(o)
-	type view struct{ post, own []*nftables.Rule }
-	v, err := consistent(func() (view, error) {
-		post, err := c.GetRules(table, &nftables.Chain{Name: "POSTROUTING"})
-		if err != nil {
-			return view{}, err
-		}
-		own, err := c.GetRules(table, &nftables.Chain{Name: chain})
-		return view{post, own}, err
-	})
+	d, err := readNFTChain(f, "POSTROUTING", chain)
 	if err != nil {
-		// A missing table or chain (ENOENT) is no answer either: the
-		// caller's chainSurelyAbsent has already ruled on that.
 		return false
 	}
+	defer d.close()
 	ifHex := hex.EncodeToString([]byte(o.IfName))
 	hosts := map[netip.Prefix]bool{}
-	for _, r := range v.own {
+	for _, r := range d.own {
 		ri := readIPTRule(r)
 		if !strings.Contains(ri.comment, " if: ") {
 			continue
@@ -64,33 +47,82 @@ func (m *iptablesMasq) teardownNFT(o Owner, f family) (done bool) {
 		}
 		hosts[ri.src] = true
 	}
-	var jumps []*nftables.Rule
-	for _, r := range v.post {
-		ri := readIPTRule(r)
-		if ri.jump != chain {
-			continue
-		}
-		if len(hosts) > 0 && !hosts[ri.src] {
+	for _, r := range d.from {
+		if ri := readIPTRule(r); ri.jump == chain && len(hosts) > 0 && !hosts[ri.src] {
 			return false // a jump no marker of o accounts for
 		}
-		jumps = append(jumps, r)
 	}
-	for _, r := range jumps {
-		if err := c.DelRule(r); err != nil {
+	return d.deleteChain()
+}
+
+// nftChain is a user chain of an iptables-nft nat table and the rules of
+// the chain that jumps to it, read in one generation, with the
+// connection to delete them on.
+type nftChain struct {
+	c         *nftables.Conn
+	table     *nftables.Table
+	name      string
+	from, own []*nftables.Rule
+}
+
+// readNFTChain reads chain and from of family f's nat table. A missing
+// table or chain (ENOENT) is an error like any other: the callers'
+// chainSurelyAbsent has already ruled on absence.
+func readNFTChain(f family, from, chain string) (*nftChain, error) {
+	c, err := nftables.New(nftables.AsLasting())
+	if err != nil {
+		return nil, err
+	}
+	d := &nftChain{c: c, table: &nftables.Table{Name: "nat", Family: nftables.TableFamilyIPv4}, name: chain}
+	if f == ipv6 {
+		d.table.Family = nftables.TableFamilyIPv6
+	}
+	type view struct{ from, own []*nftables.Rule }
+	v, err := consistent(func() (view, error) {
+		fr, err := c.GetRules(d.table, &nftables.Chain{Name: from})
+		if err != nil {
+			return view{}, err
+		}
+		own, err := c.GetRules(d.table, &nftables.Chain{Name: chain})
+		return view{fr, own}, err
+	})
+	if err != nil {
+		c.CloseLasting()
+		return nil, err
+	}
+	d.from, d.own = v.from, v.own
+	return d, nil
+}
+
+func (d *nftChain) close() { d.c.CloseLasting() }
+
+// deleteChain deletes, in one batch, every rule of from that jumps to the
+// chain, and the chain; false when the kernel refuses the batch (the
+// ruleset moved since the read, another jump to it elsewhere).
+func (d *nftChain) deleteChain() bool {
+	for _, r := range d.from {
+		if readIPTRule(r).jump != d.name {
+			continue
+		}
+		if err := d.c.DelRule(r); err != nil {
 			return false
 		}
 	}
-	ch := &nftables.Chain{Name: chain, Table: table}
-	c.FlushChain(ch)
-	c.DelChain(ch)
-	return c.Flush() == nil
+	ch := &nftables.Chain{Name: d.name, Table: d.table}
+	d.c.FlushChain(ch)
+	d.c.DelChain(ch)
+	return d.c.Flush() == nil
 }
 
-// iptRule is what teardownNFT reads of a rule iptables-nft made.
+// iptRule is what the netlink teardowns read of a rule iptables-nft made.
 type iptRule struct {
 	src     netip.Prefix // -s; invalid when absent or negated
 	comment string       // -m comment --comment
 	jump    string       // -j <user chain>
+	// dnat is the address of -j DNAT --to-destination; dnatUnread says
+	// the rule has a DNAT target whose address could not be read.
+	dnat       net.IP
+	dnatUnread bool
 }
 
 func readIPTRule(r *nftables.Rule) iptRule {
@@ -126,9 +158,32 @@ func readIPTRule(r *nftables.Rule) iptRule {
 			if e.Kind == expr.VerdictJump {
 				ri.jump = e.Chain
 			}
+		case *expr.Target:
+			if e.Name == "DNAT" {
+				ri.dnat = dnatAddr(e.Info)
+				ri.dnatUnread = ri.dnat == nil
+			}
 		}
 	}
 	return ri
+}
+
+// dnatAddr is the first address of a DNAT target's range, nil when the
+// info is of a kind it does not know.
+// It is in the 16-byte form, as net.ParseIP gives the iptables-save path.
+func dnatAddr(info xt.InfoAny) net.IP {
+	var ip net.IP
+	switch i := info.(type) {
+	case *xt.NatRange2:
+		ip = i.MinIP
+	case *xt.NatRange:
+		ip = i.MinIP
+	case *xt.NatIPv4MultiRangeCompat:
+		if len(*i) > 0 {
+			ip = (*i)[0].MinIP
+		}
+	}
+	return ip.To16()
 }
 
 // maskBits is the prefix length of a netmask, or -1 for one that is not

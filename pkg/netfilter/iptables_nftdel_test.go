@@ -2,6 +2,7 @@ package netfilter
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 
@@ -103,5 +104,52 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 				saveQuote(iptablesComment(eth0)), iptablesChain(eth0)))
 		})
 		Expect(calls).To(Equal([]string{"iptables-nft-save", "iptables-nft-restore"}))
+	})
+})
+
+// The same for portmap: the attachment's CNI-DN chain and its entries in
+// CNI-HOSTPORT-DNAT go over netlink, and the DNAT addresses it returns
+// for the conntrack flush are the ones iptables-save would give.
+var _ = Describe("iptables-nft portmap teardown over netlink", func() {
+	opts := func(id string, ips ...string) PortMapOptions {
+		o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
+			MarkMasqBit: DefaultMarkMasqBit, Mappings: append(manyMappings(20, 20000),
+				PortMapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")})}
+		for _, ip := range ips {
+			o.ContainerIPs = append(o.ContainerIPs, net.ParseIP(ip))
+		}
+		return o
+	}
+
+	It("deletes an attachment's chains and entries, IPv4 and IPv6, with no process, and returns its DNAT addresses", func() {
+		fast, slow := testutil.NewNS(), testutil.NewNS()
+		a, b := opts("ctr-a", "10.1.0.5", "fd00:1::5"), opts("ctr-b", "10.1.0.6", "fd00:1::6")
+		b.Mappings = manyMappings(3, 30000)
+		for _, n := range []*ns.NetNS{fast, slow} {
+			for _, o := range []PortMapOptions{a, b} {
+				Expect(in(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())
+			}
+		}
+		var calls []string
+		pm := newIPTablesPortMap()
+		pm.m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
+			calls = append(calls, name)
+			return runCommand(name, args, stdin)
+		}
+		pm.m.variant = "nft"
+		var fastIPs, slowIPs []net.IP
+		Expect(in(fast, func() (err error) { fastIPs, err = pm.Teardown(a.Owner); return })).To(Succeed())
+		Expect(calls).To(BeEmpty())
+		old := newIPTablesPortMap()
+		old.m.noNFTDel, old.m.variant = true, "nft"
+		Expect(in(slow, func() (err error) { slowIPs, err = old.Teardown(a.Owner); return })).To(Succeed())
+		Expect(fastIPs).To(ConsistOf(net.ParseIP("10.1.0.5"), net.ParseIP("fd00:1::5")))
+		Expect(fastIPs).To(ConsistOf(slowIPs))
+		for _, save := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
+			nat := testutil.NetfilterOutput(fast, save, "-t", "nat")
+			Expect(nat).To(Equal(testutil.NetfilterOutput(slow, save, "-t", "nat")), save)
+			Expect(nat).NotTo(ContainSubstring(pmChain(a.Owner)))
+			Expect(nat).To(ContainSubstring(pmChain(b.Owner)), "the other attachment's chain stays")
+		}
 	})
 })

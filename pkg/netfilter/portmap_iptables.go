@@ -119,6 +119,9 @@ func (p *iptablesPortMap) teardownFamily(o Owner, f family) ([]net.IP, error) {
 	if p.m.chainSurelyAbsent(f, chain) {
 		return nil, nil
 	}
+	if ips, done := p.teardownNFT(o, f); done {
+		return ips, nil
+	}
 	nat, err := p.m.save(f)
 	if err != nil {
 		return nil, fmt.Errorf("tear down %s port forwards for %s: %w", f, o, err)
@@ -233,4 +236,32 @@ func (p *iptablesPortMap) gcFamily(f family, network string, kept map[string]boo
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// teardownNFT is teardownFamily's short way for iptables-nft, as the
+// masquerade's (iptablesMasq.teardownNFT): it reads the attachment's chain
+// and CNI-HOSTPORT-DNAT over netlink and deletes the chain and every entry
+// jumping to it by handle, in one batch, with no process. It returns the
+// DNAT addresses for the conntrack flush; a DNAT target it cannot read, or
+// a batch the kernel refuses, answers done=false and the caller reads with
+// iptables-save.
+func (p *iptablesPortMap) teardownNFT(o Owner, f family) (ips []net.IP, done bool) {
+	if p.m.noNFTDel || !p.m.isNFTVariant(f) {
+		return nil, false
+	}
+	d, err := readNFTChain(f, pmDNATChain, pmChain(o))
+	if err != nil {
+		return nil, false
+	}
+	defer d.close()
+	for _, r := range d.own {
+		ri := readIPTRule(r)
+		if ri.dnatUnread {
+			return nil, false
+		}
+		if ri.dnat != nil && !slices.ContainsFunc(ips, ri.dnat.Equal) {
+			ips = append(ips, ri.dnat)
+		}
+	}
+	return ips, d.deleteChain()
 }
