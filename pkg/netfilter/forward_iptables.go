@@ -250,9 +250,9 @@ func (m *iptablesForward) mayHold() []family {
 
 func (m *iptablesForward) Teardown(o Owner, addrs []net.IP) error {
 	ips := byFamilyIP(addrs)
-	fams := m.mayHold()
-	if len(fams) == 0 {
-		return nil
+	fams, err := m.teardownNFTAll(o, ips, m.mayHold())
+	if err != nil || len(fams) == 0 {
+		return err
 	}
 	return m.change("tear down forward rules for "+o.String(), fams, func(f family, t natTable) ([]string, error) {
 		if !t.chains[fwdChain] {
@@ -270,6 +270,26 @@ func (m *iptablesForward) Teardown(o Owner, addrs []net.IP) error {
 		}
 		return lines, nil
 	})
+}
+
+// teardownNFTAll runs teardownNFT for each of fams under the CNI-FORWARD
+// lock, and returns the families it did not settle.
+func (m *iptablesForward) teardownNFTAll(o Owner, ips map[family][]net.IP, fams []family) ([]family, error) {
+	if len(fams) == 0 || m.ipt.noNFTDel {
+		return fams, nil
+	}
+	unlock, err := m.ipt.lockChains(fwdLockName)
+	if err != nil {
+		return nil, fmt.Errorf("tear down forward rules for %s: %w", o, err)
+	}
+	defer unlock()
+	var rest []family
+	for _, f := range fams {
+		if !m.teardownNFT(o, f, ips[f]) {
+			rest = append(rest, f)
+		}
+	}
+	return rest, nil
 }
 
 func (m *iptablesForward) Check(r ForwardRules) error {

@@ -29,7 +29,7 @@ func (m *iptablesMasq) teardownNFT(o Owner, f family) (done bool) {
 		return false
 	}
 	chain := iptablesChain(o)
-	d, err := readNFTChain(f, "POSTROUTING", chain)
+	d, err := readNFTChain(f, "nat", "POSTROUTING", chain)
 	if err != nil {
 		return false
 	}
@@ -65,23 +65,27 @@ type nftChain struct {
 	from, own []*nftables.Rule
 }
 
-// readNFTChain reads chain and from of family f's nat table. A missing
-// table or chain (ENOENT) is an error like any other: the callers'
-// chainSurelyAbsent has already ruled on absence.
-func readNFTChain(f family, from, chain string) (*nftChain, error) {
+// readNFTChain reads chain and from ("" for none) of family f's table
+// (nat, filter). A
+// missing table or chain (ENOENT) is an error like any other: the
+// callers' chainSurelyAbsent has already ruled on absence.
+func readNFTChain(f family, table, from, chain string) (*nftChain, error) {
 	c, err := nftables.New(nftables.AsLasting())
 	if err != nil {
 		return nil, err
 	}
-	d := &nftChain{c: c, table: &nftables.Table{Name: "nat", Family: nftables.TableFamilyIPv4}, name: chain}
+	d := &nftChain{c: c, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, name: chain}
 	if f == ipv6 {
 		d.table.Family = nftables.TableFamilyIPv6
 	}
 	type view struct{ from, own []*nftables.Rule }
 	v, err := consistent(func() (view, error) {
-		fr, err := c.GetRules(d.table, &nftables.Chain{Name: from})
-		if err != nil {
-			return view{}, err
+		var fr []*nftables.Rule
+		if from != "" {
+			var err error
+			if fr, err = c.GetRules(d.table, &nftables.Chain{Name: from}); err != nil {
+				return view{}, err
+			}
 		}
 		own, err := c.GetRules(d.table, &nftables.Chain{Name: chain})
 		return view{fr, own}, err
@@ -114,9 +118,54 @@ func (d *nftChain) deleteChain() bool {
 	return d.c.Flush() == nil
 }
 
+// deleteRules deletes rules (of the chain) in one batch; false when the
+// kernel refuses it.
+func (d *nftChain) deleteRules(rules []*nftables.Rule) bool {
+	for _, r := range rules {
+		if err := d.c.DelRule(r); err != nil {
+			return false
+		}
+	}
+	return d.c.Flush() == nil
+}
+
+// teardownNFT is the firewall's iptables Teardown for one family of
+// iptables-nft: o's rules in CNI-FORWARD (those carrying its marker
+// comment) go by handle over netlink, in one batch, with no process.
+// Upstream's rules carry no comment and are told by their exact spec: a
+// rule without a comment for one of ips answers done=false, as does a
+// refused batch, and Teardown reads with iptables-save.
+func (m *iptablesForward) teardownNFT(o Owner, f family, ips []net.IP) (done bool) {
+	if m.ipt.noNFTDel || !m.ipt.isNFTVariant(f) {
+		return false
+	}
+	d, err := readNFTChain(f, "filter", "", fwdChain)
+	if err != nil {
+		return false
+	}
+	defer d.close()
+	own := iptablesMarkerComment(o)
+	var del []*nftables.Rule
+	for _, r := range d.own {
+		ri := readIPTRule(r)
+		if ri.comment == own {
+			del = append(del, r)
+			continue
+		}
+		for _, ip := range ips {
+			if a, ok := netip.AddrFromSlice(ip); ok && ri.comment == "" &&
+				(ri.src.Contains(a.Unmap()) || ri.dst.Contains(a.Unmap())) {
+				return false // maybe upstream's rule for this attachment
+			}
+		}
+	}
+	return len(del) == 0 || d.deleteRules(del)
+}
+
 // iptRule is what the netlink teardowns read of a rule iptables-nft made.
 type iptRule struct {
 	src     netip.Prefix // -s; invalid when absent or negated
+	dst     netip.Prefix // -d, likewise
 	comment string       // -m comment --comment
 	jump    string       // -j <user chain>
 	// dnat is the address of -j DNAT --to-destination; dnatUnread says
@@ -127,29 +176,35 @@ type iptRule struct {
 
 func readIPTRule(r *nftables.Rule) iptRule {
 	var ri iptRule
-	srcOff := uint32(12) // struct iphdr saddr
+	srcOff, dstOff := uint32(12), uint32(16) // struct iphdr saddr, daddr
 	if r.Table != nil && r.Table.Family == nftables.TableFamilyIPv6 {
-		srcOff = 8 // struct ipv6hdr saddr
+		srcOff, dstOff = 8, 24 // struct ipv6hdr
 	}
-	loadedSrc, bits := false, -1
+	var loaded *netip.Prefix // the address a cmp compares, if any
+	bits := -1
 	for _, e := range r.Exprs {
 		switch e := e.(type) {
 		case *expr.Payload:
-			loadedSrc = e.Base == expr.PayloadBaseNetworkHeader && e.Offset == srcOff
+			loaded = nil
+			if e.Base == expr.PayloadBaseNetworkHeader && e.Offset == srcOff {
+				loaded = &ri.src
+			} else if e.Base == expr.PayloadBaseNetworkHeader && e.Offset == dstOff {
+				loaded = &ri.dst
+			}
 		case *expr.Bitwise:
-			if loadedSrc {
+			if loaded != nil {
 				bits = maskBits(e.Mask)
 			}
 		case *expr.Cmp:
-			if loadedSrc && e.Op == expr.CmpOpEq {
+			if loaded != nil && e.Op == expr.CmpOpEq {
 				if a, ok := netip.AddrFromSlice(e.Data); ok {
 					if bits < 0 {
 						bits = a.BitLen()
 					}
-					ri.src = netip.PrefixFrom(a, bits)
+					*loaded = netip.PrefixFrom(a, bits)
 				}
 			}
-			loadedSrc, bits = false, -1
+			loaded, bits = nil, -1
 		case *expr.Match:
 			if c, ok := e.Info.(*xt.Comment); ok && e.Name == "comment" {
 				ri.comment = string(*c)

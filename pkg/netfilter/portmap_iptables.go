@@ -249,7 +249,7 @@ func (p *iptablesPortMap) teardownNFT(o Owner, f family) (ips []net.IP, done boo
 	if p.m.noNFTDel || !p.m.isNFTVariant(f) {
 		return nil, false
 	}
-	d, err := readNFTChain(f, pmDNATChain, pmChain(o))
+	d, err := readNFTChain(f, "nat", pmDNATChain, pmChain(o))
 	if err != nil {
 		return nil, false
 	}
