@@ -34,7 +34,7 @@ var _ = Describe("macvlan with dhcp IPAM", func() {
 			"--dhcp-option=121,10.60.0.0/16,"+peerIP)
 		testutil.StartDHCPDaemon(hostNS, sock, filepath.Join(dir, "state"), filepath.Join(dir, "daemon.log"), "-timeout", "5s")
 
-		stdin := conf("1.1.0", "", map[string]any{
+		stdin := testutil.MergeConf(conf("1.1.0", ""), map[string]any{
 			"ipam": map[string]any{"type": "dhcp", "daemonSocketPath": sock},
 			"dns":  nil,
 		})

@@ -1,58 +1,32 @@
 package vlan
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 func TestParseConfig(t *testing.T) {
-	tests := []struct {
-		name, stdin string
-		code        uint
-		errHas      string
-		check       func(*testing.T, *netConf)
-	}{
-		{name: "required keys", stdin: `{"name": "n", "type": "vlan", "master": "eth0", "vlanId": 100}`, check: func(t *testing.T, c *netConf) {
+	tests := []testutil.ConfigCase[*netConf]{
+		{Name: "required keys", Stdin: `{"name": "n", "type": "vlan", "master": "eth0", "vlanId": 100}`, Check: func(t *testing.T, c *netConf) {
 			if c.id != 100 || c.Master != "eth0" || c.MTU != 0 || c.LinkInContainer || c.layer3 {
 				t.Errorf("got %+v", c)
 			}
 		}},
-		{name: "every key", stdin: `{"name": "n", "master": "eth0", "vlanId": 4094, "mtu": 1400, "linkInContainer": true, "ipam": {"type": "host-local"}, "dns": {"nameservers": ["10.0.0.1"]}}`, check: func(t *testing.T, c *netConf) {
+		{Name: "every key", Stdin: `{"name": "n", "master": "eth0", "vlanId": 4094, "mtu": 1400, "linkInContainer": true, "ipam": {"type": "host-local"}, "dns": {"nameservers": ["10.0.0.1"]}}`, Check: func(t *testing.T, c *netConf) {
 			if c.id != 4094 || c.MTU != 1400 || !c.LinkInContainer || !c.layer3 || len(c.DNS.Nameservers) != 1 {
 				t.Errorf("got %+v", c)
 			}
 		}},
-		{name: "malformed", stdin: `{"name": `, code: 6, errHas: "parse config"},
-		{name: "wrong type", stdin: `{"name": "n", "master": "eth0", "vlanId": "100"}`, code: 6, errHas: "vlanId"},
-		{name: "no master", stdin: `{"name": "n", "vlanId": 100}`, code: 7, errHas: "master: missing"},
-		{name: "bad master", stdin: `{"name": "n", "master": "a:b", "vlanId": 100}`, code: 7, errHas: `master: "a:b"`},
-		{name: "no vlanId", stdin: `{"name": "n", "master": "eth0"}`, code: 7, errHas: "vlanId: missing"},
-		{name: "vlanId 0", stdin: `{"name": "n", "master": "eth0", "vlanId": 0}`, code: 7, errHas: "vlanId: 0 out of range 1-4094"},
-		{name: "vlanId 4095", stdin: `{"name": "n", "master": "eth0", "vlanId": 4095}`, code: 7, errHas: "vlanId: 4095"},
-		{name: "bad mtu", stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "mtu": 1}`, code: 7, errHas: "mtu: 1"},
-		{name: "ipam without type", stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "ipam": {"subnet": "10.0.0.0/8"}}`, code: 7, errHas: "ipam.type: missing"},
+		{Name: "malformed", Stdin: `{"name": `, Code: 6, ErrHas: "parse config"},
+		{Name: "wrong type", Stdin: `{"name": "n", "master": "eth0", "vlanId": "100"}`, Code: 6, ErrHas: "vlanId"},
+		{Name: "no master", Stdin: `{"name": "n", "vlanId": 100}`, Code: 7, ErrHas: "master: missing"},
+		{Name: "bad master", Stdin: `{"name": "n", "master": "a:b", "vlanId": 100}`, Code: 7, ErrHas: `master: "a:b"`},
+		{Name: "no vlanId", Stdin: `{"name": "n", "master": "eth0"}`, Code: 7, ErrHas: "vlanId: missing"},
+		{Name: "vlanId 0", Stdin: `{"name": "n", "master": "eth0", "vlanId": 0}`, Code: 7, ErrHas: "vlanId: 0 out of range 1-4094"},
+		{Name: "vlanId 4095", Stdin: `{"name": "n", "master": "eth0", "vlanId": 4095}`, Code: 7, ErrHas: "vlanId: 4095"},
+		{Name: "bad mtu", Stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "mtu": 1}`, Code: 7, ErrHas: "mtu: 1"},
+		{Name: "ipam without type", Stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "ipam": {"subnet": "10.0.0.0/8"}}`, Code: 7, ErrHas: "ipam.type: missing"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tt.stdin))
-			if tt.code == 0 {
-				if err != nil {
-					t.Fatal(err)
-				}
-				tt.check(t, c)
-				return
-			}
-			if err == nil {
-				t.Fatalf("accepted %s", tt.stdin)
-			}
-			if got := result.Code(err); got != tt.code {
-				t.Errorf("code %d, want %d (%v)", got, tt.code, err)
-			}
-			if !strings.Contains(err.Error(), tt.errHas) {
-				t.Errorf("error %q does not name %q", err, tt.errHas)
-			}
-		})
-	}
+	testutil.RunConfigCases(t, func(b []byte, _ string) (*netConf, error) { return parseConfig(b) }, tests)
 }

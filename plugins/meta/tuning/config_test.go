@@ -1,10 +1,9 @@
 package tuning
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 func TestSysctlPath(t *testing.T) {
@@ -44,36 +43,31 @@ func TestSysctlPath(t *testing.T) {
 
 func TestParseConfig(t *testing.T) {
 	const base = `{"cniVersion": "1.0.0", "name": "n", "type": "tuning"`
-	for _, tc := range []struct {
-		name    string
-		stdin   string
-		envArgs string
-		code    uint   // 0: valid
-		msg     string // in the error
-		check   func(t *testing.T, c *netConf)
-	}{
-		{name: "defaults", stdin: base + `}`, check: func(t *testing.T, c *netConf) {
+	testutil.RunConfigCases(t, func(stdin []byte, cniArgs string) (*netConf, error) {
+		return parseConfig(stdin, cniArgs, "eth0")
+	}, []testutil.ConfigCase[*netConf]{
+		{Name: "defaults", Stdin: base + `}`, Check: func(t *testing.T, c *netConf) {
 			if c.DataDir != DefaultDataDir || c.changesLink() || len(c.sysctls) != 0 {
 				t.Errorf("defaults: %+v", c)
 			}
 		}},
-		{name: "mac priority: args.cni over runtimeConfig over CNI_ARGS over mac",
-			stdin:   base + `, "mac": "02:00:00:00:00:01", "runtimeConfig": {"mac": "02:00:00:00:00:03"}, "args": {"cni": {"mac": "02:00:00:00:00:04"}}}`,
-			envArgs: "IgnoreUnknown=1;MAC=02:00:00:00:00:02",
-			check: func(t *testing.T, c *netConf) {
+		{Name: "mac priority: args.cni over runtimeConfig over CNI_ARGS over mac",
+			Stdin:   base + `, "mac": "02:00:00:00:00:01", "runtimeConfig": {"mac": "02:00:00:00:00:03"}, "args": {"cni": {"mac": "02:00:00:00:00:04"}}}`,
+			CNIArgs: "IgnoreUnknown=1;MAC=02:00:00:00:00:02",
+			Check: func(t *testing.T, c *netConf) {
 				if c.mac.String() != "02:00:00:00:00:04" {
 					t.Errorf("mac %s", c.mac)
 				}
 			}},
-		{name: "CNI_ARGS MAC over mac", stdin: base + `, "mac": "02:00:00:00:00:01"}`, envArgs: "MAC=02:00:00:00:00:02",
-			check: func(t *testing.T, c *netConf) {
+		{Name: "CNI_ARGS MAC over mac", Stdin: base + `, "mac": "02:00:00:00:00:01"}`, CNIArgs: "MAC=02:00:00:00:00:02",
+			Check: func(t *testing.T, c *netConf) {
 				if c.mac.String() != "02:00:00:00:00:02" {
 					t.Errorf("mac %s", c.mac)
 				}
 			}},
-		{name: "args.cni overrides and merges", stdin: base + `, "mtu": 1400, "sysctl": {"net.core.somaxconn": "100", "net.ipv4.conf.IFNAME.arp_filter": "0"},
+		{Name: "args.cni overrides and merges", Stdin: base + `, "mtu": 1400, "sysctl": {"net.core.somaxconn": "100", "net.ipv4.conf.IFNAME.arp_filter": "0"},
 			"args": {"cni": {"mtu": 1300, "promisc": true, "allmulti": false, "txQLen": 7, "sysctl": {"net.ipv4.conf.IFNAME.arp_filter": "1"}}}}`,
-			check: func(t *testing.T, c *netConf) {
+			Check: func(t *testing.T, c *netConf) {
 				if c.Mtu != 1300 || !c.Promisc || c.Allmulti == nil || *c.Allmulti || *c.TxQLen != 7 {
 					t.Errorf("args: %+v", c)
 				}
@@ -81,39 +75,19 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("sysctls: %+v", c.sysctls)
 				}
 			}},
-		{name: "not JSON", stdin: `{`, code: 6},
-		{name: "no name", stdin: `{"cniVersion": "1.0.0", "type": "tuning"}`, code: 7, msg: "name"},
-		{name: "bad mac", stdin: base + `, "mac": "zz"}`, code: 7, msg: `mac: "zz"`},
-		{name: "bad runtime mac", stdin: base + `, "runtimeConfig": {"mac": "02:00"}}`, code: 7, msg: "mac"},
-		{name: "bad CNI_ARGS", stdin: base + `}`, envArgs: "NOPE=1", code: 7, msg: "CNI_ARGS"},
-		{name: "mtu too small", stdin: base + `, "mtu": 10}`, code: 7, msg: "mtu: 10"},
-		{name: "negative mtu", stdin: base + `, "mtu": -1}`, code: 7, msg: "mtu: -1"},
-		{name: "negative txQLen", stdin: base + `, "txQLen": -1}`, code: 7, msg: "txQLen: -1"},
-		{name: "txQLen above 32 bits", stdin: base + `, "txQLen": 4294967296}`, code: 7, msg: "txQLen: 4294967296 out of range"},
-		{name: "relative dataDir", stdin: base + `, "dataDir": "../x"}`, code: 7, msg: `dataDir: "../x" is not an absolute path`},
-		{name: "sysctl outside net", stdin: base + `, "sysctl": {"kernel.hostname": "x"}}`, code: 7, msg: `"kernel.hostname"`},
-		{name: "sysctl traversal", stdin: base + `, "sysctl": {"net/../../../etc/passwd": "x"}}`, code: 7, msg: "/proc/sys/net/"},
-		{name: "sysctl traversal in args", stdin: base + `, "args": {"cni": {"sysctl": {"net.ipv4/../../kernel.x": "1"}}}}`, code: 7},
-		{name: "sysctl value with newline", stdin: base + `, "sysctl": {"net.core.somaxconn": "1\n2"}}`, code: 7, msg: "newline"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tc.stdin), tc.envArgs, "eth0")
-			if tc.code == 0 {
-				if err != nil {
-					t.Fatalf("parseConfig: %v", err)
-				}
-				tc.check(t, c)
-				return
-			}
-			if err == nil {
-				t.Fatalf("parseConfig succeeded, want code %d", tc.code)
-			}
-			if got := result.Code(err); got != tc.code {
-				t.Errorf("code %d, want %d (%v)", got, tc.code, err)
-			}
-			if tc.msg != "" && !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("error %q does not name %q", err, tc.msg)
-			}
-		})
-	}
+		{Name: "not JSON", Stdin: `{`, Code: 6},
+		{Name: "no name", Stdin: `{"cniVersion": "1.0.0", "type": "tuning"}`, Code: 7, ErrHas: "name"},
+		{Name: "bad mac", Stdin: base + `, "mac": "zz"}`, Code: 7, ErrHas: `mac: "zz"`},
+		{Name: "bad runtime mac", Stdin: base + `, "runtimeConfig": {"mac": "02:00"}}`, Code: 7, ErrHas: "mac"},
+		{Name: "bad CNI_ARGS", Stdin: base + `}`, CNIArgs: "NOPE=1", Code: 7, ErrHas: "CNI_ARGS"},
+		{Name: "mtu too small", Stdin: base + `, "mtu": 10}`, Code: 7, ErrHas: "mtu: 10"},
+		{Name: "negative mtu", Stdin: base + `, "mtu": -1}`, Code: 7, ErrHas: "mtu: -1"},
+		{Name: "negative txQLen", Stdin: base + `, "txQLen": -1}`, Code: 7, ErrHas: "txQLen: -1"},
+		{Name: "txQLen above 32 bits", Stdin: base + `, "txQLen": 4294967296}`, Code: 7, ErrHas: "txQLen: 4294967296 out of range"},
+		{Name: "relative dataDir", Stdin: base + `, "dataDir": "../x"}`, Code: 7, ErrHas: `dataDir: "../x" is not an absolute path`},
+		{Name: "sysctl outside net", Stdin: base + `, "sysctl": {"kernel.hostname": "x"}}`, Code: 7, ErrHas: `"kernel.hostname"`},
+		{Name: "sysctl traversal", Stdin: base + `, "sysctl": {"net/../../../etc/passwd": "x"}}`, Code: 7, ErrHas: "/proc/sys/net/"},
+		{Name: "sysctl traversal in args", Stdin: base + `, "args": {"cni": {"sysctl": {"net.ipv4/../../kernel.x": "1"}}}}`, Code: 7},
+		{Name: "sysctl value with newline", Stdin: base + `, "sysctl": {"net.core.somaxconn": "1\n2"}}`, Code: 7, ErrHas: "newline"},
+	})
 }
