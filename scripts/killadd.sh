@@ -18,9 +18,12 @@
 # -o keeps each shard's full log in LOGDIR (with a progress line every 50
 # trials).
 # Kernel-only scenarios (ipvlan, vlan, dummy, vrf) skip on a host kernel
-# without them; run them in the VM lane (scripts/vm/README.md) with
-#   go test -c -o /tmp/k.test ./tests/killadd && \
-#   KILLADD_TRIALS=200 CNIFORGE_VM_LANE=1 scripts/vmtest.sh /tmp/k.test --ginkgo.label-filter=kernel
+# without them; run them in the VM lane (scripts/vm/README.md), from the
+# package's folder, with a guest timeout the full count fits in (about
+# 21 min for the four here; the default is 20), with
+#   go test -c -o /tmp/k.test ./tests/killadd && (cd tests/killadd &&
+#   KILLADD_TRIALS=200 KILLADD_GC_TRIALS=50 CNIFORGE_VM_LANE=1 CNIFORGE_VM_TIMEOUT=3300 \
+#   ../../scripts/vmtest.sh /tmp/k.test --ginkgo.label-filter=kernel)
 # It prints one line per scenario and variant ("KILLADD <scenario> kill+DEL:
 # N trials, L leaks ...") and every leak found, and exits non-zero on any.
 # Everything happens in namespaces named cniforge-test-* that the test
@@ -36,7 +39,7 @@ while getopts n:g:j:f:o: o; do
 	j) shards=$OPTARG ;;
 	f) focus=$OPTARG ;;
 	o) logdir=$OPTARG ;;
-	*) sed -n 2,25p "$0" >&2; exit 2 ;;
+	*) sed -n '2,/^[^#]/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2 ;;
 	esac
 done
 if [ "$(id -u)" != 0 ]; then
