@@ -103,7 +103,7 @@ func (m *iptablesForward) restore(f family, lines []string) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	_, err := m.ipt.exec(m.ipt.tool(f, "restore"), []string{"-w", "--noflush"}, tablePayload("filter", lines))
+	_, err := m.ipt.exec(m.ipt.tool(f, "restore"), restoreArgs, tablePayload("filter", lines))
 	return err
 }
 
@@ -275,7 +275,7 @@ func (m *iptablesForward) Teardown(o Owner, addrs []net.IP) error {
 // teardownNFTAll runs teardownNFT for each of fams under the CNI-FORWARD
 // lock, and returns the families it did not settle.
 func (m *iptablesForward) teardownNFTAll(o Owner, ips map[family][]net.IP, fams []family) ([]family, error) {
-	if len(fams) == 0 || m.ipt.noNFTDel {
+	if len(fams) == 0 || m.ipt.noNFT {
 		return fams, nil
 	}
 	unlock, err := m.ipt.lockChains(fwdLockName)

@@ -1,15 +1,13 @@
 package netfilter
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
+	"sync"
 
 	"github.com/google/nftables"
 )
@@ -44,9 +42,13 @@ type iptablesMasq struct {
 	// natProbe replaces natUsable's look at the nat table when set: tests
 	// inject the error iptables gives when the check fails.
 	natProbe func(f family) error
-	// noNFTDel turns teardownNFT off, so tests can compare it with the
+	// noNFT turns the netlink short ways off (the teardownNFTs, portmap
+	// setup's sharedViewNFT), so tests can compare them with the
 	// iptables-save path.
-	noNFTDel bool
+	noNFT bool
+
+	mu         sync.Mutex
+	prestarted *prestartedRestore // see Prestart
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
@@ -69,39 +71,18 @@ func (m *iptablesMasq) tool(f family, tool string) string {
 // rules of that family can exist either.
 func (m *iptablesMasq) usable(f family) error {
 	for _, t := range []string{"restore", "save"} {
-		if _, err := exec.LookPath(m.tool(f, t)); err != nil {
+		if _, err := lookPath(m.tool(f, t)); err != nil {
 			return fmt.Errorf("%s: %w: %w", m.tool(f, t), ErrUnavailable, err)
 		}
 	}
 	return nil
 }
 
-func runCommand(name string, args []string, stdin []byte) ([]byte, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, fmt.Errorf("%s: %w: %s", name, err, msg)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return stdout.Bytes(), nil
-}
-
-func (m *iptablesMasq) exec(name string, args []string, stdin []byte) ([]byte, error) {
-	if m.run != nil {
-		return m.run(name, args, stdin)
-	}
-	return runCommand(name, args, stdin)
-}
-
 // restore applies lines to the nat table of f as one transaction: either
 // every line takes effect or none does. -w waits for the xtables lock that
 // legacy iptables takes, instead of failing when another plugin holds it.
 func (m *iptablesMasq) restore(f family, lines []string) error {
-	_, err := m.exec(m.tool(f, "restore"), []string{"-w", "--noflush"}, restorePayload(lines))
+	_, err := m.exec(m.tool(f, "restore"), restoreArgs, restorePayload(lines))
 	return err
 }
 
@@ -393,12 +374,6 @@ func (m *iptablesMasq) isNFTVariant(f family) bool {
 	if m.variant != "" {
 		return m.variant == "nft"
 	}
-	p, err := exec.LookPath(m.tool(f, "restore"))
-	if err != nil {
-		return false
-	}
-	if p, err = filepath.EvalSymlinks(p); err != nil {
-		return false
-	}
-	return filepath.Base(p) == "xtables-nft-multi"
+	p, err := lookPath(m.tool(f, "restore"))
+	return err == nil && filepath.Base(p) == "xtables-nft-multi"
 }

@@ -31,7 +31,7 @@ var _ = Describe("iptables masquerade DEL and GC when the nat-table check fails 
 		}
 		m.natProbe = func(family) error { return errors.New(probeMsg) }
 		// The tools are what fails here: no netlink teardown beside them.
-		m.noNFTDel = true
+		m.noNFT = true
 		return m
 	}
 

@@ -25,7 +25,7 @@ import (
 // reads with iptables-save as before. A batch the kernel refuses (the
 // ruleset moved under it) also answers done=false.
 func (m *iptablesMasq) teardownNFT(o Owner, f family) (done bool) {
-	if m.noNFTDel || !m.isNFTVariant(f) {
+	if m.noNFT || !m.isNFTVariant(f) {
 		return false
 	}
 	chain := iptablesChain(o)
@@ -136,7 +136,7 @@ func (d *nftChain) deleteRules(rules []*nftables.Rule) bool {
 // rule without a comment for one of ips answers done=false, as does a
 // refused batch, and Teardown reads with iptables-save.
 func (m *iptablesForward) teardownNFT(o Owner, f family, ips []net.IP) (done bool) {
-	if m.ipt.noNFTDel || !m.ipt.isNFTVariant(f) {
+	if m.ipt.noNFT || !m.ipt.isNFTVariant(f) {
 		return false
 	}
 	d, err := readNFTChain(f, "filter", "", fwdChain)

@@ -65,7 +65,7 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 			return runCommand(name, args, stdin)
 		}}
 		Expect(in(fast, func() error { return m.Teardown(o) })).To(Succeed())
-		Expect(in(slow, func() error { return (&iptablesMasq{variant: "nft", noNFTDel: true}).Teardown(o) })).To(Succeed())
+		Expect(in(slow, func() error { return (&iptablesMasq{variant: "nft", noNFT: true}).Teardown(o) })).To(Succeed())
 		Expect(iptablesCase("nft").kernel(fast)).To(Equal(iptablesCase("nft").kernel(slow)))
 		return calls
 	}
@@ -141,7 +141,7 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 		Expect(in(fast, func() (err error) { fastIPs, err = pm.Teardown(a.Owner); return })).To(Succeed())
 		Expect(calls).To(BeEmpty())
 		old := newIPTablesPortMap()
-		old.m.noNFTDel, old.m.variant = true, "nft"
+		old.m.noNFT, old.m.variant = true, "nft"
 		Expect(in(slow, func() (err error) { slowIPs, err = old.Teardown(a.Owner); return })).To(Succeed())
 		Expect(fastIPs).To(ConsistOf(net.ParseIP("10.1.0.5"), net.ParseIP("fd00:1::5")))
 		Expect(fastIPs).To(ConsistOf(slowIPs))
@@ -185,7 +185,7 @@ var _ = Describe("iptables-nft firewall teardown over netlink", func() {
 		}
 		Expect(in(fast, func() error { return m.Teardown(a.Owner, a.Addrs) })).To(Succeed())
 		old := newIPTablesForward()
-		old.ipt.variant, old.ipt.noNFTDel = "nft", true
+		old.ipt.variant, old.ipt.noNFT = "nft", true
 		Expect(in(slow, func() error { return old.Teardown(a.Owner, a.Addrs) })).To(Succeed())
 		for _, save := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
 			filter := testutil.NetfilterOutput(fast, save, "-t", "filter")
@@ -213,5 +213,90 @@ var _ = Describe("iptables-nft firewall teardown over netlink", func() {
 			})).To(Succeed())
 		})
 		Expect(calls).To(Equal([]string{"iptables-nft-save", "iptables-nft-restore"}))
+	})
+})
+
+// portmap's ADD on iptables-nft reads the shared chains and jumps over
+// netlink instead of with iptables-save: one process per family (the
+// restore), and the same tables as the iptables-save path leaves, also
+// when an administrator removed a shared part. A repeated ADD (the
+// attachment's chain exists) still reads with iptables-save.
+var _ = Describe("iptables-nft portmap setup read over netlink", func() {
+	opts := func(id string, ips ...string) PortMapOptions {
+		o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
+			MarkMasqBit: DefaultMarkMasqBit, Mappings: []PortMapping{
+				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
+				{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")}}}
+		for _, ip := range ips {
+			o.ContainerIPs = append(o.ContainerIPs, net.ParseIP(ip))
+		}
+		return o
+	}
+	a, b := opts("ctr-a", "10.1.0.5", "fd00:1::5"), opts("ctr-b", "10.1.0.6", "fd00:1::6")
+
+	// setup runs Setup(o) on the node prepare makes, once with the netlink
+	// read and once without it, each on a namespace of its own, and
+	// returns the processes the netlink run started. Both namespaces must
+	// end up with the same ruleset.
+	setup := func(o PortMapOptions, prepare func(n *ns.NetNS)) []string {
+		GinkgoHelper()
+		fast, slow := testutil.NewNS(), testutil.NewNS()
+		prepare(fast)
+		prepare(slow)
+		var calls []string
+		pm := newIPTablesPortMap()
+		pm.m.variant = "nft"
+		pm.m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
+			calls = append(calls, name)
+			return runCommand(name, args, stdin)
+		}
+		Expect(in(fast, func() error { return pm.Setup(o) })).To(Succeed())
+		old := newIPTablesPortMap()
+		old.m.noNFT, old.m.variant = true, "nft"
+		Expect(in(slow, func() error { return old.Setup(o) })).To(Succeed())
+		for _, save := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
+			got := testutil.NetfilterOutput(fast, save)
+			Expect(got).To(Equal(testutil.NetfilterOutput(slow, save)), save)
+			Expect(got).To(ContainSubstring(pmChain(o.Owner)))
+		}
+		return calls
+	}
+	add := func(os ...PortMapOptions) func(n *ns.NetNS) {
+		return func(n *ns.NetNS) {
+			for _, o := range os {
+				pm := newIPTablesPortMap()
+				pm.m.variant = "nft"
+				Expect(in(n, func() error { return pm.Setup(o) })).To(Succeed())
+			}
+		}
+	}
+	restoreOnly := []string{"iptables-nft-restore", "ip6tables-nft-restore"}
+
+	It("makes the first attachment's shared chains with one process per family", func() {
+		Expect(setup(a, func(*ns.NetNS) {})).To(Equal(restoreOnly))
+	})
+
+	It("adds beside another attachment with one process per family", func() {
+		Expect(setup(b, add(a))).To(Equal(restoreOnly))
+	})
+
+	It("puts back the shared jumps and chains an administrator removed", func() {
+		Expect(setup(b, func(n *ns.NetNS) {
+			add(a)(n)
+			for _, args := range [][]string{
+				{"iptables-nft", "-t", "nat", "-D", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", pmDNATChain},
+				{"iptables-nft", "-t", "nat", "-D", "POSTROUTING", "-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", pmMasqChain},
+				{"iptables-nft", "-t", "nat", "-F", pmMasqChain},
+				{"iptables-nft", "-t", "nat", "-X", pmMasqChain},
+				{"iptables-nft", "-t", "raw", "-D", "PREROUTING", "-j", pmGuardChain},
+				{"ip6tables-nft", "-t", "nat", "-D", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", pmDNATChain},
+			} {
+				testutil.NetfilterOutput(n, args...)
+			}
+		})).To(Equal(restoreOnly))
+	})
+
+	It("reads with iptables-save when the attachment's chain exists (a repeated ADD)", func() {
+		Expect(setup(a, add(a, b))).To(Equal([]string{"iptables-nft-save", "ip6tables-nft-save"}))
 	})
 })

@@ -160,6 +160,17 @@ type Masq interface {
 	GC(network string, keep []Owner) error
 }
 
+// Prestarter is a Masq that can start the process its Setup will run
+// before the addresses are known (the iptables backend on iptables-nft:
+// the restore). Prestart acts in the calling thread's namespace and
+// never fails: without a prestarted process, Setup starts its own.
+// Release ends a prestarted process Setup did not take; it changes
+// nothing in the kernel.
+type Prestarter interface {
+	Prestart()
+	Release()
+}
+
 // NewMasq returns the masquerade backend named by backend: BackendIPTables,
 // BackendNFTables, or "" for the default, which is iptables unless iptables
 // is unusable here and nftables works (as upstream). Any other name yields an

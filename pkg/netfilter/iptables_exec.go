@@ -1,0 +1,150 @@
+package netfilter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The iptables backends' processes: one run per iptables-save or
+// iptables-restore, and a restore started before its input is known.
+
+func runCommand(name string, args []string, stdin []byte) ([]byte, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return commandResult(name, cmd.Run(), &stdout, &stderr)
+}
+
+// commandResult is what a finished command gives: its output, or its error
+// with what it printed on stderr.
+func commandResult(name string, err error, stdout, stderr *bytes.Buffer) ([]byte, error) {
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("%s: %w: %s", name, err, msg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return stdout.Bytes(), nil
+}
+
+func (m *iptablesMasq) exec(name string, args []string, stdin []byte) ([]byte, error) {
+	if m.run != nil {
+		return m.run(name, args, stdin)
+	}
+	if p := m.takePrestarted(name, args); p != nil {
+		return p.finish(stdin)
+	}
+	return runCommand(name, args, stdin)
+}
+
+// lookPath is exec.LookPath with symlinks resolved, remembered for the
+// process (per PATH): a DEL asks for the same tools several times per
+// family, and each ask stats every PATH directory.
+func lookPath(name string) (string, error) {
+	type found struct {
+		path string
+		err  error
+	}
+	key := os.Getenv("PATH") + "\x00" + name
+	if v, ok := lookPaths.Load(key); ok {
+		return v.(found).path, v.(found).err
+	}
+	p, err := exec.LookPath(name)
+	if err == nil {
+		p, err = filepath.EvalSymlinks(p)
+	}
+	lookPaths.Store(key, found{p, err})
+	return p, err
+}
+
+var lookPaths sync.Map
+
+// Prestart starts the IPv4 iptables-restore that Setup's first write
+// will feed, before the addresses are known: a restore spends most of its
+// 10 ms in its own start (the dynamic loader, its libraries), which then
+// overlaps the caller's IPAM and link work. Only iptables-nft: legacy
+// iptables-restore -w may take the xtables lock before it reads. Until
+// Setup feeds it, the process waits on its stdin and has touched nothing;
+// Release (or this process's exit, which closes the pipe) ends it with
+// empty input, which changes nothing. It acts in the calling thread's
+// namespace, as Setup does.
+func (m *iptablesMasq) Prestart() {
+	if m.run != nil || !m.isNFTVariant(ipv4) {
+		return
+	}
+	name, args := m.tool(ipv4, "restore"), restoreArgs
+	if p, err := startRestore(name, args); err == nil {
+		m.mu.Lock()
+		m.prestarted = p
+		m.mu.Unlock()
+	}
+}
+
+// Release ends a prestarted restore that Setup did not take.
+func (m *iptablesMasq) Release() {
+	m.mu.Lock()
+	p := m.prestarted
+	m.prestarted = nil
+	m.mu.Unlock()
+	if p != nil {
+		_, _ = p.finish(nil)
+	}
+}
+
+// takePrestarted hands over the prestarted process when it is the one
+// asked for.
+func (m *iptablesMasq) takePrestarted(name string, args []string) *prestartedRestore {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.prestarted
+	if p == nil || p.name != name || !slices.Equal(p.args, args) {
+		return nil
+	}
+	m.prestarted = nil
+	return p
+}
+
+var restoreArgs = []string{"-w", "--noflush"}
+
+// prestartedRestore is a started restore waiting for its input.
+type prestartedRestore struct {
+	name           string
+	args           []string
+	cmd            *exec.Cmd
+	stdin          io.WriteCloser
+	stdout, stderr bytes.Buffer
+}
+
+func startRestore(name string, args []string) (*prestartedRestore, error) {
+	p := &prestartedRestore{name: name, args: args, cmd: exec.Command(name, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	w, err := p.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.stdin = w
+	return p, nil
+}
+
+// finish writes stdin, closes it and waits for the process.
+func (p *prestartedRestore) finish(stdin []byte) ([]byte, error) {
+	_, werr := p.stdin.Write(stdin)
+	cerr := p.stdin.Close()
+	out, err := commandResult(p.name, p.cmd.Wait(), &p.stdout, &p.stderr)
+	if err == nil && (werr != nil || cerr != nil) {
+		err = fmt.Errorf("%s: write its input: %w", p.name, errors.Join(werr, cerr))
+	}
+	return out, err
+}

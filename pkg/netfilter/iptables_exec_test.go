@@ -1,0 +1,67 @@
+package netfilter
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// A prestarted iptables-nft-restore must carry exactly what Setup would
+// write with a restore of its own, and, unused, end without changing the
+// kernel or leaving a process.
+var _ = Describe("iptables-nft restore started before the addresses", func() {
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	nft := iptablesCase("nft")
+
+	// setupTwins runs Setup(o, addrs) in two fresh namespaces, with a
+	// prestarted restore and without one, and returns the backend that
+	// had it and the first namespace.
+	setupTwins := func(addrs ...string) (*iptablesMasq, *ns.NetNS) {
+		GinkgoHelper()
+		pre, plain := testutil.NewNS(), testutil.NewNS()
+		m := &iptablesMasq{variant: "nft"}
+		Expect(in(pre, func() error { m.Prestart(); return nil })).To(Succeed())
+		Expect(m.prestarted).NotTo(BeNil(), "iptables-nft-restore started")
+		Expect(in(pre, func() error { return m.Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
+		Expect(in(plain, func() error { return (&iptablesMasq{variant: "nft"}).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
+		Expect(nft.kernel(pre)).To(Equal(nft.kernel(plain)))
+		Expect(nft.kernel(pre)).To(ContainSubstring(iptablesChain(o)))
+		return m, pre
+	}
+
+	It("feeds Setup's IPv4 rules to the prestarted process", func() {
+		m, _ := setupTwins("10.1.0.5/24", "fd00:1::5/64")
+		Expect(m.prestarted).To(BeNil(), "Setup took it")
+	})
+
+	It("leaves it to Release when Setup has no IPv4 address, and Release ends it", func() {
+		m, n := setupTwins("fd00:1::5/64")
+		p := m.prestarted
+		Expect(p).NotTo(BeNil(), "an IPv6 Setup does not take the IPv4 restore")
+		before := nft.kernel(n)
+		m.Release()
+		Expect(p.cmd.ProcessState).NotTo(BeNil(), "the process was waited for")
+		Expect(p.cmd.ProcessState.Success()).To(BeTrue())
+		Expect(nft.kernel(n)).To(Equal(before))
+		m.Release() // twice: nothing left to end
+	})
+
+	It("changes nothing when released unused", func() {
+		n := testutil.NewNS()
+		m := &iptablesMasq{variant: "nft"}
+		Expect(in(n, func() error { m.Prestart(); return nil })).To(Succeed())
+		p := m.prestarted
+		Expect(p).NotTo(BeNil())
+		m.Release()
+		Expect(p.cmd.ProcessState).NotTo(BeNil())
+		Expect(testutil.NetfilterOutput(n, "nft", "list", "ruleset")).To(BeEmpty())
+	})
+
+	It("starts nothing for legacy iptables, whose restore may lock before it reads", func() {
+		m := &iptablesMasq{variant: "legacy"}
+		Expect(in(testutil.NewNS(), func() error { m.Prestart(); return nil })).To(Succeed())
+		Expect(m.prestarted).To(BeNil())
+	})
+})
