@@ -61,6 +61,13 @@ func add(fa *attach.Attachment, conf *config) (types.Result, error) {
 // its lease on the container interface, inside the container namespace).
 func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	conf, args := a.conf, a.args
+	// Its process (iptables-nft: the restore) starts now and waits for
+	// the addresses while the links are made and IPAM runs.
+	var masq *attach.PreparedMasq
+	if conf.IPMasq {
+		masq = a.PrepareMasq(&conf.Masq)
+		defer masq.Release()
+	}
 
 	br, err := a.ensureBridge(undo)
 	if err != nil {
@@ -116,7 +123,7 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	// Its process runs while the container and the gateway are configured.
 	masqReady := func() error { return nil }
 	if conf.IPMasq && len(res.IPs) > 0 {
-		masqReady = a.StartMasq(&conf.Masq, attach.Addrs(res.IPs))
+		masqReady = masq.Start(attach.Addrs(res.IPs))
 	}
 
 	// Interfaces in upstream's order: bridge, host veth, container end.
