@@ -46,17 +46,7 @@ func Start(name string, c Call) (*Proc, error) {
 // with WNOWAIT), so its id cannot have passed to another process group.
 func (p *Proc) KillGroupAfter(d time.Duration) (out Output, killed bool, ran time.Duration, err error) {
 	pid := p.cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() {
-		for {
-			// WNOWAIT: learn of the exit, leave the zombie for Wait to reap.
-			err := unix.Waitid(unix.P_PID, pid, nil, unix.WEXITED|unix.WNOWAIT, nil)
-			if !errors.Is(err, unix.EINTR) {
-				exited <- err
-				return
-			}
-		}
-	}()
+	exited := ExitedUnreaped(pid)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -66,13 +56,42 @@ func (p *Proc) KillGroupAfter(d time.Duration) (out Output, killed bool, ran tim
 			return Output{}, false, 0, fmt.Errorf("wait for process %d: %w", pid, err)
 		}
 	case <-timer.C:
-		if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-			return Output{}, false, 0, fmt.Errorf("kill process group %d: %w", pid, err)
+		if err := KillGroup(pid); err != nil {
+			return Output{}, false, 0, err
 		}
 		<-exited
 	}
 	out, killed, err = p.Wait()
 	return out, killed, ran, err
+}
+
+// ExitedUnreaped delivers the outcome of waiting for process pid (a child
+// of the caller) to exit, without reaping it: waitid with WNOWAIT leaves
+// the zombie for exec.Cmd.Wait, so until then pid, and the process group
+// it leads, cannot pass to another process and stay the caller's to
+// signal.
+func ExitedUnreaped(pid int) <-chan error {
+	exited := make(chan error, 1)
+	go func() {
+		for {
+			err := unix.Waitid(unix.P_PID, pid, nil, unix.WEXITED|unix.WNOWAIT, nil)
+			if !errors.Is(err, unix.EINTR) {
+				exited <- err
+				return
+			}
+		}
+	}()
+	return exited
+}
+
+// KillGroup sends SIGKILL to every process of the group pid leads; a group
+// already gone is success. Call it only while the leader is unreaped (see
+// ExitedUnreaped).
+func KillGroup(pid int) error {
+	if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", pid, err)
+	}
+	return nil
 }
 
 // Wait waits for p to end and returns what it printed; killed reports that

@@ -16,6 +16,8 @@ import (
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/version"
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // errKilled is what killExec returns for a plugin it killed (or did not
@@ -134,18 +136,8 @@ func (e *killExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 	e.mu.Lock()
 	e.curPid = pid
 	e.mu.Unlock()
-	exited := make(chan error, 1)
-	go func() {
-		for {
-			// WNOWAIT: learn of the exit, leave the zombie for Wait, so the
-			// group id stays ours until the kill below is sent.
-			err := unix.Waitid(unix.P_PID, pid, nil, unix.WEXITED|unix.WNOWAIT, nil)
-			if !errors.Is(err, unix.EINTR) {
-				exited <- err
-				return
-			}
-		}
-	}()
+	// The group id stays ours until the kill below is sent.
+	exited := testutil.ExitedUnreaped(pid)
 	var timer <-chan time.Time
 	if armed && !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -156,8 +148,8 @@ func (e *killExec) ExecPlugin(ctx context.Context, pluginPath string, stdinData 
 	select {
 	case <-exited:
 	case <-timer:
-		if err := unix.Kill(-pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-			return nil, fmt.Errorf("kill process group %d: %w", pid, err)
+		if err := testutil.KillGroup(pid); err != nil {
+			return nil, err
 		}
 		<-exited
 		killed = true
