@@ -9,7 +9,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // iptablesMasq is the iptables backend. It runs iptables-restore (one
@@ -347,25 +348,42 @@ func (m *iptablesMasq) tableChainSurelyAbsent(f family, table, chain string) boo
 	if !m.isNFTVariant(f) {
 		return false
 	}
-	c, err := nftables.New(nftables.AsLasting())
+	there, err := nftChainExists(f, table, chain)
+	return err == nil && !there
+}
+
+// nftChainExists asks nf_tables for one chain of f's table (a GETCHAIN
+// without NLM_F_DUMP). That costs the same however many chains the node
+// holds, where a listing grows with every pod's masquerade, port-forward
+// and firewall chains. No such chain or table (ENOENT) is false.
+func nftChainExists(f family, table, chain string) (bool, error) {
+	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
-		return false
+		return false, err
 	}
-	defer c.CloseLasting()
-	fam := nftables.TableFamilyIPv4
-	if f == ipv6 {
-		fam = nftables.TableFamilyIPv6
-	}
-	chains, err := c.ListChainsOfTableFamily(fam)
+	defer nl.Close()
+	ae := netlink.NewAttributeEncoder()
+	ae.String(unix.NFTA_CHAIN_TABLE, table)
+	ae.String(unix.NFTA_CHAIN_NAME, chain)
+	attrs, err := ae.Encode()
 	if err != nil {
-		return false
+		return false, err
 	}
-	for _, ch := range chains {
-		if ch.Name == chain && ch.Table != nil && ch.Table.Name == table {
-			return false
-		}
+	_, err = nl.Execute(netlink.Message{
+		Header: netlink.Header{
+			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETCHAIN),
+			Flags: netlink.Request,
+		},
+		// nfgenmsg: family, version NFNETLINK_V0, resource ID 0.
+		Data: append([]byte{byte(pmFamilies[f]), unix.NFNETLINK_V0, 0, 0}, attrs...),
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
-	return true
+	return true, nil
 }
 
 // isNFTVariant reports whether the restore binary for f is iptables-nft:
