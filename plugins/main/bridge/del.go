@@ -30,7 +30,11 @@ func del(fa *attach.Attachment, conf *config) []error {
 // is not ours (another plugin's eth0) is left alone.
 func (a *attachment) deleteVeth() error {
 	alias := a.Alias()
-	if deleted, err := ip.DeleteContainerVeth(a.args.Netns, a.args.IfName, alias); err != nil || deleted {
+	// Back once the veth is unregistered; the request finishes beside the
+	// IPAM release (see ip.StartDelLink).
+	deleted, wait, err := ip.StartDeleteContainerVeth(a.args.Netns, a.args.IfName, alias)
+	a.Finally(wait)
+	if err != nil || deleted {
 		return err
 	}
 	return ip.DeleteVethsByAlias(a.hostH, alias)
