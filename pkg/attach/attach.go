@@ -42,17 +42,6 @@ type Attachment struct {
 	// ipamPre is ADD's IPAM delegate, exec'd when ADD starts so that its
 	// process start overlaps the plugin's first steps (see ipam.Prestart).
 	ipamPre *ipam.Prestarted
-	// finally are DEL's waits for requests still finishing (see Finally).
-	finally []func() error
-}
-
-// Finally has DEL call wait at its very end, after the IPAM release, and
-// report its error with the others: for a request whose effect the
-// release only needs to follow, but which returns later (a link deletion
-// is unregistered well before its RCU barrier lets the request return;
-// see ip.StartDelLink).
-func (a *Attachment) Finally(wait func() error) {
-	a.finally = append(a.finally, wait)
 }
 
 func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Logger) *Attachment {

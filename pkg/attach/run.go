@@ -305,9 +305,6 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	if a.Conf.HasIPAM() && !releaseFirst {
 		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
-	for _, wait := range a.finally {
-		errs = append(errs, wait())
-	}
 	return errors.Join(errs...)
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/vishvananda/netlink"
 
@@ -39,54 +38,36 @@ func ownedVeth(l netlink.Link, alias string, allowUntagged bool) bool {
 // "nothing to delete": deleted is false and err nil. It does not depend on
 // the calling thread's namespace.
 func DeleteContainerVeth(nsPath, ifName, alias string) (deleted bool, err error) {
-	deleted, wait, err := StartDeleteContainerVeth(nsPath, ifName, alias)
-	if err != nil {
-		return false, err
-	}
-	return deleted, wait()
-}
-
-// StartDeleteContainerVeth is DeleteContainerVeth that returns once the
-// veth is unregistered, before its deletion request returns (see
-// StartDelLink); wait returns that request's error. wait is never nil.
-func StartDeleteContainerVeth(nsPath, ifName, alias string) (deleted bool, wait func() error, err error) {
-	none := func() error { return nil }
 	if nsPath == "" {
-		return false, none, nil
+		return false, nil
 	}
 	contNS, err := ns.Open(nsPath)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return false, none, nil
+		return false, nil
 	}
 	if err != nil {
-		return false, none, err
+		return false, err
 	}
 	defer contNS.Close()
 	h, err := contNS.Handle()
 	if err != nil {
-		return false, none, err
+		return false, err
 	}
+	defer h.Close()
 	l, err := LinkByName(h, ifName)
 	if errors.Is(err, ErrLinkNotFound) {
-		h.Close()
-		return false, none, nil
+		return false, nil
 	}
 	if err != nil {
-		h.Close()
-		return false, none, fmt.Errorf("in %s: %w", nsPath, err)
+		return false, fmt.Errorf("in %s: %w", nsPath, err)
 	}
 	if !ownedVeth(l, alias, true) {
-		h.Close()
-		return false, none, nil
+		return false, nil
 	}
-	del := StartDelLink(contNS, h, l)
-	return true, sync.OnceValue(func() error {
-		defer h.Close()
-		if err := del(); err != nil {
-			return fmt.Errorf("in %s: %w", nsPath, err)
-		}
-		return nil
-	}), nil
+	if err := DelLinkByName(h, ifName); err != nil {
+		return false, fmt.Errorf("in %s: %w", nsPath, err)
+	}
+	return true, nil
 }
 
 // DeleteOwnedVeth deletes the link name in h's namespace only when it is a

@@ -75,31 +75,6 @@ var _ = Describe("deleting only what an attachment owns", func() {
 		}, false, "lo"),
 	)
 
-	It("StartDeleteContainerVeth returns with the pair unregistered, and its wait reports the request", func() {
-		la := netlink.NewLinkAttrs()
-		la.Name, la.Alias = "eth0", alias
-		Expect(contH.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "hostend",
-			PeerNamespace: netlink.NsFd(int(hostNS.Fd()))})).To(Succeed())
-		eth0, err := contH.LinkByName("eth0")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(contH.LinkSetAlias(eth0, alias)).To(Succeed())
-		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "hostend"))
-
-		deleted, wait, err := ip.StartDeleteContainerVeth(contNS.Path(), "eth0", alias)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(deleted).To(BeTrue())
-		// Before wait: both ends are already unregistered.
-		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-		Expect(wait()).To(Succeed())
-		Expect(wait()).To(Succeed())
-
-		deleted, wait, err = ip.StartDeleteContainerVeth(contNS.Path(), "eth0", alias)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(deleted).To(BeFalse(), "gone is nothing to delete")
-		Expect(wait()).To(Succeed())
-	})
-
 	It("DeleteOwnedVeth deletes a host link only when it is a veth with the alias", func() {
 		veth(hostH, "vethmine", alias)
 		Expect(ip.DeleteOwnedVeth(hostH, "vethmine", alias)).To(Succeed())

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 )
@@ -20,64 +18,29 @@ import (
 // another attachment's alias) are "nothing to delete". It does not depend
 // on the calling thread's namespace.
 func DeleteOwned(nsPath, ifName, kind, alias string) error {
-	wait, err := StartDeleteOwned(nsPath, ifName, kind, alias)
-	return errors.Join(err, wait())
-}
-
-// Del is a link plugin's DEL of its attachment's link of kind (see
-// DeleteOwned). It returns once the link is unregistered, and has the
-// frame wait for the deletion requests after the IPAM release (see
-// ip.StartDelLink, attach.Finally).
-func Del(a *attach.Attachment, kind string) []error {
-	wait, err := StartDeleteOwned(a.Args.Netns, a.Args.IfName, kind, a.Alias())
-	a.Finally(wait)
-	return []error{err}
-}
-
-// StartDeleteOwned is DeleteOwned that returns once the links are
-// unregistered, before their deletion requests return; wait returns
-// their errors. wait is never nil.
-func StartDeleteOwned(nsPath, ifName, kind, alias string) (wait func() error, err error) {
-	none := func() error { return nil }
 	if nsPath == "" {
-		return none, nil
+		return nil
 	}
 	n, err := ns.Open(nsPath)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return none, nil
+		return nil
 	}
 	if err != nil {
-		return none, err
+		return err
 	}
 	defer n.Close()
 	h, err := n.Handle()
 	if err != nil {
-		return none, err
+		return err
 	}
-	waits, err := startDeleteOwnedIn(n, h, ifName, kind, alias)
-	return sync.OnceValue(func() error {
-		defer h.Close()
-		var errs []error
-		for _, w := range waits {
-			errs = append(errs, w())
-		}
-		return errors.Join(errs...)
-	}), err
+	defer h.Close()
+	return DeleteOwnedIn(n, h, ifName, kind, alias)
 }
 
 // DeleteOwnedIn is DeleteOwned in an open namespace n, h bound to it. It
 // also deletes the link under its temporary name (TempName), which an ADD
 // killed between creating and renaming it leaves behind.
 func DeleteOwnedIn(n *ns.NetNS, h *netlink.Handle, ifName, kind, alias string) error {
-	waits, err := startDeleteOwnedIn(n, h, ifName, kind, alias)
-	errs := []error{err}
-	for _, w := range waits {
-		errs = append(errs, w())
-	}
-	return errors.Join(errs...)
-}
-
-func startDeleteOwnedIn(n *ns.NetNS, h *netlink.Handle, ifName, kind, alias string) (waits []func() error, err error) {
 	var errs []error
 	for _, name := range []string{ifName, TempName(alias)} {
 		if alias == "" && name != ifName {
@@ -94,15 +57,11 @@ func startDeleteOwnedIn(n *ns.NetNS, h *netlink.Handle, ifName, kind, alias stri
 		if !Owned(l, kind, alias) {
 			continue
 		}
-		del := ip.StartDelLink(n, h, l)
-		waits = append(waits, func() error {
-			if err := del(); err != nil {
-				return fmt.Errorf("in %s: %w", n.Path(), err)
-			}
-			return nil
-		})
+		if err := ip.DelLinkByName(h, name); err != nil {
+			errs = append(errs, fmt.Errorf("in %s: %w", n.Path(), err))
+		}
 	}
-	return waits, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // Owned reports whether l is a link of kind DEL may delete for alias.

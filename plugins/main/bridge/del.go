@@ -30,11 +30,7 @@ func del(fa *attach.Attachment, conf *config) []error {
 // is not ours (another plugin's eth0) is left alone.
 func (a *attachment) deleteVeth() error {
 	alias := a.Alias()
-	// Back once the veth is unregistered; the request finishes beside the
-	// IPAM release (see ip.StartDelLink).
-	deleted, wait, err := ip.StartDeleteContainerVeth(a.args.Netns, a.args.IfName, alias)
-	a.Finally(wait)
-	if err != nil || deleted {
+	if deleted, err := ip.DeleteContainerVeth(a.args.Netns, a.args.IfName, alias); err != nil || deleted {
 		return err
 	}
 	return ip.DeleteVethsByAlias(a.hostH, alias)

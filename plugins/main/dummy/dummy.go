@@ -18,7 +18,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 // del deletes the container's dummy when it is ours; the frame releases
 // IPAM after it.
 func del(a *attach.Attachment, c *netConf) []error {
-	return link.Del(a, "dummy")
+	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "dummy", a.Alias())}
 }
 
 func check(a *attach.Attachment, c *netConf, prev *current.Result) error {

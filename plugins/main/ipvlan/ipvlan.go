@@ -53,7 +53,7 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 // del deletes the container's ipvlan when it is ours; the frame releases
 // IPAM after it.
 func del(a *attach.Attachment, c *config) []error {
-	return link.Del(a, "ipvlan")
+	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "ipvlan", a.Alias())}
 }
 
 // check compares the link with prevResult and the config. The master is

@@ -27,7 +27,7 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 // del deletes the container's macvlan when it is ours; the frame releases
 // IPAM after it.
 func del(a *attach.Attachment, c *config) []error {
-	return link.Del(a, "macvlan")
+	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "macvlan", a.Alias())}
 }
 
 // check compares the link with prevResult and the config.

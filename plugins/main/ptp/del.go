@@ -24,11 +24,7 @@ func del(a *attach.Attachment, conf *netConf) []error {
 func deleteVeth(a *attach.Attachment, network string) error {
 	var errs []error
 	alias := a.Alias()
-	// Back once the pair is unregistered, its host end included; the
-	// request finishes beside the IPAM release (see ip.StartDelLink).
-	_, wait, err := ip.StartDeleteContainerVeth(a.Args.Netns, a.Args.IfName, alias)
-	a.Finally(wait)
-	if err != nil {
+	if _, err := ip.DeleteContainerVeth(a.Args.Netns, a.Args.IfName, alias); err != nil {
 		errs = append(errs, err)
 	}
 	hostNS, hostH, err := a.Host()

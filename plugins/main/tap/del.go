@@ -9,5 +9,5 @@ import (
 // alias, or untagged (an upstream ADD tags nothing); a namespace that is
 // gone took its tap with it. The frame releases IPAM after it.
 func del(a *attach.Attachment, c *config) []error {
-	return link.Del(a, "tuntap")
+	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "tuntap", a.Alias())}
 }
