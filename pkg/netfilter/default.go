@@ -65,6 +65,11 @@ func (a *autoMasq) do(fn func(Masq) error) error {
 	return err
 }
 
+// Prestart and Release pass to the iptables backend, which the first call
+// tries (see Prestarter); Setup takes the prestarted restore through it.
+func (a *autoMasq) Prestart() { a.ipt.Prestart() }
+func (a *autoMasq) Release()  { a.ipt.Release() }
+
 func (a *autoMasq) Setup(o Owner, addrs []*net.IPNet) error {
 	return a.do(func(m Masq) error { return m.Setup(o, addrs) })
 }

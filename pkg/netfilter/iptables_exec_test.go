@@ -59,6 +59,21 @@ var _ = Describe("iptables-nft restore started before the addresses", func() {
 		Expect(testutil.NetfilterOutput(n, "nft", "list", "ruleset")).To(BeEmpty())
 	})
 
+	It("is what the default backend prestarts, and its Setup takes it", func() {
+		n := testutil.NewNS()
+		var m Masq
+		Expect(in(n, func() (err error) { m, err = NewMasq(""); return })).To(Succeed())
+		auto, ok := m.(*autoMasq)
+		Expect(ok).To(BeTrue(), "with iptables usable (.ci/run installs it), the default is iptables falling back to nftables")
+		auto.ipt.variant = "nft"
+		Expect(in(n, func() error { m.(Prestarter).Prestart(); return nil })).To(Succeed())
+		Expect(auto.ipt.prestarted).NotTo(BeNil())
+		Expect(in(n, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(auto.ipt.prestarted).To(BeNil(), "Setup took it")
+		Expect(nft.kernel(n)).To(ContainSubstring(iptablesChain(o)))
+		m.(Prestarter).Release()
+	})
+
 	It("starts nothing for legacy iptables, whose restore may lock before it reads", func() {
 		m := &iptablesMasq{variant: "legacy"}
 		Expect(in(testutil.NewNS(), func() error { m.Prestart(); return nil })).To(Succeed())
