@@ -1,12 +1,10 @@
 package ipam
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniforge/plugins/pkg/prestart"
 )
 
 // Prestarted is an IPAM delegate exec'd before the plugin needs it, blocked
@@ -33,13 +33,10 @@ import (
 // reaps the delegate if it was not used. A nil *Prestarted is valid and
 // does nothing.
 type Prestarted struct {
-	path   string
-	env    []string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-	used   atomic.Bool // taken by a delegation, or cancelled
+	path string
+	env  []string
+	proc *prestart.Proc
+	used atomic.Bool // taken by a delegation, or cancelled
 }
 
 // Prestart execs the IPAM plugin ipamType from CNI_PATH for verb, with
@@ -64,15 +61,9 @@ func Prestart(ipamType, verb string) *Prestarted {
 	}
 	p := &Prestarted{path: path, env: (&invoke.DelegateArgs{Command: verb}).AsEnv()}
 	slices.Sort(p.env) // invoke builds it from a map: compared as a set
-	p.cmd = exec.Command(path)
-	p.cmd.Env = p.env
-	p.cmd.Stdout = &p.stdout
-	p.cmd.Stderr = &p.stderr
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil
-	}
-	if err := p.cmd.Start(); err != nil {
-		p.stdin.Close()
+	cmd := exec.Command(path)
+	cmd.Env = p.env
+	if p.proc, err = prestart.Start(cmd); err != nil {
 		return nil // the delegation execs it again and reports the error
 	}
 	return p
@@ -84,9 +75,7 @@ func (p *Prestarted) Cancel() {
 	if p == nil || !p.used.CompareAndSwap(false, true) {
 		return
 	}
-	_ = p.cmd.Process.Kill() // best effort: it may have exited on its own
-	p.stdin.Close()
-	_ = p.cmd.Wait() // reaps it; its "killed" status is expected
+	p.proc.Kill()
 }
 
 // prestartable are the IPAM types whose plugins (ours and upstream's, on
@@ -116,11 +105,9 @@ func take(ctx context.Context, path string, environ []string) *Prestarted {
 // run hands the delegate its config and waits for it, with the results and
 // errors invoke.RawExec gives an exec of its own.
 func (p *Prestarted) run(ctx context.Context, stdin []byte) ([]byte, error) {
-	stop := context.AfterFunc(ctx, func() { _ = p.cmd.Process.Kill() })
+	stop := context.AfterFunc(ctx, func() { _ = p.proc.Process().Kill() })
 	defer stop()
-	_, werr := p.stdin.Write(stdin)
-	p.stdin.Close()
-	err := p.cmd.Wait()
+	werr, err := p.proc.Feed(stdin)
 	// A delegate that exits without reading all of its stdin is judged by
 	// its exit status alone, as os/exec (and so invoke) judges one.
 	if err == nil && werr != nil && !errors.Is(werr, syscall.EPIPE) {
@@ -129,16 +116,16 @@ func (p *Prestarted) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	if err != nil {
 		return nil, p.pluginErr(err)
 	}
-	if p.stderr.Len() > 0 {
-		_, _ = p.stderr.WriteTo(os.Stderr) // informational only, as invoke does
+	if p.proc.Stderr.Len() > 0 {
+		_, _ = p.proc.Stderr.WriteTo(os.Stderr) // informational only, as invoke does
 	}
-	return p.stdout.Bytes(), nil
+	return p.proc.Stdout.Bytes(), nil
 }
 
 // pluginErr turns a failed run into the CNI error it printed, or one
 // quoting its stderr when it printed none.
 func (p *Prestarted) pluginErr(err error) error {
-	out, errOut := p.stdout.Bytes(), p.stderr.Bytes()
+	out, errOut := p.proc.Stdout.Bytes(), p.proc.Stderr.Bytes()
 	e := &types.Error{}
 	switch {
 	case len(out) > 0:

@@ -85,7 +85,7 @@ func TestPrestartedCancelledDoesNothing(t *testing.T) {
 	p := Prestart("host-local", "DEL")
 	waitStarted(t, log)
 	p.Cancel()
-	if p.cmd.ProcessState == nil {
+	if !p.proc.Exited() {
 		t.Error("Cancel did not reap the delegate")
 	}
 	if got := readLog(t, log); len(got) != 1 || got[0] != "start DEL" {
@@ -147,7 +147,7 @@ func TestPrestartedThatNeverReadsIsJudgedByItsExit(t *testing.T) {
 	defer p.Cancel()
 	// Wait until it has exited (a zombie, not yet reaped), so the config
 	// is certainly written to a pipe nobody reads.
-	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	stat := fmt.Sprintf("/proc/%d/stat", p.proc.Process().Pid)
 	for i := 0; ; i++ {
 		b, err := os.ReadFile(stat)
 		if err == nil && strings.Contains(string(b), ") Z ") {

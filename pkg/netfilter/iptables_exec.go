@@ -2,15 +2,15 @@ package netfilter
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/cniforge/plugins/pkg/prestart"
 )
 
 // The iptables backends' processes: one run per iptables-save or
@@ -69,22 +69,21 @@ func lookPath(name string) (string, error) {
 var lookPaths sync.Map
 
 // Prestart starts the IPv4 iptables-restore that Setup's first write
-// will feed, before the addresses are known: a restore spends most of its
-// 10 ms in its own start (the dynamic loader, its libraries), which then
-// overlaps the caller's IPAM and link work. Only iptables-nft: legacy
-// iptables-restore -w may take the xtables lock before it reads. Until
-// Setup feeds it, the process waits on its stdin and has touched nothing;
-// Release (or this process's exit, which closes the pipe) ends it with
-// empty input, which changes nothing. It acts in the calling thread's
-// namespace, as Setup does.
+// will feed, before the addresses are known (see pkg/prestart): a restore
+// spends most of its 10 ms in its own start (the dynamic loader, its
+// libraries), which then overlaps the caller's IPAM and link work. Only
+// iptables-nft: legacy iptables-restore -w may take the xtables lock
+// before it reads. Until Setup feeds it, the process has touched nothing;
+// Release kills it. It acts in the calling thread's namespace, as Setup
+// does.
 func (m *iptablesMasq) Prestart() {
 	if m.run != nil || !m.isNFTVariant(ipv4) {
 		return
 	}
-	name, args := m.tool(ipv4, "restore"), restoreArgs
-	if p, err := startRestore(name, args); err == nil {
+	name := m.tool(ipv4, "restore")
+	if p, err := prestart.Start(exec.Command(name, restoreArgs...)); err == nil {
 		m.mu.Lock()
-		m.prestarted = p
+		m.prestarted = &prestartedRestore{name: name, args: restoreArgs, proc: p}
 		m.mu.Unlock()
 	}
 }
@@ -96,7 +95,7 @@ func (m *iptablesMasq) Release() {
 	m.prestarted = nil
 	m.mu.Unlock()
 	if p != nil {
-		_, _ = p.finish(nil)
+		p.proc.Kill()
 	}
 }
 
@@ -117,34 +116,17 @@ var restoreArgs = []string{"-w", "--noflush"}
 
 // prestartedRestore is a started restore waiting for its input.
 type prestartedRestore struct {
-	name           string
-	args           []string
-	cmd            *exec.Cmd
-	stdin          io.WriteCloser
-	stdout, stderr bytes.Buffer
+	name string
+	args []string
+	proc *prestart.Proc
 }
 
-func startRestore(name string, args []string) (*prestartedRestore, error) {
-	p := &prestartedRestore{name: name, args: args, cmd: exec.Command(name, args...)}
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	w, err := p.cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	p.stdin = w
-	return p, nil
-}
-
-// finish writes stdin, closes it and waits for the process.
+// finish feeds it stdin and waits for it, with runCommand's results.
 func (p *prestartedRestore) finish(stdin []byte) ([]byte, error) {
-	_, werr := p.stdin.Write(stdin)
-	cerr := p.stdin.Close()
-	out, err := commandResult(p.name, p.cmd.Wait(), &p.stdout, &p.stderr)
-	if err == nil && (werr != nil || cerr != nil) {
-		err = fmt.Errorf("%s: write its input: %w", p.name, errors.Join(werr, cerr))
+	werr, err := p.proc.Feed(stdin)
+	out, err := commandResult(p.name, err, &p.proc.Stdout, &p.proc.Stderr)
+	if err == nil && werr != nil {
+		err = fmt.Errorf("%s: write its input: %w", p.name, werr)
 	}
 	return out, err
 }
