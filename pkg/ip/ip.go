@@ -24,6 +24,13 @@ var ErrLinkNotFound = errors.New("link not found")
 // interrupted (NLM_F_DUMP_INTR: the table changed while it was read).
 const dumpBudget = 2 * time.Second
 
+// RetryDump calls fn (a netlink dump) until it returns a result the kernel
+// did not interrupt, or the budget is spent (then the last error is
+// returned): for dumps this package has no wrapper for.
+func RetryDump[T any](what string, fn func() (T, error)) (T, error) {
+	return retryDump(what, fn)
+}
+
 // retryDump calls fn until it returns a result the kernel did not interrupt,
 // or the budget is spent (then the last error is returned).
 func retryDump[T any](what string, fn func() (T, error)) (T, error) {

@@ -7,6 +7,7 @@ import (
 	"github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
@@ -42,7 +43,7 @@ func Addrs(n *ns.NetNS, ifName string) []string {
 	h := Handle(n)
 	l, err := h.LinkByName(ifName)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+	addrs, err := ip.AddrList(h, l, netlink.FAMILY_ALL)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	var out []string
 	for _, a := range addrs {
@@ -62,7 +63,7 @@ func Addrs(n *ns.NetNS, ifName string) []string {
 func Routes(n *ns.NetNS) []string {
 	ginkgo.GinkgoHelper()
 	h := Handle(n)
-	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
+	routes, err := ip.RouteList(h, nil, netlink.FAMILY_ALL)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	var out []string
 	for _, r := range routes {

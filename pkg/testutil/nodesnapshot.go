@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
@@ -161,7 +162,7 @@ func netState(n *ns.NetNS, o NodeOpts) ([]string, error) {
 		return nil, err
 	}
 	defer h.Close()
-	links, err := h.LinkList()
+	links, err := ip.LinkList(h)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func netState(n *ns.NetNS, o NodeOpts) ([]string, error) {
 		// The index tells a link deleted and made again from the same one.
 		out = append(out, fmt.Sprintf("link: %s index=%d type=%s master=%s mtu=%d txqlen=%d flags=%#x promisc=%d allmulti=%d alias=%q mac=%s",
 			a.Name, a.Index, l.Type(), name(a.MasterIndex), a.MTU, a.TxQLen, a.RawFlags&adminFlags, a.Promisc, a.Allmulti, a.Alias, mac))
-		addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+		addrs, err := ip.AddrList(h, l, netlink.FAMILY_ALL)
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +210,7 @@ func netState(n *ns.NetNS, o NodeOpts) ([]string, error) {
 		}
 		out = append(out, tc...)
 	}
-	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	routes, err := ip.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func netState(n *ns.NetNS, o NodeOpts) ([]string, error) {
 			r.Table, r.Type, r.Dst, r.Gw, name(r.LinkIndex), r.Scope, r.Src, r.Protocol, r.Priority, r.MTU))
 	}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := h.RuleList(fam)
+		rules, err := ip.RetryDump("list rules", func() ([]netlink.Rule, error) { return h.RuleList(fam) })
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +242,7 @@ func netState(n *ns.NetNS, o NodeOpts) ([]string, error) {
 // root, ingress and clsact parents and under each qdisc.
 func tcState(h *netlink.Handle, l netlink.Link, noDefault bool) ([]string, error) {
 	name := l.Attrs().Name
-	qdiscs, err := h.QdiscList(l)
+	qdiscs, err := ip.RetryDump("list qdiscs", func() ([]netlink.Qdisc, error) { return h.QdiscList(l) })
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +260,7 @@ func tcState(h *netlink.Handle, l netlink.Link, noDefault bool) ([]string, error
 		}
 	}
 	for _, p := range parents {
-		filters, err := h.FilterList(l, p)
+		filters, err := ip.RetryDump("list filters", func() ([]netlink.Filter, error) { return h.FilterList(l, p) })
 		if err != nil {
 			continue // no qdisc at that parent to hold filters
 		}

@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/kernelfeature"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -310,7 +311,7 @@ func (r *rig) rebase(contNS *ns.NetNS) {
 	if contNS != nil {
 		h, err := contNS.Handle()
 		Expect(err).NotTo(HaveOccurred())
-		links, err := h.LinkList()
+		links, err := ip.LinkList(h)
 		Expect(err).NotTo(HaveOccurred())
 		for _, l := range links {
 			if l.Attrs().Name != "lo" {

@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/kernelfeature"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -169,7 +170,7 @@ func settle(n *ns.NetNS) {
 	h := testutil.Handle(n)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		addrs, err := h.AddrList(nil, netlink.FAMILY_V6)
+		addrs, err := ip.AddrList(h, nil, netlink.FAMILY_V6)
 		Expect(err).NotTo(HaveOccurred())
 		busy := false
 		for _, a := range addrs {
