@@ -143,6 +143,9 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 			tables[name] = natTable{chains: map[string]bool{}, rules: map[string][]string{}}
 		}
 		for _, ch := range chains {
+			if ch.Table == nil {
+				continue
+			}
 			if t, ok := tables[ch.Table.Name]; ok {
 				t.chains[ch.Name] = true
 			}
