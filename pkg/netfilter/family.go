@@ -1,6 +1,10 @@
 package netfilter
 
-import "net"
+import (
+	"net"
+
+	"github.com/google/nftables"
+)
 
 // family is an IP address family, for backends that keep one rule set per
 // family (iptables has a nat table per family).
@@ -18,6 +22,15 @@ func (f family) String() string {
 		return "IPv6"
 	}
 	return "IPv4"
+}
+
+// nft is the nf_tables family of f's tables ("ip", "ip6"): iptables-nft's,
+// and our own per-family ones.
+func (f family) nft() nftables.TableFamily {
+	if f == ipv6 {
+		return nftables.TableFamilyIPv6
+	}
+	return nftables.TableFamilyIPv4
 }
 
 func familyOf(ip net.IP) family {

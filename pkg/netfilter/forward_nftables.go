@@ -33,9 +33,6 @@ func (m *nftablesForward) usable() error { return newNFTablesMasq().usable() }
 // fwdLockFile serialises changes of the shared parts.
 const fwdLockFile = "/run/cniforge/nft-cni_firewall.lock"
 
-// iptables-nft's filter tables, where a FORWARD chain may drop by default.
-var fwdDelegFamilies = map[family]nftables.TableFamily{ipv4: nftables.TableFamilyIPv4, ipv6: nftables.TableFamilyIPv6}
-
 // fwdState is what the kernel holds of our table and of iptables-nft's
 // FORWARD chains.
 type fwdState struct {
@@ -79,8 +76,10 @@ func (m *nftablesForward) read(c *nftables.Conn, chains []string, deleg bool) (f
 		if !deleg {
 			return s, nil
 		}
-		for f, tf := range fwdDelegFamilies {
-			d, err := readDeleg(c, tf)
+		// iptables-nft's filter tables, where a FORWARD chain may drop by
+		// default.
+		for _, f := range families {
+			d, err := readDeleg(c, f.nft())
 			if err != nil {
 				return s, err
 			}

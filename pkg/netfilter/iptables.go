@@ -369,14 +369,7 @@ func nftChainExists(f family, table, chain string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = nl.Execute(netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETCHAIN),
-			Flags: netlink.Request,
-		},
-		// nfgenmsg: family, version NFNETLINK_V0, resource ID 0.
-		Data: append([]byte{byte(pmFamilies[f]), unix.NFNETLINK_V0, 0, 0}, attrs...),
-	})
+	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETCHAIN, f, attrs))
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return false, nil

@@ -74,10 +74,7 @@ func readNFTChain(f family, table, from, chain string) (*nftChain, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &nftChain{c: c, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, name: chain}
-	if f == ipv6 {
-		d.table.Family = nftables.TableFamilyIPv6
-	}
+	d := &nftChain{c: c, table: &nftables.Table{Name: table, Family: f.nft()}, name: chain}
 	type view struct{ from, own []*nftables.Rule }
 	v, err := consistent(func() (view, error) {
 		var fr []*nftables.Rule

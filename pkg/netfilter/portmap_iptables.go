@@ -128,10 +128,7 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 		return nat, raw, false
 	}
 	defer c.CloseLasting()
-	fam := nftables.TableFamilyIPv4
-	if f == ipv6 {
-		fam = nftables.TableFamilyIPv6
-	}
+	fam := f.nft()
 	type view struct{ nat, raw natTable }
 	v, err := consistent(func() (view, error) {
 		chains, err := c.ListChainsOfTableFamily(fam)

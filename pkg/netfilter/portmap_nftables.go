@@ -37,7 +37,7 @@ type pmState struct {
 func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules, withElems bool) (pmState, error) {
 	return consistent(func() (pmState, error) {
 		s := pmState{chains: map[string]bool{}, elems: map[string][]nftables.SetElement{}, upstream: map[string][]*nftables.Rule{}}
-		chains, err := c.ListChainsOfTableFamily(pmFamilies[f])
+		chains, err := c.ListChainsOfTableFamily(f.nft())
 		if err != nil {
 			return s, fmt.Errorf("list %s chains: %w", f, nftUnsupported(err))
 		}

@@ -120,6 +120,19 @@ var errNoElemGet = errors.New("single set element GET unsupported")
 
 // getSetElem fetches the element of key from set of pmTable in family f.
 // A missing table, set or element is there=false with no error.
+// nftGetRequest is an nf_tables GET of one object (no NLM_F_DUMP) of f's
+// tables: the kernel answers with that object alone, or ENOENT.
+func nftGetRequest(msgType int, f family, attrs []byte) netlink.Message {
+	return netlink.Message{
+		Header: netlink.Header{
+			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | msgType),
+			Flags: netlink.Request,
+		},
+		// nfgenmsg: family, version NFNETLINK_V0, resource ID 0.
+		Data: append([]byte{byte(f.nft()), unix.NFNETLINK_V0, 0, 0}, attrs...),
+	}
+}
+
 func getSetElem(nl *netlink.Conn, f family, set string, key []byte) (e nftables.SetElement, there bool, err error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, pmTable)
@@ -138,15 +151,7 @@ func getSetElem(nl *netlink.Conn, f family, set string, key []byte) (e nftables.
 	if err != nil {
 		return e, false, err
 	}
-	req := netlink.Message{
-		Header: netlink.Header{
-			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETSETELEM),
-			Flags: netlink.Request,
-		},
-		// nfgenmsg: family, version NFNETLINK_V0, resource ID 0.
-		Data: append([]byte{byte(pmFamilies[f]), unix.NFNETLINK_V0, 0, 0}, attrs...),
-	}
-	msgs, err := nl.Execute(req)
+	msgs, err := nl.Execute(nftGetRequest(unix.NFT_MSG_GETSETELEM, f, attrs))
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return e, false, nil

@@ -53,10 +53,8 @@ const (
 
 var pmUpstreamChains = []string{"hostports", "hostip_hostports", "masquerading"}
 
-var pmFamilies = map[family]nftables.TableFamily{ipv4: nftables.TableFamilyIPv4, ipv6: nftables.TableFamilyIPv6}
-
 func pmTableOf(f family) *nftables.Table {
-	return &nftables.Table{Name: pmTable, Family: pmFamilies[f]}
+	return &nftables.Table{Name: pmTable, Family: f.nft()}
 }
 
 func nftPMHash(o Owner) string {
