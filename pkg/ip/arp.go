@@ -46,3 +46,18 @@ func AnnounceIPv4(link netlink.Link, ips []net.IP) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Reannounce makes the kernel announce link's addresses once more: it sets
+// the link's MAC to the one it has, and the kernel treats that as a MAC
+// change. With arp_notify set that is a gratuitous ARP for every IPv4
+// address (and with ndisc_notify an unsolicited neighbour advertisement
+// for every IPv6 one). It is for a link that came up before it had its
+// addresses; unlike AnnounceIPv4 it opens no packet socket, whose close
+// waits out an RCU grace period (about 10 ms). The link's MAC assignment
+// type reads "set" afterwards. h must be bound to link's namespace.
+func Reannounce(h *netlink.Handle, link netlink.Link) error {
+	if err := h.LinkSetHardwareAddr(link, link.Attrs().HardwareAddr); err != nil {
+		return fmt.Errorf("announce %q: %w", link.Attrs().Name, err)
+	}
+	return nil
+}

@@ -20,16 +20,31 @@ type ConfigureOptions struct {
 	DAD bool
 }
 
-// ConfigureIface brings ifName up and gives it the addresses in res that
-// point at it (or that point nowhere, when res lists one interface), then
-// the routes of res. h must be bound to the namespace that holds ifName.
+// UsesLink says whether IPAM plugin typ may need the container interface
+// to be up while it runs: dhcp acquires its lease on it. host-local and
+// static only hand out addresses, and "" is no IPAM. Any other type is
+// taken to need it, as upstream's order (link up, then IPAM) allows.
+func UsesLink(typ string) bool {
+	switch typ {
+	case "", "host-local", "static":
+		return false
+	}
+	return true
+}
+
+// ConfigureIface gives ifName the addresses in res that point at it (or
+// that point nowhere, when res lists one interface), brings it up, then
+// adds the routes of res. h must be bound to the namespace that holds
+// ifName.
+//
+// The addresses go on before the link comes up: with arp_notify set, the
+// kernel then announces every IPv4 address itself (a gratuitous ARP each)
+// as the link comes up, and the caller need not send one from a packet
+// socket, whose close waits out an RCU grace period (about 10 ms).
 func ConfigureIface(h *netlink.Handle, ifName string, res *current.Result, opts ConfigureOptions) error {
 	link, err := ip.LinkByName(h, ifName)
 	if err != nil {
 		return err
-	}
-	if err := h.LinkSetUp(link); err != nil {
-		return fmt.Errorf("set %q up: %w", ifName, err)
 	}
 	idx := -1
 	for i, iface := range res.Interfaces {
@@ -50,6 +65,9 @@ func ConfigureIface(h *netlink.Handle, ifName string, res *current.Result, opts 
 		if err := ip.AddrAdd(h, link, addr); err != nil {
 			return err
 		}
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return fmt.Errorf("set %q up: %w", ifName, err)
 	}
 	for _, r := range res.Routes {
 		if err := ip.RouteAdd(h, Route(link.Attrs().Index, r, own)); err != nil {

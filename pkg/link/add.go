@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ipam"
 )
 
 // The steps Add passes to attach.Hooks.AfterStep, in the order they run.
@@ -39,11 +40,16 @@ type AddOptions struct {
 
 // Add is the ADD of a plugin whose link is not a veth, in upstream's order:
 // Create (temporary name in the master's namespace, move, rename), push
-// its undo, Step(link) with the link up, then the addresses (IPAM runs
-// with CNI_IFNAME up in the container: the dhcp daemon acquires its lease
-// on it), Step(ipam), then Finish (addresses, routes, announce, result),
-// Step(configure). l carries its LinkAttrs but for the name; ParentIndex
-// is set from opts.Master. Runs in no namespace of its own.
+// its undo, Step(link), then the addresses, Step(ipam), then Finish
+// (addresses, up, routes, announce, result), Step(configure). l carries
+// its LinkAttrs but for the name; ParentIndex is set from opts.Master.
+// Runs in no namespace of its own.
+//
+// The link comes up before IPAM runs when the IPAM plugin may need it (the
+// dhcp daemon acquires its lease on CNI_IFNAME in the container; see
+// ipam.UsesLink). Otherwise Finish brings it up after its addresses, so
+// that the kernel announces them as it does (arp_notify) and no packet
+// socket is needed.
 func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, error) {
 	contNS, contH, err := a.Container()
 	if err != nil {
@@ -66,8 +72,10 @@ func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, e
 	}
 	ifName := a.Args.IfName
 	a.Undo.Push("delete "+l.Type()+" "+ifName, func() error { return ip.DelLinkByName(contH, ifName) })
-	if err := contH.LinkSetUp(made); err != nil {
-		return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
+	if ipam.UsesLink(a.Conf.IPAM.Type) {
+		if err := contH.LinkSetUp(made); err != nil {
+			return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
+		}
 	}
 	if err := a.Step(StepLink); err != nil {
 		return nil, err

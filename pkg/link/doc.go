@@ -14,13 +14,14 @@
 //     its master lives in, move it into the container when that is another
 //     namespace, rename it to CNI_IFNAME there. A failure deletes what it
 //     made, so the caller pushes its undo only after success.
-//   - Finish: the tail of ADD: arp_notify/ndisc_notify, up, the IPAM
-//     addresses (no DAD wait) and routes, a gratuitous ARP, and the result
-//     (the interface with sandbox and MAC, every IP pointing at it).
+//   - Finish: the tail of ADD: arp_notify/ndisc_notify, the IPAM
+//     addresses (no DAD wait), up (the kernel announces the IPv4
+//     addresses), routes, and the result (the interface with sandbox and
+//     MAC, every IP pointing at it).
 //   - Add: the whole ADD after the master is resolved, in upstream's
-//     order: Create, its undo, the link up (step "link"), then IPAM (step
-//     "ipam": the dhcp daemon leases on the container interface, so it
-//     must exist and be up), then Finish (step "configure").
+//     order: Create, its undo (step "link"), then IPAM (step "ipam": the
+//     dhcp daemon leases on the container interface, so for dhcp the link
+//     is up before it), then Finish (step "configure").
 //   - CheckAttachment: CHECK's prevResult interface, master and Check.
 //   - Check: CHECK of such a link: kind, mode, master, MAC, MTU, up,
 //     addresses and routes, each error naming the link and the namespace.

@@ -38,9 +38,10 @@ type FinishOptions struct {
 // announces it, then returns the result: the one interface (name, MAC,
 // sandbox), every IP pointing at it, IPAM's routes, DNS.
 //
-// IPv4 sets arp_notify (the kernel announces again when carrier or MAC
-// change) and a gratuitous ARP goes out once the addresses are up; IPv6
-// sets ndisc_notify. Addresses carry IFA_F_NODAD: IPAM hands out unique
+// IPv4 sets arp_notify, so the kernel announces the addresses with a
+// gratuitous ARP each as the link comes up after them (and again when its
+// MAC changes); a link that was up already (dhcp needed it) is announced
+// from a packet socket instead. IPv6 sets ndisc_notify. Addresses carry IFA_F_NODAD: IPAM hands out unique
 // addresses, and DAD would leave them unusable for 1-2 s. Changes are not
 // undone here: deleting the link (the caller's undo) takes them along.
 func Finish(o FinishOptions) (*current.Result, error) {
@@ -92,7 +93,7 @@ func Finish(o FinishOptions) (*current.Result, error) {
 	if err := ipam.ConfigureIface(o.ContH, o.IfName, res, ipam.ConfigureOptions{}); err != nil {
 		return nil, fmt.Errorf("configure %q in %s: %w", o.IfName, o.ContNS.Path(), err)
 	}
-	if len(v4) > 0 {
+	if len(v4) > 0 && l.Attrs().Flags&net.FlagUp != 0 {
 		if err := o.ContNS.Do(func() error { return ip.AnnounceIPv4(l, v4) }); err != nil && o.Log != nil {
 			// Best effort, as upstream: arp_notify announces too, and a
 			// lost packet only delays neighbours until their cache expires.

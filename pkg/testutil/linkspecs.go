@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -278,6 +279,22 @@ func (e *LinkEnv) Specs() {
 	}
 
 	if p.Master != "" {
+		ginkgo.It("announces each IPv4 address with a gratuitous ARP that reaches the master's peer", func() {
+			l, err := ListenARP(e.PeerNS, "peer0")
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			defer l.Close()
+			_, res := e.Add("1.1.0", "c1", e.ContNS, e.Conf("1.1.0"))
+			mac := e.Link(e.ContNS).Attrs().HardwareAddr
+			v4 := 0
+			for _, ipc := range res.IPs {
+				if ipc.Address.IP.To4() != nil {
+					v4++
+					gomega.Expect(l.Announced(ipc.Address.IP.String(), 5*time.Second)).To(gomega.Equal(mac), "announcement of %s", ipc.Address.IP)
+				}
+			}
+			gomega.Expect(v4).To(gomega.BeNumerically(">", 0))
+		})
+
 		ginkgo.It("linkInContainer: the master lives in the container; CHECK and DEL work there", func() {
 			e.Wire(e.ContNS, "cmaster", NewNS(), "opeer")
 			stdin := e.Conf("1.1.0", map[string]any{"master": "cmaster", "linkInContainer": true})

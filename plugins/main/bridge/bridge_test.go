@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -106,6 +107,20 @@ var _ = Describe("bridge", func() {
 		r2 := mustAdd(hostNS, c2)
 		Expect(testutil.Ping(contNS, r2.IPs[0].Address.IP.String())).To(Succeed())
 		Expect(testutil.Ping(cont2, r1.IPs[0].Address.IP.String())).To(Succeed())
+	})
+
+	It("announces the container's address with a gratuitous ARP that reaches the bridge", func() {
+		// The bridge exists before, so that the listener can watch it.
+		h := testutil.Handle(hostNS)
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "cnibr0"}})).To(Succeed())
+		Expect(h.LinkSetUp(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "cnibr0"}})).To(Succeed())
+		l, err := testutil.ListenARP(hostNS, "cnibr0")
+		Expect(err).NotTo(HaveOccurred())
+		defer l.Close()
+		res := mustAdd(hostNS, call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.12.0.0/24"))))
+		mac, err := net.ParseMAC(res.Interfaces[2].Mac)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Announced(res.IPs[0].Address.IP.String(), 5*time.Second)).To(Equal(mac))
 	})
 
 	It("ends in the same state after ADD, DEL, ADD", func() {

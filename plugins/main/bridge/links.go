@@ -152,22 +152,17 @@ func (a *attachment) configureContainer(res *current.Result, contLink netlink.Li
 			v4 = append(v4, ipc.Address.IP)
 		}
 	}
-	err := a.contNS.Do(func() error {
-		if err := ip.SetArpNotify(args.IfName); err != nil {
-			return err
-		}
-		if len(v4) == 0 {
-			return nil
-		}
-		// Best effort, as upstream: a lost announcement only delays
-		// neighbours until their cache entry expires.
-		if err := ip.AnnounceIPv4(contLink, v4); err != nil {
-			a.log.Info("gratuitous arp failed", "err", err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := a.contNS.Do(func() error { return ip.SetArpNotify(args.IfName) }); err != nil {
 		return fmt.Errorf("in %s: %w", args.Netns, err)
+	}
+	if len(v4) > 0 {
+		// The link came up before IPAM ran (dhcp needs it), so the
+		// kernel announces the addresses on a repeated MAC. Best effort,
+		// as upstream: a lost announcement only delays neighbours until
+		// their cache entry expires.
+		if err := ip.Reannounce(a.contH, contLink); err != nil {
+			a.log.Info("gratuitous arp failed", "err", err, "netns", args.Netns)
+		}
 	}
 	if conf.layer3 && conf.EnableDad {
 		if err := ip.WaitAddrsSettled(int(a.contNS.Fd()), contLink.Attrs().Index, dadTimeout); err != nil {

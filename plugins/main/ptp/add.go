@@ -90,8 +90,9 @@ func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
 		return nil, err
 	}
 
-	// Both ends are up now, so the announcement reaches the host end.
-	if err := contNS.Do(func() error { return ip.AnnounceIPv4(contLink, attach.IPs(res.IPs)) }); err != nil {
+	// Both ends are up now, so the announcement reaches the host end: the
+	// kernel sends it (arp_notify) on a repeated MAC.
+	if err := reannounce(contH, contLink, res); err != nil {
 		// arp_notify announces the address too; a lost packet is no reason
 		// to tear the attachment down.
 		a.Log.Warn("gratuitous arp failed", "err", err)

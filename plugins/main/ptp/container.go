@@ -143,3 +143,13 @@ func validateIPAMResult(ipamType string, res *current.Result) error {
 	}
 	return nil
 }
+
+// reannounce has the kernel send a gratuitous ARP for each IPv4 address of
+// the container end (configureContainer set arp_notify): the end came up
+// before its addresses, when its peer could be down still.
+func reannounce(contH *netlink.Handle, contLink netlink.Link, res *current.Result) error {
+	if !hasV4(res) {
+		return nil
+	}
+	return ip.Reannounce(contH, contLink)
+}

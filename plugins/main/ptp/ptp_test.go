@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -158,6 +159,16 @@ var _ = Describe("ptp", func() {
 		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "a", contNS, o.json()))
 		Expect(testutil.Ping(other, gw4)).To(Succeed())
 		Expect(testutil.Ping(other, gw6)).To(Succeed())
+	})
+
+	It("announces the container's IPv4 address with a gratuitous ARP that reaches the host end", func() {
+		l, err := testutil.ListenARP(hostNS, "")
+		Expect(err).NotTo(HaveOccurred())
+		defer l.Close()
+		res := add(netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}, "c1", contNS)
+		mac, err := net.ParseMAC(res.Interfaces[1].Mac)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Announced(res.IPs[0].Address.IP.String(), 5*time.Second)).To(Equal(mac))
 	})
 
 	It("configures dual-stack without duplicate address detection", func() {
