@@ -126,16 +126,35 @@ func (n *NetNS) Do(fn func() error) error {
 	return <-errc
 }
 
-// Handle returns a netlink handle whose sockets live in n, usable from any
-// thread. The caller closes it with Delete.
+// Handle returns a netlink handle for rtnetlink (links, addresses, routes,
+// rules, qdiscs) whose socket lives in n, usable from any thread. The
+// caller closes it with Close. For conntrack, see NetfilterHandle.
 func (n *NetNS) Handle() (*netlink.Handle, error) {
+	return n.handle(unix.NETLINK_ROUTE)
+}
+
+// NetfilterHandle returns a netlink handle for nfnetlink (conntrack) whose
+// socket lives in n.
+//
+// It is apart from Handle because closing a bound NETLINK_NETFILTER socket
+// is not free: the kernel then takes the namespace's nf_tables commit
+// mutex and waits for pending nf_tables cleanup work (an RCU grace period
+// after a deletion), once per socket. netlink.NewHandle() without
+// families opens one (and an XFRM one) in every handle; with many pods
+// added at once that wait, behind other pods' commits, was a large part of
+// every plugin exec.
+func (n *NetNS) NetfilterHandle() (*netlink.Handle, error) {
+	return n.handle(unix.NETLINK_NETFILTER)
+}
+
+func (n *NetNS) handle(family int) (*netlink.Handle, error) {
 	// The sockets are made inside Do (a socket belongs to the namespace it
 	// was created in, for life) rather than with netlink.NewHandleAt, which
 	// switches the calling thread and unlocks it even when switching back
 	// failed.
 	var h *netlink.Handle
 	err := n.Do(func() (err error) {
-		h, err = netlink.NewHandle()
+		h, err = netlink.NewHandle(family)
 		return err
 	})
 	if err != nil {

@@ -176,6 +176,16 @@ func enableLocalnet(a *attach.Attachment, ips []net.IP) error {
 	return nil
 }
 
+// conntrackHandle opens a conntrack handle in the plugin's host namespace
+// (the attachment's handles speak rtnetlink only).
+func conntrackHandle(a *attach.Attachment) (*netlink.Handle, error) {
+	hostNS, _, err := a.Host()
+	if err != nil {
+		return nil, err
+	}
+	return hostNS.NetfilterHandle()
+}
+
 // flushUDPPorts deletes the UDP conntrack entries to the mapped host
 // ports: a flow that started before ADD would otherwise keep its old
 // (un-NATed) entry and never reach the container.
@@ -197,10 +207,11 @@ func flushUDPPorts(a *attach.Attachment, ms []netfilter.PortMapping) error {
 	if len(filters) == 0 {
 		return nil
 	}
-	_, h, err := a.Host()
+	h, err := conntrackHandle(a)
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	var errs []error
 	for _, fam := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
 		if _, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, fam, filters...); err != nil {
@@ -216,10 +227,11 @@ func flushTo(a *attach.Attachment, ips []net.IP) error {
 	if len(ips) == 0 {
 		return nil
 	}
-	_, h, err := a.Host()
+	h, err := conntrackHandle(a)
 	if err != nil {
 		return err
 	}
+	defer h.Close()
 	var errs []error
 	for _, x := range ips {
 		f := &netlink.ConntrackFilter{}
