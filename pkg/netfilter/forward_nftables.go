@@ -206,7 +206,7 @@ func (m *nftablesForward) Setup(r ForwardRules) error {
 	if r.MarkBit < 0 || r.MarkBit > 31 {
 		return fmt.Errorf("nftablesMarkBit: %d out of range 0-31", r.MarkBit)
 	}
-	c, err := newNFTablesMasq().conn()
+	c, err := newNFTConn()
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (m *nftablesForward) deleteAllow(what string, match func(nftOwnerComment) b
 }
 
 func (m *nftablesForward) deleteAllowOnce(match func(nftOwnerComment) bool) error {
-	c, err := newNFTablesMasq().conn()
+	c, err := newNFTConn()
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (m *nftablesForward) deleteAllowOnce(match func(nftOwnerComment) bool) erro
 }
 
 func (m *nftablesForward) Check(r ForwardRules) error {
-	c, err := newNFTablesMasq().conn()
+	c, err := newNFTConn()
 	if err != nil {
 		return err
 	}

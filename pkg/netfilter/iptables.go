@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -357,11 +358,17 @@ func (m *iptablesMasq) tableChainSurelyAbsent(f family, table, chain string) boo
 // holds, where a listing grows with every pod's masquerade, port-forward
 // and firewall chains. No such chain or table (ENOENT) is false.
 func nftChainExists(f family, table, chain string) (bool, error) {
-	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	nl, done, err := requestConn()
 	if err != nil {
 		return false, err
 	}
-	defer nl.Close()
+	defer done()
+	return nftChainExistsIn(nl, f.nft(), table, chain)
+}
+
+// nftChainExistsIn is nftChainExists for a table of any nf_tables family,
+// asked on nl.
+func nftChainExistsIn(nl *netlink.Conn, fam nftables.TableFamily, table, chain string) (bool, error) {
 	ae := netlink.NewAttributeEncoder()
 	ae.String(unix.NFTA_CHAIN_TABLE, table)
 	ae.String(unix.NFTA_CHAIN_NAME, chain)
@@ -369,7 +376,7 @@ func nftChainExists(f family, table, chain string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETCHAIN, f, attrs))
+	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETCHAIN, fam, attrs))
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return false, nil

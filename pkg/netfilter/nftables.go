@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,12 +24,43 @@ func (m *nftablesMasq) Backend() string { return BackendNFTables }
 // the calling thread (nftables.Conn without NetNS dials in place), so it
 // belongs to that thread's network namespace for its whole life, whichever
 // thread later reads or writes it.
-func (m *nftablesMasq) conn() (*nftables.Conn, error) {
-	c, err := nftables.New(nftables.AsLasting())
+func (m *nftablesMasq) conn() (*nftConn, error) { return openNFT() }
+
+// nftConn is a lasting nftables connection together with its socket, on
+// which this package sends its own single requests (a chain, the
+// generation) between the connection's operations, so that one change
+// opens, and closes, one nfnetlink socket (see nfconn.go for what a close
+// costs). Not for concurrent use.
+type nftConn struct {
+	*nftables.Conn
+	nl *netlink.Conn
+}
+
+// newNFTConn opens a lasting nftables connection in the calling thread's
+// network namespace, for callers that send no single requests of their own.
+func newNFTConn() (*nftables.Conn, error) {
+	c, err := openNFT()
+	if err != nil {
+		return nil, err
+	}
+	return c.Conn, nil
+}
+
+// openNFT opens an nftConn in the calling thread's network namespace.
+func openNFT() (*nftConn, error) {
+	var nl *netlink.Conn
+	c, err := nftables.New(nftables.AsLasting(), nftables.WithSockOptions(func(x *netlink.Conn) error {
+		nl = x
+		return nil
+	}))
 	if err != nil {
 		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
 	}
-	return c, nil
+	if nl == nil {
+		_ = c.CloseLasting() // best effort: nothing was sent on it
+		return nil, errors.New("nftables netlink: the connection's socket was not handed over")
+	}
+	return &nftConn{Conn: c, nl: nl}, nil
 }
 
 // nftUnsupported wraps err with ErrUnavailable when it says that this
@@ -56,8 +88,8 @@ type nftState struct {
 // is an empty state, not an error. It lists all inet chains rather than
 // asking for ours by name because google/nftables flattens the kernel's
 // ENOENT into text for named lookups.
-func (m *nftablesMasq) read(c *nftables.Conn) (nftState, error) {
-	return consistent(func() (nftState, error) { return m.readOnce(c) })
+func (m *nftablesMasq) read(c *nftConn) (nftState, error) {
+	return consistentOn(c.nl, func() (nftState, error) { return m.readOnce(c.Conn) })
 }
 
 func (m *nftablesMasq) readOnce(c *nftables.Conn) (nftState, error) {
@@ -88,6 +120,57 @@ func (m *nftablesMasq) readOnce(c *nftables.Conn) (nftState, error) {
 		}
 	}
 	return s, nil
+}
+
+// setupRead is Setup's read of the base chain's rules and the masquerade
+// chain's: the chains asked for by name (NFT_MSG_GETCHAIN, which costs the
+// same however many chains other tables hold), then the rules of those
+// that exist.
+//
+// Unlike read it takes no care that the view is one generation of the
+// ruleset (see consistent), which under many parallel ADDs cost retries
+// and a socket more. Setup's view only decides two things. Whether the
+// base chain's rules need rewriting: a wrong view rewrites them, in one
+// atomic batch, or leaves them as they are. And which of this attachment's
+// own rules to replace: nobody else changes those, so a dump that others'
+// commits interrupted can at worst skip one, which then stays beside its
+// replacement until DEL (whose read is consistent) removes every rule of
+// the attachment. A rule seen twice is deleted once.
+func (m *nftablesMasq) setupRead(c *nftConn) (nftState, error) {
+	var s nftState
+	for _, x := range []struct {
+		chain *nftables.Chain
+		there *bool
+		rules *[]*nftables.Rule
+	}{{nftBase(), &s.base, &s.baseRules}, {nftMasq(), &s.masq, &s.masqRules}} {
+		there, err := nftChainExistsIn(c.nl, nftables.TableFamilyINet, nftTableName, x.chain.Name)
+		if err != nil {
+			return s, fmt.Errorf("look up inet %s %s: %w", nftTableName, x.chain.Name, nftUnsupported(err))
+		}
+		if !there {
+			continue
+		}
+		rs, err := c.GetRules(nftTable, x.chain)
+		if err != nil {
+			return s, fmt.Errorf("list rules of inet %s %s: %w", nftTableName, x.chain.Name, err)
+		}
+		*x.there, *x.rules = true, uniqueHandles(rs)
+	}
+	return s, nil
+}
+
+// uniqueHandles drops the repeats of a rule (same handle) that a dump
+// interrupted by a commit can report.
+func uniqueHandles(rs []*nftables.Rule) []*nftables.Rule {
+	seen := make(map[uint64]bool, len(rs))
+	out := rs[:0]
+	for _, r := range rs {
+		if !seen[r.Handle] {
+			seen[r.Handle] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func renderAll(rs []*nftables.Rule) []string {
@@ -128,38 +211,64 @@ func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 		return err
 	}
 	defer c.CloseLasting()
-	s, err := m.read(c)
+	s, err := m.setupRead(c)
 	if err != nil {
 		return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
 	}
+	err = m.setup(c, o, s, want)
+	if err != nil && (s.base || s.masq) {
+		// A chain seen a moment ago may have gone since (the table
+		// removed by hand): once more, declaring every object.
+		s.base, s.masq = false, false
+		err = m.setup(c, o, s, want)
+	}
+	if err != nil {
+		return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
+	}
+	return nil
+}
 
-	// Adding an existing table or chain with the same definition is a no-op
-	// for the kernel, so these are always part of the batch.
+// setup commits what Setup decided from s, the state setupRead saw.
+//
+// The table and a chain that s lacks are declared in the batch (adding
+// one that exists with the same definition changes nothing); a chain that
+// s holds is not. Declaring an existing chain is an update to the kernel,
+// and an updated chain is freed only after an RCU grace period: the
+// commit leaves cleanup work behind, and closing an nfnetlink socket
+// waits for that work while holding the commit mutex of the namespace
+// (see nfconn.go). With many pods at once, each ADD's close then held up
+// the others' commits and veth creations for about 10 ms. A commit that
+// only adds rules leaves no such work.
+func (m *nftablesMasq) setup(c *nftConn, o Owner, s nftState, want []nftRule) error {
+	have := ownedBy(s.masqRules, o)
+	for _, r := range have {
+		if r.Handle == 0 { // before anything is queued: nothing is left for a retry to send
+			return fmt.Errorf("delete stale rule: the kernel reported it without a handle")
+		}
+	}
 	c.AddTable(nftTable)
-	base := c.AddChain(nftBase())
-	masq := c.AddChain(nftMasq())
-
+	base, masq := nftBase(), nftMasq()
+	if !s.base {
+		base = c.AddChain(base)
+	}
+	if !s.masq {
+		masq = c.AddChain(masq)
+	}
 	if want := renderRules(nftBaseRules()); !slices.Equal(renderAll(s.baseRules), want) {
 		c.FlushChain(base)
 		for _, r := range nftBaseRules() {
 			c.AddRule(&nftables.Rule{Table: nftTable, Chain: base, Exprs: r.exprs, UserData: r.userData()})
 		}
 	}
-	have := ownedBy(s.masqRules, o)
 	if !slices.Equal(renderAll(have), renderRules(want)) {
 		for _, r := range have {
-			if err := c.DelRule(r); err != nil {
-				return fmt.Errorf("set up nftables masquerade for %s: delete stale rule: %w", o, err)
-			}
+			_ = c.DelRule(r) // fails only without a handle, refused above
 		}
 		for _, r := range want {
 			c.AddRule(&nftables.Rule{Table: nftTable, Chain: masq, Exprs: r.exprs, UserData: r.userData()})
 		}
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
-	}
-	return nil
+	return c.Flush()
 }
 
 func (m *nftablesMasq) Teardown(o Owner) error {
@@ -171,7 +280,7 @@ func (m *nftablesMasq) Teardown(o Owner) error {
 	return m.teardown(c, o)
 }
 
-func (m *nftablesMasq) teardown(c *nftables.Conn, o Owner) error {
+func (m *nftablesMasq) teardown(c *nftConn, o Owner) error {
 	s, err := m.read(c)
 	if err != nil {
 		return fmt.Errorf("tear down nftables masquerade for %s: %w", o, err)

@@ -37,21 +37,30 @@ var errRulesetBusy = errors.New("nftables ruleset kept changing while it was rea
 // saw any of a commit's changes is followed by a generation read that sees
 // its bump.
 //
-// Between two tries nothing sleeps: the reader listens to the nftables
-// multicast group (joined before the first generation read, so it hears
-// every commit that can race a read) and, after a read that lost, waits
-// for the NFT_MSG_NEWGEN notification of the last commit that raced it.
-// That is sent when the commit has finished, so the retry starts behind
-// the writers it lost to rather than in the middle of them.
+// Between two tries nothing sleeps: after a read that lost, the reader
+// joins the nftables multicast group, and from then on, after each read
+// that lost, waits for the NFT_MSG_NEWGEN notification of the last commit
+// that raced it. That is sent when the commit has finished, so the retry
+// starts behind the writers it lost to rather than in the middle of them.
+// The first retry starts at once: the group is joined only once a read
+// has lost (a socket more, and closing one costs; see nfconn.go), and a
+// notification sent before the join is not heard.
 func consistent[T any](read func() (T, error)) (T, error) {
-	return consistentWithin(readBudget, read)
+	return consistentWithin(nil, readBudget, read)
 }
 
-// consistentWithin is consistent with the budget given.
-func consistentWithin[T any](budget time.Duration, read func() (T, error)) (T, error) {
+// consistentOn is consistent asking for generations on nl, a socket the
+// caller has open anyway (see nftConn), rather than the shared one.
+func consistentOn[T any](nl *netlink.Conn, read func() (T, error)) (T, error) {
+	return consistentWithin(nl, readBudget, read)
+}
+
+// consistentWithin is consistent with the budget given; nl as for
+// consistentOn, nil for the shared socket.
+func consistentWithin[T any](nl *netlink.Conn, budget time.Duration, read func() (T, error)) (T, error) {
 	var zero T
 	deadline := time.Now().Add(budget)
-	w, err := watchGenerations()
+	w, err := watchGenerations(nl)
 	if err != nil {
 		return zero, err
 	}
@@ -72,12 +81,26 @@ func consistentWithin[T any](budget time.Duration, read func() (T, error)) (T, e
 		if before == after {
 			return v, nil
 		}
-		err = w.waitFor(after, deadline)
-		if errors.Is(err, os.ErrDeadlineExceeded) || err == nil && time.Now().After(deadline) {
-			return v, fmt.Errorf("%w for %s", errRulesetBusy, budget)
+		if w.sub == nil {
+			// Joined before the next generation read: it hears every
+			// commit that can race the next try.
+			if err := w.subscribe(); err != nil {
+				return v, err
+			}
+			if after, err = w.generation(); err != nil {
+				return v, err
+			}
+		} else {
+			err = w.waitFor(after, deadline)
+			if errors.Is(err, os.ErrDeadlineExceeded) || err == nil && time.Now().After(deadline) {
+				return v, fmt.Errorf("%w for %s", errRulesetBusy, budget)
+			}
+			if err != nil {
+				return v, err
+			}
 		}
-		if err != nil {
-			return v, err
+		if time.Now().After(deadline) {
+			return v, fmt.Errorf("%w for %s", errRulesetBusy, budget)
 		}
 		// Generation after was current before the next try starts: a
 		// commit that races that try bumps it.
@@ -85,36 +108,49 @@ func consistentWithin[T any](budget time.Duration, read func() (T, error)) (T, e
 	}
 }
 
-// genWatch is what consistent needs of nfnetlink: one socket for
-// NFT_MSG_GETGEN requests, one subscribed to NFNLGRP_NFTABLES. (Replies to
+// genWatch is what consistent needs of nfnetlink: a socket for
+// NFT_MSG_GETGEN requests (the process's shared one, see requestConn) and,
+// once a read has lost, one subscribed to NFNLGRP_NFTABLES. (Replies to
 // requests cannot share a socket with notifications: netlink.Conn.Execute
 // would take a notification for its reply.)
 type genWatch struct {
 	req, sub *netlink.Conn
+	done     func()
 }
 
-// watchGenerations opens both sockets in the calling thread's network
+// watchGenerations asks on nl or, when nil, on the request socket of the
+// calling thread's network namespace.
+func watchGenerations(nl *netlink.Conn) (*genWatch, error) {
+	if nl != nil {
+		return &genWatch{req: nl, done: func() {}}, nil
+	}
+	req, done, err := requestConn()
+	if err != nil {
+		return nil, err
+	}
+	return &genWatch{req: req, done: done}, nil
+}
+
+// subscribe opens the notification socket in the calling thread's network
 // namespace and joins the nftables group.
-func watchGenerations() (*genWatch, error) {
+func (w *genWatch) subscribe() error {
 	sub, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
-		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
+		return fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
 	}
 	if err := sub.JoinGroup(unix.NFNLGRP_NFTABLES); err != nil {
 		_ = sub.Close() // best effort: nothing was read or sent on it
-		return nil, fmt.Errorf("join nftables notification group: %w", nftUnsupported(err))
+		return fmt.Errorf("join nftables notification group: %w", nftUnsupported(err))
 	}
-	req, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
-	if err != nil {
-		_ = sub.Close() // best effort: nothing was read or sent on it
-		return nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
-	}
-	return &genWatch{req: req, sub: sub}, nil
+	w.sub = sub
+	return nil
 }
 
 func (w *genWatch) close() {
-	_ = w.req.Close() // best effort: read-only sockets, nothing to flush
-	_ = w.sub.Close()
+	w.done()
+	if w.sub != nil {
+		_ = w.sub.Close() // best effort: a read-only socket, nothing to flush
+	}
 }
 
 // waitFor returns once the notification that generation gen is committed

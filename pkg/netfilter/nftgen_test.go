@@ -50,7 +50,7 @@ var _ = Describe("generation-consistent nftables reads", func() {
 		tries := 0
 		start := time.Now()
 		err := in(curNS, func() error {
-			_, err := consistentWithin(300*time.Millisecond, func() (int, error) {
+			_, err := consistentWithin(nil, 300*time.Millisecond, func() (int, error) {
 				tries++
 				return tries, commit(tries)
 			})

@@ -83,7 +83,7 @@ func (p *nftablesPortMap) read(c *nftables.Conn, f family, withRules, withElems 
 	})
 }
 
-func (p *nftablesPortMap) conn() (*nftables.Conn, error) { return newNFTablesMasq().conn() }
+func (p *nftablesPortMap) conn() (*nftables.Conn, error) { return newNFTConn() }
 
 // own returns the elements of set in s owned by hash.
 func (s pmState) own(set, hash string) []nftables.SetElement {
@@ -162,10 +162,13 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 			sets[set.Name] = set
 		}
 		for _, def := range pmChains(f) {
-			ch := c.AddChain(def.chain)
+			// An existing chain is not declared again: that would be an
+			// update, whose cleanup after an RCU grace period the close
+			// of every nfnetlink socket then waits for (see nfconn.go).
 			if s.chains[def.chain.Name] {
 				continue
 			}
+			ch := c.AddChain(def.chain)
 			for _, r := range def.rules {
 				c.AddRule(&nftables.Rule{Table: ch.Table, Chain: ch, Exprs: r})
 			}

@@ -33,11 +33,11 @@ func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o Owner, mappings []Po
 	if len(mappings) == 0 || len(mappings) > pmLookupMax {
 		return nil, false, false, nil
 	}
-	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	nl, done, err := requestConn()
 	if err != nil {
 		return nil, false, false, nil
 	}
-	defer nl.Close()
+	defer done()
 	hash := nftPMHash(o)
 	type del struct {
 		set *nftables.Set
@@ -122,14 +122,14 @@ var errNoElemGet = errors.New("single set element GET unsupported")
 // A missing table, set or element is there=false with no error.
 // nftGetRequest is an nf_tables GET of one object (no NLM_F_DUMP) of f's
 // tables: the kernel answers with that object alone, or ENOENT.
-func nftGetRequest(msgType int, f family, attrs []byte) netlink.Message {
+func nftGetRequest(msgType int, fam nftables.TableFamily, attrs []byte) netlink.Message {
 	return netlink.Message{
 		Header: netlink.Header{
 			Type:  netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | msgType),
 			Flags: netlink.Request,
 		},
 		// nfgenmsg: family, version NFNETLINK_V0, resource ID 0.
-		Data: append([]byte{byte(f.nft()), unix.NFNETLINK_V0, 0, 0}, attrs...),
+		Data: append([]byte{byte(fam), unix.NFNETLINK_V0, 0, 0}, attrs...),
 	}
 }
 
@@ -151,7 +151,7 @@ func getSetElem(nl *netlink.Conn, f family, set string, key []byte) (e nftables.
 	if err != nil {
 		return e, false, err
 	}
-	msgs, err := nl.Execute(nftGetRequest(unix.NFT_MSG_GETSETELEM, f, attrs))
+	msgs, err := nl.Execute(nftGetRequest(unix.NFT_MSG_GETSETELEM, f.nft(), attrs))
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return e, false, nil
