@@ -156,6 +156,9 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 			fams = append(fams, f)
 		}
 	}
+	if m.appendUnlocked(r, ips, fams) {
+		return nil
+	}
 	var done []family
 	err := m.change("set up forward rules for "+r.Owner.String(), fams, func(f family, t natTable) ([]string, error) {
 		lines := r.setupLines(t, ips[f])
@@ -170,6 +173,39 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 		}
 	}
 	return err
+}
+
+// appendUnlocked is Setup's usual case without the CNI-FORWARD lock: when
+// each family's table already has the shared chains and jumps in place,
+// all r needs is its own rules appended to CNI-FORWARD, and appends of
+// different attachments do not conflict (each restore is one transaction;
+// iptables-nft retries one that raced another commit, and legacy iptables
+// serialises them with -w). Under the lock, every firewall ADD of a node
+// waited for the others' iptables-save and iptables-restore in turn. It
+// reports whether that was all; on false (anything else to change, a
+// failure) Setup goes the locked way, which reads again: a family done
+// here then needs no line there.
+func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[family][]net.IP, fams []family) bool {
+	if err := m.usable(); err != nil {
+		return false
+	}
+	appendOwn := "-A " + fwdChain + " "
+	for _, f := range fams {
+		t, err := m.save(f)
+		if err != nil {
+			return false
+		}
+		lines := r.setupLines(t, ips[f])
+		for _, l := range lines {
+			if !strings.HasPrefix(l, appendOwn) {
+				return false
+			}
+		}
+		if m.restore(f, lines) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // setupLines are the restore lines that make t hold r for ips.

@@ -2,12 +2,15 @@ package netfilter
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cniforge/plugins/pkg/filelock"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
@@ -57,4 +60,47 @@ var _ = Describe("iptables chain locks", func() {
 		Expect(in(hostNS, func() error { return m.Check(b, addrsB) })).To(MatchError(ErrMissing))
 		Expect(lockFiles(dir)).To(Equal([]string{iptablesLockFile(iptablesChain(a))}))
 	}, SpecTimeout(2*time.Minute))
+})
+
+var _ = Describe("iptables forward rules without the CNI-FORWARD lock", func() {
+	rules := func(id, ip string) ForwardRules {
+		return ForwardRules{Owner: Owner{Network: "net1", ContainerID: id, IfName: "eth0"}, Addrs: []net.IP{net.ParseIP(ip)}}
+	}
+
+	It("appends another attachment's rules while the lock is held, once the shared chains and jumps are in place", func(ctx SpecContext) {
+		hostNS := testutil.NewNS()
+		dir := GinkgoT().TempDir()
+		m := &iptablesForward{ipt: &iptablesMasq{lockDir: dir}}
+		first, second := rules("ctr-1", "10.1.0.5"), rules("ctr-2", "10.1.0.6")
+		Expect(in(hostNS, func() error { return m.Setup(first) })).To(Succeed())
+
+		lock, err := filelock.Lock(filepath.Join(dir, iptablesLockFile(fwdLockName)), 0o600)
+		Expect(err).NotTo(HaveOccurred())
+		done := make(chan error, 1)
+		go func() { done <- in(hostNS, func() error { return m.Setup(second) }) }()
+		select {
+		case err := <-done:
+			Expect(err).NotTo(HaveOccurred())
+		case <-ctx.Done():
+			lock.Close()
+			Fail("the second Setup waited for the lock")
+		}
+		lock.Close()
+		for _, r := range []ForwardRules{first, second} {
+			Expect(in(hostNS, func() error { return m.Check(r) })).To(Succeed())
+		}
+	}, SpecTimeout(time.Minute))
+
+	It("takes the lock when the shared parts are missing", func(ctx SpecContext) {
+		hostNS := testutil.NewNS()
+		dir := GinkgoT().TempDir()
+		m := &iptablesForward{ipt: &iptablesMasq{lockDir: dir}}
+		lock, err := filelock.Lock(filepath.Join(dir, iptablesLockFile(fwdLockName)), 0o600)
+		Expect(err).NotTo(HaveOccurred())
+		done := make(chan error, 1)
+		go func() { done <- in(hostNS, func() error { return m.Setup(rules("ctr-1", "10.1.0.5")) }) }()
+		Consistently(done, "300ms").ShouldNot(Receive())
+		lock.Close()
+		Eventually(done).WithContext(ctx).Should(Receive(BeNil()))
+	}, SpecTimeout(time.Minute))
 })
