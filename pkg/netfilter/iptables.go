@@ -366,6 +366,25 @@ func nftChainExists(f family, table, chain string) (bool, error) {
 	return nftChainExistsIn(nl, f.nft(), table, chain)
 }
 
+// nftTableExistsIn asks nf_tables on nl for one table of family fam (a
+// GETTABLE without NLM_F_DUMP); ENOENT is false.
+func nftTableExistsIn(nl *netlink.Conn, fam nftables.TableFamily, table string) (bool, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.String(unix.NFTA_TABLE_NAME, table)
+	attrs, err := ae.Encode()
+	if err != nil {
+		return false, err
+	}
+	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETTABLE, fam, attrs))
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // nftChainExistsIn is nftChainExists for a table of any nf_tables family,
 // asked on nl.
 func nftChainExistsIn(nl *netlink.Conn, fam nftables.TableFamily, table, chain string) (bool, error) {

@@ -60,6 +60,8 @@ func (m *iptablesMasq) teardownNFT(o Owner, f family) (done bool) {
 // connection to delete them on.
 type nftChain struct {
 	c         *nftables.Conn
+	release   func(failed bool)
+	failed    bool // a change was refused or left half queued
 	table     *nftables.Table
 	name      string
 	from, own []*nftables.Rule
@@ -69,14 +71,17 @@ type nftChain struct {
 // (nat, filter). A
 // missing table or chain (ENOENT) is an error like any other: the
 // callers' chainSurelyAbsent has already ruled on absence.
+//
+// It holds the process's nftables connection (acquireNFT) until close.
 func readNFTChain(f family, table, from, chain string) (*nftChain, error) {
-	c, err := nftables.New(nftables.AsLasting())
+	nc, release, err := acquireNFT()
 	if err != nil {
 		return nil, err
 	}
-	d := &nftChain{c: c, table: &nftables.Table{Name: table, Family: f.nft()}, name: chain}
+	c := nc.Conn
+	d := &nftChain{c: c, release: release, table: &nftables.Table{Name: table, Family: f.nft()}, name: chain}
 	type view struct{ from, own []*nftables.Rule }
-	v, err := consistent(func() (view, error) {
+	v, err := consistentOn(nc.nl, func() (view, error) {
 		var fr []*nftables.Rule
 		if from != "" {
 			var err error
@@ -88,14 +93,14 @@ func readNFTChain(f family, table, from, chain string) (*nftChain, error) {
 		return view{fr, own}, err
 	})
 	if err != nil {
-		c.CloseLasting()
+		release(true)
 		return nil, err
 	}
 	d.from, d.own = v.from, v.own
 	return d, nil
 }
 
-func (d *nftChain) close() { d.c.CloseLasting() }
+func (d *nftChain) close() { d.release(d.failed) }
 
 // deleteChain deletes, in one batch, every rule of from that jumps to the
 // chain, and the chain; false when the kernel refuses the batch (the
@@ -106,13 +111,18 @@ func (d *nftChain) deleteChain() bool {
 			continue
 		}
 		if err := d.c.DelRule(r); err != nil {
+			d.failed = true
 			return false
 		}
 	}
 	ch := &nftables.Chain{Name: d.name, Table: d.table}
 	d.c.FlushChain(ch)
 	d.c.DelChain(ch)
-	return d.c.Flush() == nil
+	if d.c.Flush() != nil {
+		d.failed = true
+		return false
+	}
+	return true
 }
 
 // deleteRules deletes rules (of the chain) in one batch; false when the
@@ -120,10 +130,15 @@ func (d *nftChain) deleteChain() bool {
 func (d *nftChain) deleteRules(rules []*nftables.Rule) bool {
 	for _, r := range rules {
 		if err := d.c.DelRule(r); err != nil {
+			d.failed = true
 			return false
 		}
 	}
-	return d.c.Flush() == nil
+	if d.c.Flush() != nil {
+		d.failed = true
+		return false
+	}
+	return true
 }
 
 // teardownNFT is the firewall's iptables Teardown for one family of

@@ -200,6 +200,9 @@ func TeardownMacSpoofCheck(o Owner) error {
 }
 
 func teardownMacSpoofOnce(o Owner) error {
+	if !macspoofTablesMayExist() {
+		return nil
+	}
 	c, err := nftables.New() // not lasting: cannot fail
 	if err != nil {
 		return err
@@ -208,6 +211,25 @@ func teardownMacSpoofOnce(o Owner) error {
 		return err
 	}
 	return c.Flush() // an empty batch sends nothing
+}
+
+// macspoofTablesMayExist asks for the two bridge tables by name on the
+// shared request socket. Every bridge DEL tears the check down whether
+// macspoofchk was set or not, and the listings of the teardown open and
+// close a socket each (see nfconn.go for what that costs); without either
+// table there is nothing to list. Any doubt (an error) says they may.
+func macspoofTablesMayExist() bool {
+	nl, done, err := requestConn()
+	if err != nil {
+		return true
+	}
+	defer done()
+	for _, t := range []string{macspoofTableName, legacyMacspoofTableName} {
+		if there, err := nftTableExistsIn(nl, nftables.TableFamilyBridge, t); there || err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Check verifies, read-only, that the check of m is installed: the base

@@ -200,7 +200,11 @@ func TeardownMasqAll(o Owner) error {
 }
 
 func teardownMasqAll(o Owner, ipt *iptablesMasq, nft *nftablesMasq) error {
-	return errors.Join(ipt.teardownIfUsable(o), nft.teardownIfUsable(o))
+	// nftables first: usually it has nothing of o's and commits nothing,
+	// so its socket closes before the iptables teardown's commit leaves
+	// cleanup work for every later close to wait for (see nfconn.go).
+	nftErr := nft.teardownIfUsable(o)
+	return errors.Join(ipt.teardownIfUsable(o), nftErr)
 }
 
 // GCMasqAll removes the rules of network whose owner is not in keep from

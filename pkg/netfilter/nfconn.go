@@ -18,44 +18,99 @@ import (
 // rtnl lock), queued behind it. A plugin exec used to close three to six
 // of these sockets.
 //
-// So the single requests this package sends itself (a generation, one
-// chain) share one socket per network namespace for the life of the
-// process; the process's exit closes it, once. nftables.Conn, which keeps
-// batch state, still has one socket per change.
+// So a process keeps one nftables connection per network namespace for
+// its life (acquireNFT), and the process's exit closes it, once: the
+// masquerade's changes and reads, iptables-nft's chains read and deleted
+// over netlink, and the single requests this package sends itself (a
+// generation, one chain or table) all go through it. Portmap's and the
+// firewall's nftables backends still open one of their own per change.
 
-// maxRequestConns bounds the namespaces a process keeps a request socket
-// in. A plugin exec works in one; a test process goes through many, and a
-// socket keeps its namespace alive, so past the bound a request gets a
-// socket of its own, closed after it.
+// maxRequestConns bounds the namespaces a process keeps a connection in. A
+// plugin exec works in one; a test process goes through many, and a socket
+// keeps its namespace alive, so past the bound a caller gets a connection
+// of its own, closed after it.
 const maxRequestConns = 8
 
-var requestConns = struct {
-	sync.Mutex
-	byNS map[[2]uint64]*netlink.Conn
-}{byNS: map[[2]uint64]*netlink.Conn{}}
+// sharedNFT is the connection of one namespace and the lock that gives it
+// to one caller at a time: a change queues messages in it up to its Flush,
+// and the single requests share its socket.
+type sharedNFT struct {
+	mu   sync.Mutex
+	conn *nftConn // nil until opened, and after a failure dropped it
+}
 
-// requestConn returns an nfnetlink socket in the calling thread's network
-// namespace for single requests (netlink.Conn.Execute is safe for
-// concurrent use), and the function to call when done with it: a no-op
-// for the shared one.
-func requestConn() (*netlink.Conn, func(), error) {
+var sharedNFTs = struct {
+	sync.Mutex
+	byNS map[[2]uint64]*sharedNFT
+}{byNS: map[[2]uint64]*sharedNFT{}}
+
+// acquireNFT returns the process's nftables connection in the calling
+// thread's network namespace, held for the caller alone, and the function
+// that gives it back. release(failed) with failed true drops it (its batch
+// may still hold what a failed change queued, its socket replies nobody
+// read); the next caller opens another. A caller must not acquire it
+// again before it has released it.
+func acquireNFT() (*nftConn, func(failed bool), error) {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 		return nil, nil, fmt.Errorf("network namespace of this thread: %w", err)
 	}
 	key := [2]uint64{st.Dev, st.Ino}
-	requestConns.Lock()
-	defer requestConns.Unlock()
-	if c := requestConns.byNS[key]; c != nil {
-		return c, func() {}, nil
+	sharedNFTs.Lock()
+	s := sharedNFTs.byNS[key]
+	if s == nil && len(sharedNFTs.byNS) < maxRequestConns {
+		s = &sharedNFT{}
+		sharedNFTs.byNS[key] = s
 	}
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	sharedNFTs.Unlock()
+	if s == nil {
+		c, err := openNFT()
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func(bool) { _ = c.CloseLasting() }, nil // best effort: a change's errors came from Flush
+	}
+	s.mu.Lock()
+	if s.conn == nil {
+		c, err := openNFT()
+		if err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
+		}
+		s.conn = c
+	}
+	c := s.conn
+	return c, func(failed bool) {
+		if failed {
+			_ = c.CloseLasting() // best effort: dropped for what it may hold
+			s.conn = nil
+		}
+		s.mu.Unlock()
+	}, nil
+}
+
+// withNFT runs fn with the process's connection (see acquireNFT); an error
+// of fn, or a panic, drops it.
+func withNFT(fn func(c *nftConn) error) (err error) {
+	c, release, err := acquireNFT()
 	if err != nil {
-		return nil, nil, fmt.Errorf("nftables netlink: %w", nftUnsupported(err))
+		return err
 	}
-	if len(requestConns.byNS) >= maxRequestConns {
-		return c, func() { _ = c.Close() }, nil // best effort: requests only, nothing to flush
+	failed := true
+	defer func() { release(failed) }()
+	err = fn(c)
+	failed = err != nil
+	return err
+}
+
+// requestConn returns the socket of the process's connection in the
+// calling thread's network namespace, for single requests, and the
+// function to call when done with it. An error reply to a request is read
+// whole, so it leaves the socket as it was.
+func requestConn() (*netlink.Conn, func(), error) {
+	c, release, err := acquireNFT()
+	if err != nil {
+		return nil, nil, err
 	}
-	requestConns.byNS[key] = c
-	return c, func() {}, nil
+	return c.nl, func() { release(false) }, nil
 }

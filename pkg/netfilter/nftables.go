@@ -206,26 +206,23 @@ func (m *nftablesMasq) Setup(o Owner, addrs []*net.IPNet) error {
 	if len(want) == 0 {
 		return nil
 	}
-	c, err := m.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	s, err := m.setupRead(c)
-	if err != nil {
-		return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
-	}
-	err = m.setup(c, o, s, want)
-	if err != nil && (s.base || s.masq) {
-		// A chain seen a moment ago may have gone since (the table
-		// removed by hand): once more, declaring every object.
-		s.base, s.masq = false, false
+	return withNFT(func(c *nftConn) error {
+		s, err := m.setupRead(c)
+		if err != nil {
+			return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
+		}
 		err = m.setup(c, o, s, want)
-	}
-	if err != nil {
-		return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
-	}
-	return nil
+		if err != nil && (s.base || s.masq) {
+			// A chain seen a moment ago may have gone since (the table
+			// removed by hand): once more, declaring every object.
+			s.base, s.masq = false, false
+			err = m.setup(c, o, s, want)
+		}
+		if err != nil {
+			return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
+		}
+		return nil
+	})
 }
 
 // setup commits what Setup decided from s, the state setupRead saw.
@@ -272,12 +269,9 @@ func (m *nftablesMasq) setup(c *nftConn, o Owner, s nftState, want []nftRule) er
 }
 
 func (m *nftablesMasq) Teardown(o Owner) error {
-	c, err := m.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	return m.teardown(c, o)
+	return withNFT(func(c *nftConn) error {
+		return m.teardown(c, o)
+	})
 }
 
 func (m *nftablesMasq) teardown(c *nftConn, o Owner) error {
@@ -303,102 +297,99 @@ func (m *nftablesMasq) teardown(c *nftConn, o Owner) error {
 }
 
 func (m *nftablesMasq) Check(o Owner, addrs []*net.IPNet) error {
-	c, err := m.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	s, err := m.read(c)
-	if err != nil {
-		return fmt.Errorf("check nftables masquerade for %s: %w", o, err)
-	}
-	var miss []error
-	where := "table inet " + nftTableName
-	switch {
-	case !s.base:
-		miss = append(miss, fmt.Errorf("%w: %s chain %s", ErrMissing, where, nftBaseChain))
-	case s.baseHook.Hooknum == nil || *s.baseHook.Hooknum != *nftables.ChainHookPostrouting ||
-		s.baseHook.Type != nftables.ChainTypeNAT:
-		miss = append(miss, fmt.Errorf("%w: %s chain %s as a nat postrouting chain", ErrMissing, where, nftBaseChain))
-	default:
-		have := renderAll(s.baseRules)
-		for _, r := range renderRules(nftBaseRules()) {
-			if !slices.Contains(have, r) {
-				miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftBaseChain, r))
+	return withNFT(func(c *nftConn) error {
+		s, err := m.read(c)
+		if err != nil {
+			return fmt.Errorf("check nftables masquerade for %s: %w", o, err)
+		}
+		var miss []error
+		where := "table inet " + nftTableName
+		switch {
+		case !s.base:
+			miss = append(miss, fmt.Errorf("%w: %s chain %s", ErrMissing, where, nftBaseChain))
+		case s.baseHook.Hooknum == nil || *s.baseHook.Hooknum != *nftables.ChainHookPostrouting ||
+			s.baseHook.Type != nftables.ChainTypeNAT:
+			miss = append(miss, fmt.Errorf("%w: %s chain %s as a nat postrouting chain", ErrMissing, where, nftBaseChain))
+		default:
+			have := renderAll(s.baseRules)
+			for _, r := range renderRules(nftBaseRules()) {
+				if !slices.Contains(have, r) {
+					miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftBaseChain, r))
+				}
 			}
 		}
-	}
-	// A rule of our earlier releases (legacy comment) passes too: pods
-	// set up before the switch to upstream's names stay checkable.
-	have := renderAll(ownedBy(s.masqRules, o))
-	for _, r := range nftMasqRules(o, addrs) {
-		legacy := nftRule{exprs: r.exprs, comment: nftLegacyComment(o)}
-		if !slices.Contains(have, r.String()) && !slices.Contains(have, legacy.String()) {
-			miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftMasqChain, r))
+		// A rule of our earlier releases (legacy comment) passes too: pods
+		// set up before the switch to upstream's names stay checkable.
+		have := renderAll(ownedBy(s.masqRules, o))
+		for _, r := range nftMasqRules(o, addrs) {
+			legacy := nftRule{exprs: r.exprs, comment: nftLegacyComment(o)}
+			if !slices.Contains(have, r.String()) && !slices.Contains(have, legacy.String()) {
+				miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", ErrMissing, where, nftMasqChain, r))
+			}
 		}
-	}
-	if len(miss) > 0 {
-		return fmt.Errorf("nftables masquerade of %s: %w", o, errors.Join(miss...))
-	}
-	return nil
+		if len(miss) > 0 {
+			return fmt.Errorf("nftables masquerade of %s: %w", o, errors.Join(miss...))
+		}
+		return nil
+	})
 }
 
 func (m *nftablesMasq) GC(network string, keep []Owner) error {
-	c, err := m.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	s, err := m.read(c)
-	if err != nil {
-		return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
-	}
-	var kept []Owner
-	for _, o := range keep {
-		if o.Network == network {
-			kept = append(kept, o)
-		}
-	}
-	var stale []*nftables.Rule
-	for _, r := range s.masqRules {
-		c, ok := parseNFTComment(nftRuleFrom(r).comment)
-		if ok && c.inNetwork(network) && !slices.ContainsFunc(kept, c.owns) {
-			stale = append(stale, r)
-		}
-	}
-	if len(stale) == 0 {
-		return nil
-	}
-	for _, r := range stale {
-		if err := c.DelRule(r); err != nil {
+	return withNFT(func(c *nftConn) error {
+		s, err := m.read(c)
+		if err != nil {
 			return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
 		}
-	}
-	if c.Flush() == nil {
-		return nil
-	}
-	// The batch failed as a whole; retry rule by rule so one bad rule
-	// (say, deleted meanwhile) does not keep the others.
-	var errs []error
-	for _, r := range stale {
-		if err := c.DelRule(r); err == nil {
-			err = c.Flush()
+		var kept []Owner
+		for _, o := range keep {
+			if o.Network == network {
+				kept = append(kept, o)
+			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gc nftables rule %q of network %q: %w", nftRuleFrom(r), network, err))
+		var stale []*nftables.Rule
+		for _, r := range s.masqRules {
+			c, ok := parseNFTComment(nftRuleFrom(r).comment)
+			if ok && c.inNetwork(network) && !slices.ContainsFunc(kept, c.owns) {
+				stale = append(stale, r)
+			}
 		}
-	}
-	return errors.Join(errs...)
+		if len(stale) == 0 {
+			return nil
+		}
+		for _, r := range stale {
+			if err := c.DelRule(r); err != nil {
+				return fmt.Errorf("gc nftables masquerade of network %q: %w", network, err)
+			}
+		}
+		if c.Flush() == nil {
+			return nil
+		}
+		// The batch failed as a whole; retry rule by rule so one bad rule
+		// (say, deleted meanwhile) does not keep the others.
+		var errs []error
+		for _, r := range stale {
+			if err := c.DelRule(r); err == nil {
+				err = c.Flush()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("gc nftables rule %q of network %q: %w", nftRuleFrom(r), network, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // usable reports whether nf_tables answers here.
 func (m *nftablesMasq) usable() error {
-	c, err := m.conn()
+	// One GETTABLE of the inet family on the shared request socket: the
+	// table there or not (ENOENT) proves nf_tables and its inet family
+	// work, without a socket of its own to close (see nfconn.go).
+	nl, done, err := requestConn()
 	if err != nil {
-		return err
+		return fmt.Errorf("nftables: %w: %w", ErrUnavailable, err)
 	}
-	defer c.CloseLasting()
-	if _, err := c.ListTablesOfFamily(nftables.TableFamilyINet); err != nil {
+	defer done()
+	if _, err := nftTableExistsIn(nl, nftables.TableFamilyINet, nftTableName); err != nil {
 		return fmt.Errorf("nftables: %w: %w", ErrUnavailable, err)
 	}
 	return nil

@@ -123,14 +123,16 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 	if p.m.noNFT || !p.m.isNFTVariant(f) {
 		return nat, raw, false
 	}
-	c, err := nftables.New(nftables.AsLasting())
+	nc, release, err := acquireNFT()
 	if err != nil {
 		return nat, raw, false
 	}
-	defer c.CloseLasting()
+	failed := true
+	defer func() { release(failed) }()
+	c := nc.Conn
 	fam := f.nft()
 	type view struct{ nat, raw natTable }
-	v, err := consistent(func() (view, error) {
+	v, err := consistentOn(nc.nl, func() (view, error) {
 		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
 			return view{}, err
@@ -166,6 +168,7 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 		}
 		return view{tables["nat"], tables["raw"]}, nil
 	})
+	failed = err != nil
 	if err != nil || v.nat.chains[chain] {
 		return nat, raw, false
 	}
