@@ -369,33 +369,31 @@ func nftChainExists(f family, table, chain string) (bool, error) {
 // nftTableExistsIn asks nf_tables on nl for one table of family fam (a
 // GETTABLE without NLM_F_DUMP); ENOENT is false.
 func nftTableExistsIn(nl *netlink.Conn, fam nftables.TableFamily, table string) (bool, error) {
-	ae := netlink.NewAttributeEncoder()
-	ae.String(unix.NFTA_TABLE_NAME, table)
-	attrs, err := ae.Encode()
-	if err != nil {
-		return false, err
-	}
-	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETTABLE, fam, attrs))
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
+	return nftObjectExists(nl, unix.NFT_MSG_GETTABLE, fam, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_TABLE_NAME, table)
+	})
 }
 
 // nftChainExistsIn is nftChainExists for a table of any nf_tables family,
 // asked on nl.
 func nftChainExistsIn(nl *netlink.Conn, fam nftables.TableFamily, table, chain string) (bool, error) {
+	return nftObjectExists(nl, unix.NFT_MSG_GETCHAIN, fam, func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_CHAIN_TABLE, table)
+		ae.String(unix.NFTA_CHAIN_NAME, chain)
+	})
+}
+
+// nftObjectExists sends one GET of msgType (no NLM_F_DUMP) with the
+// attributes name writes, and reports whether the object is there: ENOENT
+// is false.
+func nftObjectExists(nl *netlink.Conn, msgType int, fam nftables.TableFamily, name func(*netlink.AttributeEncoder)) (bool, error) {
 	ae := netlink.NewAttributeEncoder()
-	ae.String(unix.NFTA_CHAIN_TABLE, table)
-	ae.String(unix.NFTA_CHAIN_NAME, chain)
+	name(ae)
 	attrs, err := ae.Encode()
 	if err != nil {
 		return false, err
 	}
-	_, err = nl.Execute(nftGetRequest(unix.NFT_MSG_GETCHAIN, fam, attrs))
+	_, err = nl.Execute(nftGetRequest(msgType, fam, attrs))
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return false, nil
