@@ -86,12 +86,19 @@ func (m MacSpoofCheck) Setup() error {
 	if err != nil {
 		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
 	}
-	if err := queueMacspoofTeardown(c, m.Owner); err != nil {
+	chains, err := queueMacspoofTeardown(c, m.Owner)
+	if err != nil {
 		return fmt.Errorf("set up mac spoof check for %s: %w", m.Owner, err)
 	}
 	o, ud := m.Owner, macspoofUserData(m.Owner)
 	c.AddTable(macspoofTable)
-	base := c.AddChain(macspoofBase())
+	// An existing base chain is not declared again: that would be an
+	// update, whose cleanup every nfnetlink socket's close then waits
+	// for (see nfconn.go).
+	base := macspoofBase()
+	if chains[macspoofBaseChain] == nil {
+		base = c.AddChain(base)
+	}
 	iface := c.AddChain(chainIn(macspoofChainName(o)))
 	mac := c.AddChain(chainIn(macspoofMACChainName(o)))
 	c.AddRule(&nftables.Rule{Table: macspoofTable, Chain: mac, UserData: ud, Exprs: []expr.Any{
@@ -142,21 +149,22 @@ func bridgeChains(c *nftables.Conn, table string) (map[string]*nftables.Chain, e
 }
 
 // queueMacspoofTeardown queues in c the removal of o's check, in both
-// layouts: the base chain's rules with o's comment, then o's chains.
-func queueMacspoofTeardown(c *nftables.Conn, o Owner) error {
+// layouts: the base chain's rules with o's comment, then o's chains. It
+// returns the chains of the table as it listed them.
+func queueMacspoofTeardown(c *nftables.Conn, o Owner) (map[string]*nftables.Chain, error) {
 	chains, err := bridgeChains(c, macspoofTableName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if chains[macspoofBaseChain] != nil {
 		rules, err := c.GetRules(macspoofTable, macspoofBase())
 		if err != nil {
-			return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
+			return nil, fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
 		}
 		for _, r := range rules {
 			if ruleComment(r) == macspoofComment(o) {
 				if err := c.DelRule(r); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
@@ -164,9 +172,9 @@ func queueMacspoofTeardown(c *nftables.Conn, o Owner) error {
 	queueMacspoofChainsDelete(c, chains, macspoofRef(o))
 	legacy, err := bridgeChains(c, legacyMacspoofTableName)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return queueLegacyMacspoofTeardown(c, legacy, o)
+	return chains, queueLegacyMacspoofTeardown(c, legacy, o)
 }
 
 // queueMacspoofChainsDelete queues the deletion of the chains of ref that
@@ -207,7 +215,7 @@ func teardownMacSpoofOnce(o Owner) error {
 	if err != nil {
 		return err
 	}
-	if err := queueMacspoofTeardown(c, o); err != nil {
+	if _, err := queueMacspoofTeardown(c, o); err != nil {
 		return err
 	}
 	return c.Flush() // an empty batch sends nothing
