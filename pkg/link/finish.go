@@ -41,8 +41,9 @@ type FinishOptions struct {
 // IPv4 sets arp_notify, so the kernel announces the addresses with a
 // gratuitous ARP each as the link comes up after them (and again when its
 // MAC changes); a link that was up already (dhcp needed it) is announced
-// from a packet socket instead. IPv6 sets ndisc_notify. Addresses carry IFA_F_NODAD: IPAM hands out unique
-// addresses, and DAD would leave them unusable for 1-2 s. Changes are not
+// from a packet socket instead. IPv6 sets ndisc_notify. Addresses carry
+// IFA_F_NODAD: IPAM hands out unique addresses, and DAD would leave them
+// unusable for 1-2 s. Changes are not
 // undone here: deleting the link (the caller's undo) takes them along.
 func Finish(o FinishOptions) (*current.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}

@@ -21,6 +21,8 @@ type ARPListener struct {
 	stop atomic.Bool
 	mu   sync.Mutex
 	seen map[string]net.HardwareAddr // announced IPv4 -> sender MAC
+	// more is closed (and replaced) when an announcement is recorded.
+	more chan struct{}
 	done chan struct{}
 }
 
@@ -58,7 +60,7 @@ func ListenARP(n *ns.NetNS, ifName string) (*ARPListener, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	l := &ARPListener{fd: fd, seen: map[string]net.HardwareAddr{}, done: make(chan struct{})}
+	l := &ARPListener{fd: fd, seen: map[string]net.HardwareAddr{}, more: make(chan struct{}), done: make(chan struct{})}
 	go l.read()
 	return l, nil
 }
@@ -102,21 +104,29 @@ func (l *ARPListener) record(frame []byte) {
 	}
 	l.mu.Lock()
 	l.seen[spa.String()] = sha
+	close(l.more)
+	l.more = make(chan struct{})
 	l.mu.Unlock()
 }
 
 // Announced waits up to timeout for a gratuitous ARP of ip and returns the
-// MAC it announced; nil if none came.
+// MAC it announced; nil if none came. It wakes on each announcement
+// recorded, not on a clock.
 func (l *ARPListener) Announced(ip string, timeout time.Duration) net.HardwareAddr {
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		l.mu.Lock()
-		mac := l.seen[ip]
+		mac, more := l.seen[ip], l.more
 		l.mu.Unlock()
-		if mac != nil || time.Now().After(deadline) {
+		if mac != nil {
 			return mac
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-more:
+		case <-deadline.C:
+			return nil
+		}
 	}
 }
 
