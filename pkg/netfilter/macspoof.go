@@ -86,17 +86,30 @@ func (m MacSpoofCheck) Setup() error {
 	if err != nil {
 		return fmt.Errorf("nftables netlink: %w: %w", ErrUnavailable, err)
 	}
+	// An existing base chain is not declared again: that would be an
+	// update, whose cleanup every nfnetlink socket's close then waits for
+	// (see nfconn.go). Should it have gone since it was listed (the table
+	// removed by hand), the batch fails and goes once more declaring it.
+	sawBase, err := m.setupOnce(c, false)
+	if err != nil && sawBase {
+		_, err = m.setupOnce(c, true)
+	}
+	return err
+}
+
+// setupOnce reads, queues and commits Setup's batch, declaring the base
+// chain when the table lacks it or declareBase says so. It reports whether
+// the base chain was there.
+func (m MacSpoofCheck) setupOnce(c *nftables.Conn, declareBase bool) (sawBase bool, err error) {
 	chains, err := queueMacspoofTeardown(c, m.Owner)
 	if err != nil {
-		return fmt.Errorf("set up mac spoof check for %s: %w", m.Owner, err)
+		return false, fmt.Errorf("set up mac spoof check for %s: %w", m.Owner, err)
 	}
 	o, ud := m.Owner, macspoofUserData(m.Owner)
 	c.AddTable(macspoofTable)
-	// An existing base chain is not declared again: that would be an
-	// update, whose cleanup every nfnetlink socket's close then waits
-	// for (see nfconn.go).
 	base := macspoofBase()
-	if chains[macspoofBaseChain] == nil {
+	sawBase = chains[macspoofBaseChain] != nil
+	if !sawBase || declareBase {
 		base = c.AddChain(base)
 	}
 	iface := c.AddChain(chainIn(macspoofChainName(o)))
@@ -119,9 +132,9 @@ func (m MacSpoofCheck) Setup() error {
 		&expr.Verdict{Kind: expr.VerdictJump, Chain: iface.Name},
 	}})
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("set up mac spoof check for %s on %q in bridge %s: %w", m.Owner, m.Port, macspoofTableName, err)
+		return sawBase, fmt.Errorf("set up mac spoof check for %s on %q in bridge %s: %w", m.Owner, m.Port, macspoofTableName, err)
 	}
-	return nil
+	return sawBase, nil
 }
 
 // ifnameBytes is an interface name as nftables compares it: IFNAMSIZ bytes,
