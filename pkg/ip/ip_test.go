@@ -67,6 +67,11 @@ var _ = Describe("links, veths and addresses", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(peer).To(Equal(cont.Attrs().Index))
 
+		// One transmit queue, the one the kernel would leave active,
+		// asked for at creation rather than cut down to after it.
+		Expect(host.Attrs().NumTxQueues).To(Equal(1))
+		Expect(cont.Attrs().NumTxQueues).To(Equal(1))
+
 		// The container already has eth0: a second pair is refused.
 		_, err = ip.SetupVeth(hostH, ip.VethOptions{ContIfName: "eth0", ContNS: int(contNS.Fd())})
 		Expect(err).To(MatchError(ContainSubstring("already has an interface")))

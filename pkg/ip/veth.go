@@ -24,6 +24,16 @@ type VethOptions struct {
 	lookup func(*netlink.Handle, string) (netlink.Link, error)
 }
 
+// vethTxQueues is the number of transmit queues SetupVeth gives each end.
+// Unasked, the kernel gives a veth one per possible CPU and then cuts the
+// active ones down to one (veth_init_queues). Cutting them down waits out
+// an RCU grace period (netif_set_real_num_tx_queues: synchronize_net),
+// once per end, while the rtnl lock is held, so with pods added at once
+// every other link change on the node queued behind those waits. Asking
+// for one queue gives the same single active queue, with no wait. What
+// differs is only the most a user could later turn on with ethtool -L.
+const vethTxQueues = 1
+
 // SetupVeth creates a veth pair from the namespace hostH is bound to: the
 // host end stays there, the other end is created directly inside the
 // container namespace (so it never appears, even briefly, under a name that
@@ -42,6 +52,7 @@ func SetupVeth(hostH *netlink.Handle, opts VethOptions) (netlink.Link, error) {
 		la := netlink.NewLinkAttrs()
 		la.Name = name
 		la.MTU = opts.MTU
+		la.NumTxQueues = vethTxQueues // the peer gets the same
 		veth := &netlink.Veth{
 			LinkAttrs:        la,
 			PeerName:         opts.ContIfName,
