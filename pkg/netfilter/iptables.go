@@ -21,9 +21,11 @@ import (
 // has no batch interface.
 //
 // Setup costs one process per family on a clean table; two more when the
-// chain already exists (read, then reconcile). Check and GC read with
-// iptables-save (one process per family) and write only when there is
-// something to change. Teardown does the same for each family whose chain
+// chain already exists (read, then reconcile). With iptables-nft, where
+// the nat table is already there and the chain is not, it costs none: the
+// rules go over netlink as iptables-nft encodes them (setupNFT). Check
+// and GC read with iptables-save (one process per family) and write only
+// when there is something to change. Teardown does the same for each family whose chain
 // may exist; with iptables-nft it first asks nf_tables over netlink and
 // skips families without the chain, and deletes a chain that goes as a
 // whole over netlink too (teardownNFT), so a DEL costs no process unless
@@ -44,9 +46,9 @@ type iptablesMasq struct {
 	// natProbe replaces natUsable's look at the nat table when set: tests
 	// inject the error iptables gives when the check fails.
 	natProbe func(f family) error
-	// noNFT turns the netlink short ways off (the teardownNFTs, portmap
-	// setup's sharedViewNFT), so tests can compare them with the
-	// iptables-save path.
+	// noNFT turns the netlink short ways off (setupNFT, the teardownNFTs,
+	// portmap setup's sharedViewNFT), so tests can compare them with the
+	// iptables-restore and iptables-save paths.
 	noNFT bool
 
 	mu         sync.Mutex
@@ -135,6 +137,9 @@ func (m *iptablesMasq) setupFamily(o Owner, f family, addrs []*net.IPNet) error 
 		return err
 	}
 	want := desiredIPTables(o, f, addrs)
+	if m.setupNFT(f, want) {
+		return nil
+	}
 	firstErr := m.restore(f, want.freshLines())
 	if firstErr == nil {
 		return nil

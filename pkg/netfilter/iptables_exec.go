@@ -77,7 +77,7 @@ var lookPaths sync.Map
 // Release kills it. It acts in the calling thread's namespace, as Setup
 // does.
 func (m *iptablesMasq) Prestart() {
-	if m.run != nil || !m.isNFTVariant(ipv4) {
+	if m.run != nil || !m.isNFTVariant(ipv4) || m.nftReady(ipv4) {
 		return
 	}
 	name := m.tool(ipv4, "restore")
@@ -86,6 +86,20 @@ func (m *iptablesMasq) Prestart() {
 		m.prestarted = &prestartedRestore{name: name, args: restoreArgs, proc: p}
 		m.mu.Unlock()
 	}
+}
+
+// nftReady reports whether Setup will likely take setupNFT's way, with
+// no restore to feed: f's nat table and its POSTROUTING chain are there.
+func (m *iptablesMasq) nftReady(f family) bool {
+	if m.noNFT {
+		return false
+	}
+	return withNFT(func(c *nftConn) error {
+		if !iptablesPostrouting(c, f) {
+			return errNotNFTReady
+		}
+		return nil
+	}) == nil
 }
 
 // Release ends a prestarted restore that Setup did not take.

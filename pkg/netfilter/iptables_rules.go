@@ -36,6 +36,8 @@ type iptablesRules struct {
 	masq string
 	// jumps in POSTROUTING, one per container address.
 	jumps []string
+	// comment and markerComment as written, unquoted (setupNFT's).
+	comment, markerComment string
 }
 
 // rules returns the chain's content on a clean table: markers, ACCEPTs,
@@ -55,9 +57,10 @@ func (r iptablesRules) rules() []string {
 // one family lands its ACCEPT after the first MASQUERADE; here every ACCEPT
 // precedes the single MASQUERADE.
 func desiredIPTables(o Owner, f family, addrs []*net.IPNet) iptablesRules {
-	r := iptablesRules{chain: iptablesChain(o), ifName: o.IfName}
-	comment := saveQuote(iptablesComment(o))
-	marker := saveQuote(iptablesMarkerComment(o))
+	r := iptablesRules{chain: iptablesChain(o), ifName: o.IfName,
+		comment: iptablesComment(o), markerComment: iptablesMarkerComment(o)}
+	comment := saveQuote(r.comment)
+	marker := saveQuote(r.markerComment)
 	for _, a := range addrs {
 		m := iptablesMarker{host: hostAddr(a).String(), subnet: subnetOf(a).String(), ifName: o.IfName}
 		m.spec = fmt.Sprintf("-s %s -d %s -m comment --comment %s", m.host, m.subnet, marker)
