@@ -270,9 +270,9 @@ func gc(conf *Config, listed []types.GCAttachment) error {
 		validID[at.ContainerID] = true
 	}
 
-	// Remove the stamp first: a crash midway must leave a rebuild behind.
-	if err := os.Remove(filepath.Join(s.meta, stampName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("invalidate index: %w", err)
+	// Void the stamp first: a crash midway must leave a rebuild behind.
+	if err := voidStamp(s.meta); err != nil {
+		return err
 	}
 	res, err := s.scan()
 	if err != nil {

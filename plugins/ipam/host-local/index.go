@@ -58,9 +58,9 @@ import (
 // it to now, which a foreign change in the same tick repeats. It stays in
 // the stamp because it costs nothing and catches what the mtime alone
 // would not after a wall clock stepped back to within our value's second.
-// Before each change of ours the stamp is removed, so a crash midway leaves
-// no stamp and forces a rebuild; that is also why the index files can be
-// written in place.
+// Before each change of ours the stamp is voided (voidStamp), so a crash
+// midway leaves no valid stamp and forces a rebuild; that is also why the
+// index files can be written in place.
 //
 // Upstream walks the network folder recursively and compares each file's
 // whole content (trimmed) with "<id>\r\n<ifname>" or "<id>"; every file we
@@ -107,11 +107,8 @@ func (s *store) loadIndex() (*index, error) {
 	}
 	data, err := os.ReadFile(filepath.Join(s.meta, stampName))
 	if err == nil {
-		lines := strings.Split(string(data), "\n")
-		// A torn stamp (a crash while writing it) lacks its last line.
-		if len(lines) == 4 && lines[0] == indexHeader && lines[1] == stamp && lines[3] == "" &&
-			(lines[2] == "legacy 0" || lines[2] == "legacy 1") {
-			ix := &index{s: s, legacy: lines[2] == "legacy 1"}
+		if legacy, ok := stampMatches(data, stamp); ok {
+			ix := &index{s: s, legacy: legacy}
 			// A snapshot removed or damaged behind our back (the folder's
 			// stamp cannot see inside .cniforge) means a rebuild, not an error.
 			if err := ix.openSnapshot(); err == nil {
@@ -125,6 +122,18 @@ func (s *store) loadIndex() (*index, error) {
 		return nil, err
 	}
 	return s.rebuildIndex(res)
+}
+
+// stampMatches reports whether data, the stamp file's content, is whole
+// and records the folder identity stamp, and what it says of legacy owners.
+func stampMatches(data []byte, stamp string) (legacy, ok bool) {
+	lines := strings.Split(string(data), "\n")
+	// A torn stamp (a crash while writing it) lacks its last line.
+	if len(lines) == 4 && lines[0] == indexHeader && lines[1] == stamp && lines[3] == "" &&
+		(lines[2] == "legacy 0" || lines[2] == "legacy 1") {
+		return lines[2] == "legacy 1", true
+	}
+	return false, false
 }
 
 // dirStamp identifies the network folder's current list of entries.
@@ -452,17 +461,38 @@ func (ix *index) closeSnapshot() {
 	}
 }
 
-// invalidate removes the stamp before a change, so a crash before commit
+// invalidate voids the stamp before a change, so a crash before commit
 // forces the next command to rebuild.
 func (ix *index) invalidate() error {
 	if ix.dirty {
 		return nil
 	}
-	if err := os.Remove(filepath.Join(ix.s.meta, stampName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("invalidate index: %w", err)
+	if err := voidStamp(ix.s.meta); err != nil {
+		return err
 	}
 	ix.dirty = true
 	ix.s.step("invalidate")
+	return nil
+}
+
+// voidStamp makes the stamp in meta fail loadIndex's check by
+// overwriting its first byte, in place: the header no longer matches, and
+// a one-byte write cannot be torn. Removing the file would do as well, but
+// commit would then make a new file, and a new inode is the dearest thing
+// a command asks of the file system (ext4 without a journal scans past
+// every recently deleted inode for one). No stamp is nothing to void.
+func voidStamp(meta string) error {
+	f, err := os.OpenFile(filepath.Join(meta, stampName), os.O_WRONLY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("invalidate index: %w", err)
+	}
+	_, werr := f.WriteAt([]byte{'-'}, 0)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("invalidate index: %w", err)
+	}
 	return nil
 }
 
@@ -530,7 +560,9 @@ func (ix *index) commit() error {
 	if ix.legacy {
 		legacy = "legacy 1"
 	}
-	// invalidate removed the stamp, so this creates it.
+	// Written over the stamp invalidate voided (or as a new file). A write
+	// cut short leaves the void mark, the old tail or the old folder
+	// identity in it, each of which loadIndex refuses.
 	if err := writeInPlace(filepath.Join(ix.s.meta, stampName), []byte(indexHeader+"\n"+stamp+"\n"+legacy+"\n")); err != nil {
 		return fmt.Errorf("stamp index: %w", err)
 	}

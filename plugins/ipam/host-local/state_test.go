@@ -264,6 +264,35 @@ var _ = Describe("on-disk state", func() {
 	Describe("after a crash", func() {
 		stamp := func() string { return filepath.Join(netDir, metaName, stampName) }
 
+		It("finds the stamp void between invalidate and commit, in the same file", func() {
+			_, err := add(c, "a", "eth0", quiet)
+			Expect(err).NotTo(HaveOccurred())
+			var before unix.Stat_t
+			Expect(unix.Stat(stamp(), &before)).To(Succeed())
+			s, err := openStore(dataDir, testNet, false)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(s.close)
+			ix, err := s.loadIndex()
+			Expect(err).NotTo(HaveOccurred())
+			matches := func() bool {
+				GinkgoHelper()
+				data, err := os.ReadFile(stamp())
+				Expect(err).NotTo(HaveOccurred())
+				folder, err := s.dirStamp()
+				Expect(err).NotTo(HaveOccurred())
+				_, ok := stampMatches(data, folder)
+				return ok
+			}
+			Expect(matches()).To(BeTrue())
+			Expect(ix.invalidate()).To(Succeed())
+			Expect(matches()).To(BeFalse(), "a crash now must leave a rebuild behind")
+			Expect(ix.commit()).To(Succeed())
+			Expect(matches()).To(BeTrue())
+			var after unix.Stat_t
+			Expect(unix.Stat(stamp(), &after)).To(Succeed())
+			Expect(after.Ino).To(Equal(before.Ino), "no new file: a new inode costs more than a write")
+		})
+
 		It("DEL releases a reservation the index never recorded", func() {
 			_, err := add(c, "a", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())
