@@ -24,7 +24,10 @@ import (
 // Anything else answers done=false and the caller runs the restore:
 // another table layout, an address whose rule iptables would print
 // differently (a /0 prefix), a failed read, or a batch the kernel refuses.
-// A refused batch changed nothing (nf_tables applies a batch whole).
+// A refused batch changed nothing (nf_tables applies a batch whole); one
+// that went through but whose answer was lost leaves the chain there,
+// which the restore's "-N" then meets, and the merge that follows finds
+// nothing to change.
 func (m *iptablesMasq) setupNFT(f family, want iptablesRules) (done bool) {
 	if m.noNFT || !m.isNFTVariant(f) {
 		return false
