@@ -83,6 +83,8 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 					testutil.NetfilterOutput(viaNetlink, spec...)
 				}
 			}
+			Expect(in(viaNetlink, func() error { return counting(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed())
+			calls = nil
 			Expect(in(viaNetlink, func() error { return counting(&calls).Teardown(o) })).To(Succeed())
 			Expect(in(viaRestore, func() error { return counting(&calls).Teardown(o) })).To(Succeed())
 			Expect(nft.kernel(viaNetlink)).NotTo(ContainSubstring(iptablesChain(o)))
