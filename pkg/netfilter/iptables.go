@@ -25,12 +25,12 @@ import (
 // the nat table is already there and the chain is not, it costs none: the
 // rules go over netlink as iptables-nft encodes them (setupNFT). Check
 // and GC read with iptables-save (one process per family) and write only
-// when there is something to change. Teardown does the same for each family whose chain
-// may exist; with iptables-nft it first asks nf_tables over netlink and
-// skips families without the chain, and deletes a chain that goes as a
-// whole over netlink too (teardownNFT), so a DEL costs no process unless
-// another interface of the container shares the chain (then two: read +
-// delete).
+// when there is something to change. Teardown does the same for each
+// family whose chain may exist; with iptables-nft it first asks nf_tables
+// over netlink and skips families without the chain, and deletes a chain
+// that goes as a whole over netlink too (teardownNFT), so a DEL costs no
+// process unless another interface of the container shares the chain
+// (then two: read + delete).
 type iptablesMasq struct {
 	// variant picks the binaries: "" for whatever iptables-restore is on
 	// PATH (Debian's alternatives), "legacy" or "nft" for

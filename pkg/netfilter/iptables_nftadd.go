@@ -150,51 +150,35 @@ func iptRuleExprs(matches []expr.Any, comment string, target expr.Any) []expr.An
 }
 
 // iptAddrMatch is "-s p" (dst false) or "-d p" ("! -d p" with neq), as
-// iptables-nft encodes it: the payload load covers only the prefix's whole
-// bytes when the mask ends on a byte boundary; otherwise the whole address
-// goes through a bitwise mask. A /0 prefix, which iptables drops from the
+// iptables-nft encodes it: a prefix that ends inside a byte loads the
+// whole address through a bitwise mask, which is matchAddr's encoding of
+// our own rules; one that ends on a byte boundary loads only its whole
+// bytes and compares them. A /0 prefix, which iptables drops from the
 // rule, answers false.
 func iptAddrMatch(f family, dst bool, p *net.IPNet, neq bool) ([]expr.Any, bool) {
-	if p == nil {
+	if p == nil || len(p.IP) != int(addrField[f].len) || len(p.Mask) != len(p.IP) {
 		return nil, false
 	}
-	size, off := 4, uint32(12)
-	if f == ipv6 {
-		size, off = 16, 8
-	}
-	if dst {
-		off += uint32(size)
-	}
-	ip, mask := p.IP, p.Mask
-	if len(ip) != size || len(mask) != size {
-		return nil, false
-	}
-	whole := 0
-	for whole < size && mask[whole] == 0xff {
-		whole++
-	}
-	bitwise := false
-	for _, b := range mask[whole:] {
-		bitwise = bitwise || b != 0
-	}
-	n := whole
-	if bitwise {
-		n = size
-	}
-	if n == 0 {
+	ones, _ := p.Mask.Size()
+	if ones == 0 { // also a mask that is not a prefix
 		return nil, false
 	}
 	op := expr.CmpOpEq
 	if neq {
 		op = expr.CmpOpNeq
 	}
-	e := []expr.Any{&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(n)}}
-	if bitwise {
-		e = append(e, &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: uint32(n),
-			Mask: append([]byte(nil), mask...), Xor: make([]byte, n)})
+	if ones%8 != 0 {
+		return matchAddr(f, !dst, op, p), true
 	}
-	data := ip.Mask(mask)
-	return append(e, &expr.Cmp{Op: op, Register: 1, Data: append([]byte(nil), data[:n]...)}), true
+	off := addrField[f].saddr
+	if dst {
+		off = addrField[f].daddr
+	}
+	n := uint32(ones / 8)
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
+		&expr.Cmp{Op: op, Register: 1, Data: p.IP.Mask(p.Mask)[:n]},
+	}, true
 }
 
 // masqueradeTarget is "-j MASQUERADE" as iptables-nft writes it: the xt

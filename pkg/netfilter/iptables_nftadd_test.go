@@ -23,10 +23,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	// counting returns an iptables-nft backend that records the processes
 	// it runs.
 	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
-			*calls = append(*calls, name)
-			return runCommand(name, args, stdin)
-		}}
+		return &iptablesMasq{variant: "nft", run: countingRun(calls)}
 	}
 
 	// seeded returns a namespace whose nat tables (IPv4 and IPv6) hold

@@ -188,10 +188,11 @@ type iptRule struct {
 
 func readIPTRule(r *nftables.Rule) iptRule {
 	var ri iptRule
-	srcOff, dstOff := uint32(12), uint32(16) // struct iphdr saddr, daddr
+	field := addrField[ipv4]
 	if r.Table != nil && r.Table.Family == nftables.TableFamilyIPv6 {
-		srcOff, dstOff = 8, 24 // struct ipv6hdr
+		field = addrField[ipv6]
 	}
+	srcOff, dstOff := field.saddr, field.daddr
 	var loaded *netip.Prefix // the address a cmp compares, if any
 	bits := -1
 	for _, e := range r.Exprs {

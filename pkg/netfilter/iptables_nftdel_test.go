@@ -60,10 +60,7 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 		before := iptablesCase("nft").kernel(fast)
 		Expect(before).To(ContainSubstring(iptablesChain(o)), "the node holds o's chain before the teardown")
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}}
+		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
 		Expect(in(fast, func() error { return m.Teardown(o) })).To(Succeed())
 		Expect(in(slow, func() error { return (&iptablesMasq{variant: "nft", noNFT: true}).Teardown(o) })).To(Succeed())
 		Expect(iptablesCase("nft").kernel(fast)).To(Equal(iptablesCase("nft").kernel(slow)))
@@ -132,10 +129,7 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 		}
 		var calls []string
 		pm := newIPTablesPortMap()
-		pm.m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}
+		pm.m.run = countingRun(&calls)
 		pm.m.variant = "nft"
 		var fastIPs, slowIPs []net.IP
 		Expect(in(fast, func() (err error) { fastIPs, err = pm.Teardown(a.Owner); return })).To(Succeed())
@@ -179,10 +173,7 @@ var _ = Describe("iptables-nft firewall teardown over netlink", func() {
 		var calls []string
 		m := newIPTablesForward()
 		m.ipt.variant = "nft"
-		m.ipt.run = func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}
+		m.ipt.run = countingRun(&calls)
 		Expect(in(fast, func() error { return m.Teardown(a.Owner, a.Addrs) })).To(Succeed())
 		old := newIPTablesForward()
 		old.ipt.variant, old.ipt.noNFT = "nft", true
@@ -246,10 +237,7 @@ var _ = Describe("iptables-nft portmap setup read over netlink", func() {
 		var calls []string
 		pm := newIPTablesPortMap()
 		pm.m.variant = "nft"
-		pm.m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}
+		pm.m.run = countingRun(&calls)
 		Expect(in(fast, func() error { return pm.Setup(o) })).To(Succeed())
 		old := newIPTablesPortMap()
 		old.m.noNFT, old.m.variant = true, "nft"

@@ -126,6 +126,15 @@ func mustCIDRs(ss ...string) []*net.IPNet {
 // in runs fn inside n and returns its error, for Expect outside.
 func in(n *ns.NetNS, fn func() error) error { return n.Do(fn) }
 
+// countingRun is an iptables backend's run (see iptablesMasq.run) that
+// records the name of every process it starts in calls.
+func countingRun(calls *[]string) func(name string, args []string, stdin []byte) ([]byte, error) {
+	return func(name string, args []string, stdin []byte) ([]byte, error) {
+		*calls = append(*calls, name)
+		return runCommand(name, args, stdin)
+	}
+}
+
 var _ = DescribeTableSubtree("masquerade backend", func(bc backendCase) {
 	var (
 		hostNS *ns.NetNS
@@ -424,10 +433,7 @@ var _ = Describe("iptables backend", func() {
 	It("costs one process per family for a fresh Setup", func() {
 		hostNS := testutil.NewNS()
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}}
+		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
 		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		Expect(in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-restore", "ip6tables-nft-restore"}))

@@ -68,13 +68,12 @@ var _ = Describe("nftables rules compiled by nft", func() {
 		Expect(in(hostNS, func() error { _, err := nftRun(script, "-f", "-"); return err })).To(Succeed())
 		var s nftState
 		Expect(in(hostNS, func() error {
-			m := newNFTablesMasq()
-			c, err := m.conn()
+			c, err := openNFT()
 			if err != nil {
 				return err
 			}
 			defer c.CloseLasting()
-			s, err = m.read(c)
+			s, err = newNFTablesMasq().read(c)
 			return err
 		})).To(Succeed())
 		Expect(renderNFTTable(nftRulesFrom(s.baseRules), nftRulesFrom(s.masqRules))).To(Equal(script))

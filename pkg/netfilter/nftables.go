@@ -20,12 +20,6 @@ func newNFTablesMasq() *nftablesMasq { return &nftablesMasq{} }
 
 func (m *nftablesMasq) Backend() string { return BackendNFTables }
 
-// conn opens a netlink socket for the whole call. The socket is created on
-// the calling thread (nftables.Conn without NetNS dials in place), so it
-// belongs to that thread's network namespace for its whole life, whichever
-// thread later reads or writes it.
-func (m *nftablesMasq) conn() (*nftConn, error) { return openNFT() }
-
 // nftConn is a lasting nftables connection together with its socket, on
 // which this package sends its own single requests (a chain, the
 // generation) between the connection's operations, so that one change
@@ -46,7 +40,10 @@ func newNFTConn() (*nftables.Conn, error) {
 	return c.Conn, nil
 }
 
-// openNFT opens an nftConn in the calling thread's network namespace.
+// openNFT opens an nftConn in the calling thread's network namespace. The
+// socket is created on the calling thread (nftables.Conn without NetNS
+// dials in place), so it belongs to that namespace for its whole life,
+// whichever thread later reads or writes it.
 func openNFT() (*nftConn, error) {
 	var nl *netlink.Conn
 	c, err := nftables.New(nftables.AsLasting(), nftables.WithSockOptions(func(x *netlink.Conn) error {

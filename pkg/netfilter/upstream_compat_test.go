@@ -74,10 +74,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 		Expect(in(hostNS, func() error { return (&iptablesMasq{variant: "nft"}).Setup(other, mustCIDRs("10.1.0.6/24")) })).To(Succeed())
 		othersOnly := iptablesCase("nft").kernel(hostNS)
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
-			calls = append(calls, name)
-			return runCommand(name, args, stdin)
-		}}
+		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
 		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		Expect(calls).To(BeEmpty(), "written over netlink (setupNFT)")
 		Expect(iptablesCase("nft").kernel(hostNS)).To(ContainSubstring(chain))
