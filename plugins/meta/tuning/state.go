@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // state is what ADD changed, as it was before: upstream's configToRestore
@@ -46,23 +47,68 @@ func writeState(p string, s *state) error {
 	// One temp name per attachment, not a random one: a plugin killed
 	// before the rename leaves a file that DEL knows to remove.
 	tmp := tmpPath(p)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("state file %s: %w", p, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = writeWhole(tmp, data)
 	if err == nil {
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {
 		_ = os.Remove(tmp) // best effort: DEL removes it too
 		return fmt.Errorf("write state file %s: %w", p, err)
+	}
+	return nil
+}
+
+// stateStep, when set (by tests), is called after each step of
+// writeWhole: "opened", once the file is open, before anything is written.
+var stateStep func(step string)
+
+// writeWhole makes name a file holding data, synced, that never exists
+// under name with less: the data goes into an unnamed file (O_TMPFILE)
+// that is linked to name only once written. A plugin killed before then
+// leaves nothing; one killed after leaves a whole state, which DEL, and
+// GC without the attachment, read and remove. (A temp file made under its
+// name and then written could be left empty, naming no network: GC, which
+// may share dataDir with other networks, could not tell whose it was.)
+// Where the file system has no O_TMPFILE, the file is made under its name.
+func writeWhole(name string, data []byte) error {
+	f, err := os.OpenFile(filepath.Dir(name), unix.O_TMPFILE|os.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	named := errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL)
+	if named {
+		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o600)
+	}
+	if err != nil {
+		return err
+	}
+	if stateStep != nil {
+		stateStep("opened")
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil && !named {
+		err = linkTmpFile(f, name)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// linkTmpFile gives the O_TMPFILE file f the name name, replacing a file
+// an earlier, killed ADD left there.
+func linkTmpFile(f *os.File, name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH, which a plugin has as root;
+	// the /proc path is the way without it.
+	err := unix.Linkat(int(f.Fd()), "", unix.AT_FDCWD, name, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOENT) {
+		err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW)
+	}
+	if err != nil {
+		return fmt.Errorf("link %s: %w", name, err)
 	}
 	return nil
 }
