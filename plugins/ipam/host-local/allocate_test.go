@@ -23,16 +23,26 @@ var _ = Describe("allocation", func() {
 		return ranges(map[string]any{"subnet": "10.1.0.0/24", "rangeStart": "10.1.0.2", "rangeEnd": "10.1.0.3"})
 	}
 
-	It("reports exhaustion naming the range set, and STATUS says unavailable (code 50) until one is freed", func() {
+	It("reports exhaustion naming the range set; STATUS stays available (a full range must not take the node down)", func() {
 		stdin := conf("1.1.0", dataDir, small(), nil)
-		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil(), "an empty network is available")
 		Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
-		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil())
 		Expect(run("ADD", "b", "eth0", stdin, "").Err).To(BeNil())
 
 		out := run("ADD", "c", "eth0", stdin, "")
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(Equal("no IP addresses available in range set 10.1.0.2-10.1.0.3"))
+		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil(), "containerd 2.x marks the node NotReady on a failed STATUS")
+	})
+
+	It("with failStatusWhenFull, STATUS says unavailable (code 50) until an address is freed", func() {
+		m := small()
+		m["failStatusWhenFull"] = true
+		stdin := conf("1.1.0", dataDir, m, nil)
+		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil(), "an empty network is available")
+		Expect(run("ADD", "a", "eth0", stdin, "").Err).To(BeNil())
+		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil())
+		Expect(run("ADD", "b", "eth0", stdin, "").Err).To(BeNil())
+
 		st := run("STATUS", "", "", stdin, "")
 		Expect(st.Err).NotTo(BeNil())
 		Expect(st.Err.Code).To(BeEquivalentTo(result.CodeUnavailable))
@@ -40,9 +50,30 @@ var _ = Describe("allocation", func() {
 
 		Expect(run("DEL", "a", "eth0", stdin, "").Err).To(BeNil())
 		Expect(run("STATUS", "", "", stdin, "").Err).To(BeNil())
-		out = run("ADD", "c", "eth0", stdin, "")
+		out := run("ADD", "c", "eth0", stdin, "")
 		Expect(out.Err).To(BeNil())
 		Expect(addrsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.1.0.2/24"}))
+	})
+
+	It("STATUS fails (code 50) when the data folder cannot be used, and names it", func() {
+		// A file where the network folder, or one of its parents, should be.
+		for _, blocked := range []string{filepath.Join(dataDir, testNet), dataDir} {
+			Expect(os.RemoveAll(dataDir)).To(Succeed())
+			Expect(os.MkdirAll(filepath.Dir(blocked), 0o755)).To(Succeed())
+			Expect(os.WriteFile(blocked, nil, 0o644)).To(Succeed())
+			stdin := conf("1.1.0", filepath.Join(dataDir, "sub"), small(), nil)
+			if blocked != dataDir {
+				stdin = conf("1.1.0", dataDir, small(), nil)
+			}
+			st := run("STATUS", "", "", stdin, "")
+			Expect(st.Err).NotTo(BeNil(), blocked)
+			Expect(st.Err.Code).To(BeEquivalentTo(result.CodeUnavailable))
+			Expect(st.Err.Msg).To(ContainSubstring(blocked + " is not a folder"))
+			Expect(run("ADD", "a", "eth0", stdin, "").Err).NotTo(BeNil(), "STATUS fails only for what stops every ADD")
+		}
+		Expect(os.RemoveAll(dataDir)).To(Succeed())
+		Expect(run("STATUS", "", "", conf("1.1.0", filepath.Join(dataDir, "a", "b"), small(), nil), "").Err).To(BeNil(),
+			"a folder ADD can still make is usable")
 	})
 
 	It("never hands out the gateway or the network or broadcast address", func() {
@@ -355,9 +386,11 @@ var _ = Describe("status without reservations folder", func() {
 		c := mustParse(conf("1.1.0", GinkgoT().TempDir(), ranges("10.1.0.0/24"), nil), "")
 		Expect(status(c)).To(Succeed())
 	})
-	It("is unavailable once any range set is full", func() {
+	It("with failStatusWhenFull, is unavailable once any range set is full", func() {
 		dataDir := GinkgoT().TempDir()
-		c := mustParse(conf("1.1.0", dataDir, ranges("10.1.0.0/24", map[string]any{"subnet": "10.2.0.0/24", "rangeStart": "10.2.0.9", "rangeEnd": "10.2.0.9"}), nil), "")
+		in := ranges("10.1.0.0/24", map[string]any{"subnet": "10.2.0.0/24", "rangeStart": "10.2.0.9", "rangeEnd": "10.2.0.9"})
+		in["failStatusWhenFull"] = true
+		c := mustParse(conf("1.1.0", dataDir, in, nil), "")
 		_, err := add(c, "a", "eth0", quiet)
 		Expect(err).NotTo(HaveOccurred())
 		err = status(c)

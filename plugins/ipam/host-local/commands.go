@@ -302,10 +302,19 @@ func gc(conf *Config, listed []types.GCAttachment) error {
 	return errors.Join(errs...)
 }
 
-// status fails with code 50 when some range set has no free address: an
-// ADD needs one from every set, so it could not succeed.
+// status fails (code 50) only for what stops every ADD: a data folder ADD
+// could not make or write. A full range set stops only the ADDs that need
+// it, so it fails STATUS only with ipam.failStatusWhenFull: containerd 2.x
+// runs STATUS on every CRI Status call, and a failure there marks the whole
+// node NotReady (the kubelet then evicts its pods).
 func status(conf *Config) error {
 	dir := filepath.Join(conf.DataDir, conf.Name)
+	if err := usableDir(dir); err != nil {
+		return result.Unavailable(err)
+	}
+	if !conf.FailStatusWhenFull {
+		return nil
+	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil // nothing reserved yet; parseConfig refused ranges with no usable address
 	}
@@ -321,4 +330,27 @@ func status(conf *Config) error {
 		}
 	}
 	return nil
+}
+
+// usableDir says why an ADD could not make or write the network folder
+// dir: the nearest folder on its path that exists must be a folder this
+// process may write and search (access(2) also sees a read-only mount).
+func usableDir(dir string) error {
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		// ENOTDIR: a parent is no folder; the walk up names it.
+		if (errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR)) && p != filepath.Dir(p) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("data folder %s: %w", dir, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("data folder %s: %s is not a folder", dir, p)
+		}
+		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+			return fmt.Errorf("data folder %s: %s is not writable: %w", dir, p, err)
+		}
+		return nil
+	}
 }

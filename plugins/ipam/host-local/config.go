@@ -32,6 +32,12 @@ type Config struct {
 	RangeSets []RangeSet
 	// Requested maps a range set index to the address asked for in it.
 	Requested map[int]netip.Addr
+	// FailStatusWhenFull (ipam.failStatusWhenFull) makes STATUS fail when a
+	// range set has no free address. Off by default: containerd 2.x runs
+	// STATUS on every CRI Status call and turns a failure into a NotReady
+	// node, whose pods the kubelet evicts; a full range should fail only
+	// the ADD that needs an address.
+	FailStatusWhenFull bool
 }
 
 // RangeSet is the pool one address is drawn from.
@@ -71,6 +77,8 @@ type ipamIn struct {
 	Routes     []routeIn   `json:"routes"`
 	DataDir    string      `json:"dataDir"`
 	ResolvConf string      `json:"resolvConf"`
+	// FailStatusWhenFull is ours (upstream's STATUS always succeeds).
+	FailStatusWhenFull bool `json:"failStatusWhenFull"`
 }
 
 type rangeIn struct {
@@ -145,6 +153,8 @@ func buildConfig(in *netConf) (*Config, error) {
 		Name:       in.Name,
 		DataDir:    in.IPAM.DataDir,
 		ResolvConf: in.IPAM.ResolvConf,
+
+		FailStatusWhenFull: in.IPAM.FailStatusWhenFull,
 	}
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir
