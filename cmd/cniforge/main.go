@@ -11,7 +11,10 @@
 //	                                 reservations, addresses used and free
 //	cniforge gc [--apply] [--network NAME]
 //	                                 DEL attachments whose netns is gone, then GC
-//	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir)
+//	cniforge check [--json] [--network NAME]
+//	                                 CHECK every cached attachment, naming each
+//	                                 plugin whose part drifted; exit 1 if any
+//	                                 (ls, gc and check take --cache-dir, --conf-dir, --bin-dir)
 package main
 
 import (
@@ -59,6 +62,8 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		return ls(args[1:], stdout, stderr)
 	case "gc":
 		return gc(args[1:], stdout, stderr)
+	case "check":
+		return check(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout, plugins)
 		return 0
@@ -93,7 +98,11 @@ usage:
                         DEL (through libcni) every cached attachment whose netns
                         is gone, then GC each network keeping those that remain;
                         a dry run without --apply
-  ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
+  cniforge check [--json] [--network NAME]
+                        CHECK (through libcni, with the cached config and result)
+                        every cached attachment, one line each; exit 1 when one
+                        drifted or leaked
+  ls, gc and check take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
   --bin-dir (/opt/cni/bin)
 
 plugins: %s

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// check runs CHECK, through libcni, for every attachment in the runtime's
+// cache, one plugin of its chain at a time, so that every plugin whose part
+// drifted is named (libcni's CheckNetworkList stops at the first). Runtimes
+// rarely send CHECK, so nothing else notices rules, qdiscs or routes that an
+// admin, a firewalld reload or `nft flush ruleset` removed.
+//
+// Each attachment is checked with the config cached when it was added (the
+// conf dir's file may have changed since) and the cached result as
+// prevResult, exactly as libcni's CheckNetworkList would. An attachment
+// whose netns is gone is reported as leaked (cniforge gc reclaims it), not
+// checked. The exit status is 1 when anything is not ok.
+
+// Check states of an attachment.
+const (
+	checkOK      = "ok"
+	checkDrift   = "drift"   // a plugin's CHECK failed
+	checkLeaked  = "leaked"  // its netns is gone: cniforge gc reclaims it
+	checkSkipped = "skipped" // CHECK cannot run: disableCheck, a spec version before 0.4.0
+	checkError   = "error"   // no config to check it with
+)
+
+type checkProblem struct {
+	Plugin string `json:"plugin"`
+	Error  string `json:"error"`
+}
+
+type checkLine struct {
+	Network     string         `json:"network"`
+	ContainerID string         `json:"containerID"`
+	IfName      string         `json:"ifname"`
+	Netns       string         `json:"netns"`
+	Status      string         `json:"status"`
+	Reason      string         `json:"reason,omitempty"`
+	Problems    []checkProblem `json:"problems,omitempty"`
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("check", stderr)
+	asJSON := fl.Bool("json", false, "print JSON")
+	only := fl.String("network", "", "only this network")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "cniforge check: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	st, err := loadNode(d)
+	if err != nil {
+		fmt.Fprintf(stderr, "cniforge check: %v\n", err)
+		return 1
+	}
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
+	lines := []checkLine{}
+	for _, a := range st.Attachments {
+		if *only != "" && a.Network != *only {
+			continue
+		}
+		lines = append(lines, checkAttachment(context.Background(), cni, st, a))
+	}
+	rc := 0
+	for _, l := range lines {
+		if l.Status != checkOK && l.Status != checkSkipped {
+			rc = 1
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(lines); err != nil {
+			return 1
+		}
+		return rc
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tSTATUS\tDETAIL")
+	for _, l := range lines {
+		detail := []string{}
+		if l.Reason != "" {
+			detail = append(detail, l.Reason)
+		}
+		for _, p := range l.Problems {
+			// A plugin's error may span lines (one per missing rule).
+			detail = append(detail, p.Plugin+": "+strings.Join(strings.Fields(strings.ReplaceAll(p.Error, "\n", " | ")), " "))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(l.Network), safeText(l.ContainerID), safeText(l.IfName), l.Status,
+			dash(safeText(strings.Join(detail, "; "))))
+	}
+	tw.Flush()
+	return rc
+}
+
+// checkAttachment checks one cached attachment.
+func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, a attachment) checkLine {
+	l := checkLine{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns}
+	if a.NetnsState == nsGone {
+		l.Status, l.Reason = checkLeaked, fmt.Sprintf("netns %s is gone (cniforge gc reclaims it)", a.Netns)
+		return l
+	}
+	rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName}
+	if a.att != nil {
+		rt.Args, rt.CapabilityArgs = a.att.CniArgs, a.att.CapabilityArgs
+	}
+	list, err := cachedList(cni, st, a.Network, rt)
+	if err != nil {
+		l.Status, l.Reason = checkError, err.Error()
+		return l
+	}
+	if ok, err := version.GreaterThanOrEqualTo(list.CNIVersion, "0.4.0"); err != nil || !ok {
+		l.Status, l.Reason = checkSkipped, fmt.Sprintf("cniVersion %s has no CHECK (0.4.0 and later)", list.CNIVersion)
+		return l
+	}
+	if list.DisableCheck {
+		l.Status, l.Reason = checkSkipped, "disableCheck"
+		return l
+	}
+	// libcni hands every plugin of the chain the same cached result as
+	// prevResult, so a one-plugin list checks that plugin as the whole
+	// list would, and the next plugin runs even when this one failed.
+	for _, p := range list.Plugins {
+		one := *list
+		one.Plugins = []*libcni.PluginConfig{p}
+		if err := cni.CheckNetworkList(ctx, &one, rt); err != nil {
+			l.Problems = append(l.Problems, checkProblem{Plugin: p.Network.Type, Error: err.Error()})
+		}
+	}
+	l.Status = checkOK
+	if len(l.Problems) > 0 {
+		l.Status = checkDrift
+	}
+	return l
+}
+
+// cachedList is the network config the attachment was added with, from
+// libcni's cache; a cache entry without one (libcni before 0.8 kept only
+// the result) falls back to the conf dir's network of that name.
+func cachedList(cni *libcni.CNIConfig, st *nodeState, name string, rt *libcni.RuntimeConf) (*libcni.NetworkConfigList, error) {
+	probe := &libcni.NetworkConfigList{Name: name}
+	raw, _, err := cni.GetNetworkListCachedConfig(probe, rt)
+	if err == nil && len(raw) > 0 {
+		list, err := libcni.ConfListFromBytes(raw)
+		if err != nil {
+			return nil, fmt.Errorf("cached config: %w", err)
+		}
+		return list, nil
+	}
+	for _, n := range st.Networks {
+		if n.Name == name && n.list != nil {
+			return n.list, nil
+		}
+	}
+	if err == nil {
+		err = errors.New("none cached")
+	}
+	return nil, fmt.Errorf("no config for network %q: not cached (%v) and not in the conf dir", name, err)
+}
+
+// safeText quotes s when it holds anything a terminal would act on (an
+// escape sequence, a newline that fakes a row): cache fields come from
+// files anyone with write access to the cache may have written.
+func safeText(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// chainNode is a node whose network is a chain (bridge with masquerade,
+// portmap, bandwidth), as Kubernetes nodes run them, on nftables.
+func chainNode(t *testing.T) *node {
+	n := newNode(t)
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
+		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}},
+		{"type":"portmap","backend":"nftables","capabilities":{"portMappings":true}},
+		{"type":"bandwidth","ingressRate":8000000,"ingressBurst":80000,"egressRate":8000000,"egressBurst":80000}]}`, n.ipamData)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	must(t, os.WriteFile(path, []byte(conf), 0o644))
+	var err error
+	n.list, err = libcni.ConfListFromFile(path)
+	must(t, err)
+	return n
+}
+
+// addMapped attaches id with one host port, as a runtime would.
+func (n *node) addMapped(id, netns string, hostPort int) {
+	n.t.Helper()
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: netns, IfName: "eth0",
+		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": hostPort, "containerPort": 80, "protocol": "tcp"}}}}
+	must(n.t, n.hostNS.Do(func() error {
+		_, err := cni.AddNetworkList(context.Background(), n.list, rt)
+		return err
+	}))
+}
+
+func (n *node) check(args ...string) ([]checkLine, string, int) {
+	n.t.Helper()
+	out, rc := n.cli(append([]string{"check", "--json"}, args...)...)
+	var lines []checkLine
+	if err := json.Unmarshal([]byte(out), &lines); err != nil {
+		n.t.Fatalf("check --json (exit %d): %v:\n%s", rc, err, out)
+	}
+	text, _ := n.cli(append([]string{"check"}, args...)...)
+	return lines, text, rc
+}
+
+// inHost runs a command in the node's host netns, as an admin would.
+func (n *node) inHost(name string, args ...string) {
+	n.t.Helper()
+	must(n.t, n.hostNS.Do(func() error {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s %v: %w: %s", name, args, err, out)
+		}
+		return nil
+	}))
+}
+
+// cniforge check reports, per cached attachment and per plugin, what an
+// admin's `nft flush ruleset` took away; it uses the config cached with
+// the attachment, not the conf dir's file of today; a leaked attachment
+// (netns gone) is reported for gc, not checked.
+func TestCheckReportsDriftPerPlugin(t *testing.T) {
+	n := chainNode(t)
+	a, _ := newNS(t)
+	b, _ := newNS(t)
+	n.addMapped("ctr-a", a.Path(), 18080)
+	n.addMapped("ctr-b", b.Path(), 18081)
+
+	lines, text, rc := n.check()
+	t.Logf("cniforge check:\n%s", text)
+	if rc != 0 || len(lines) != 2 {
+		t.Fatalf("check on a fresh node: exit %d, %d lines:\n%s", rc, len(lines), text)
+	}
+	for _, l := range lines {
+		if l.Status != checkOK || len(l.Problems) != 0 {
+			t.Errorf("fresh attachment %s: %+v", l.ContainerID, l)
+		}
+	}
+	if !strings.Contains(text, "nodenet  ctr-a      eth0    ok      -") {
+		t.Errorf("check's table lacks ctr-a's ok line:\n%s", text)
+	}
+
+	// Today's conf dir no longer names portmap: the cached config still
+	// does, and that is what the attachment was made with.
+	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(conf, &m))
+	m["plugins"] = m["plugins"].([]any)[:1]
+	edited, _ := json.Marshal(m)
+	must(t, os.WriteFile(filepath.Join(n.conf, "10-nodenet.conflist"), edited, 0o644))
+
+	// A careless admin.
+	n.inHost("nft", "flush", "ruleset")
+
+	lines, text, rc = n.check()
+	t.Logf("cniforge check after nft flush ruleset:\n%s", text)
+	if rc != 1 {
+		t.Errorf("check after drift: exit %d, want 1", rc)
+	}
+	for _, l := range lines {
+		plugins := map[string]bool{}
+		for _, p := range l.Problems {
+			plugins[p.Plugin] = true
+		}
+		if l.Status != checkDrift || !plugins["bridge"] || !plugins["portmap"] || plugins["bandwidth"] {
+			t.Errorf("%s after the flush: %+v; want drift in bridge (masquerade) and portmap, bandwidth ok", l.ContainerID, l)
+		}
+	}
+	if !strings.Contains(text, "ctr-b") || !strings.Contains(text, "drift   bridge: masquerade (nftables): ") || !strings.Contains(text, "; portmap: nftables port forwards") {
+		t.Errorf("check's table does not name the drifted plugins:\n%s", text)
+	}
+
+	// --network filters; a leaked attachment is reported, not checked.
+	if lines, _, _ := n.check("--network", "other"); len(lines) != 0 {
+		t.Errorf("check --network other: %+v", lines)
+	}
+	c, rmC := newNS(t)
+	n.addMapped("ctr-c", c.Path(), 18082)
+	must(t, rmC())
+	lines, _, rc = n.check()
+	var leaked *checkLine
+	for i := range lines {
+		if lines[i].ContainerID == "ctr-c" {
+			leaked = &lines[i]
+		}
+	}
+	if rc != 1 || leaked == nil || leaked.Status != checkLeaked || len(leaked.Problems) != 0 ||
+		!strings.Contains(leaked.Reason, "cniforge gc") {
+		t.Errorf("leaked attachment: exit %d, %+v", rc, leaked)
+	}
+}
+
+// safeText keeps what a terminal would act on out of check's table.
+func TestSafeTextQuotesControlCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"ctr-1":             "ctr-1",
+		"a\nnodenet  x  ok": `"a\nnodenet  x  ok"`,
+		"\x1b[2J":           `"\x1b[2J"`,
+		"née":               "née",
+	} {
+		if got := safeText(in); got != want {
+			t.Errorf("safeText(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
