@@ -14,7 +14,8 @@
 //	cniforge check [--json] [--network NAME]
 //	                                 CHECK every cached attachment, naming each
 //	                                 plugin whose part drifted; exit 1 if any
-//	                                 (ls, gc and check take --cache-dir, --conf-dir, --bin-dir)
+//	cniforge doctor [--json]         what makes the node misbehave, each with a fix
+//	                                 (ls, gc, check and doctor take --cache-dir, --conf-dir, --bin-dir)
 package main
 
 import (
@@ -62,6 +63,8 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		return ls(args[1:], stdout, stderr)
 	case "gc":
 		return gc(args[1:], stdout, stderr)
+	case "doctor":
+		return doctor(args[1:], stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -102,7 +105,12 @@ usage:
                         CHECK (through libcni, with the cached config and result)
                         every cached attachment, one line each; exit 1 when one
                         drifted or leaked
-  ls, gc and check take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
+  cniforge doctor [--json]
+                        what makes the node misbehave (plugins missing or failing
+                        VERSION, CNI rules in both iptables-legacy and -nft,
+                        forwarding or br_netfilter off, a range nearly full),
+                        each with what to do; exit 1 when it finds something
+  ls, gc, check and doctor take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
   --bin-dir (/opt/cni/bin)
 
 plugins: %s
