@@ -24,20 +24,25 @@ import (
 // conf dir's file may have changed since) and the cached result as
 // prevResult, exactly as libcni's CheckNetworkList would. An attachment
 // whose netns is gone is reported as leaked (cniforge gc reclaims it), not
-// checked. The exit status is 1 when anything is not ok.
+// checked. With --repair, what drifted is re-applied where that leaves the
+// container alone (see repair.go) and checked again. The exit status is 1
+// when anything is not ok (or, with --repair, still not ok).
 
 // Check states of an attachment.
 const (
 	checkOK      = "ok"
-	checkDrift   = "drift"   // a plugin's CHECK failed
-	checkLeaked  = "leaked"  // its netns is gone: cniforge gc reclaims it
-	checkSkipped = "skipped" // CHECK cannot run: disableCheck, a spec version before 0.4.0
-	checkError   = "error"   // no config to check it with
+	checkDrift   = "drift"    // a plugin's CHECK failed
+	checkLeaked  = "leaked"   // its netns is gone: cniforge gc reclaims it
+	checkSkipped = "skipped"  // CHECK cannot run: disableCheck, a spec version before 0.4.0
+	checkError   = "error"    // no config to check it with
+	checkFixed   = "repaired" // drifted, and check --repair re-applied what was missing
 )
 
 type checkProblem struct {
 	Plugin string `json:"plugin"`
 	Error  string `json:"error"`
+	// Repair is what --repair did: "repaired", or why it could not.
+	Repair string `json:"repair,omitempty"`
 }
 
 type checkLine struct {
@@ -54,6 +59,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fl, d := nodeFlags("check", stderr)
 	asJSON := fl.Bool("json", false, "print JSON")
 	only := fl.String("network", "", "only this network")
+	repair := fl.Bool("repair", false, "re-apply what drifted where that leaves the container alone (masquerade, portmap, firewall, bandwidth)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -72,11 +78,11 @@ func check(args []string, stdout, stderr io.Writer) int {
 		if *only != "" && a.Network != *only {
 			continue
 		}
-		lines = append(lines, checkAttachment(context.Background(), cni, st, a))
+		lines = append(lines, checkAttachment(context.Background(), cni, st, a, repairWith(*repair, d.bin)))
 	}
 	rc := 0
 	for _, l := range lines {
-		if l.Status != checkOK && l.Status != checkSkipped {
+		if l.Status != checkOK && l.Status != checkSkipped && l.Status != checkFixed {
 			rc = 1
 		}
 	}
@@ -97,7 +103,11 @@ func check(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, p := range l.Problems {
 			// A plugin's error may span lines (one per missing rule).
-			detail = append(detail, p.Plugin+": "+strings.Join(strings.Fields(strings.ReplaceAll(p.Error, "\n", " | ")), " "))
+			msg := p.Plugin + ": " + strings.Join(strings.Fields(strings.ReplaceAll(p.Error, "\n", " | ")), " ")
+			if p.Repair != "" {
+				msg += " [" + p.Repair + "]"
+			}
+			detail = append(detail, msg)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(l.Network), safeText(l.ContainerID), safeText(l.IfName), l.Status,
 			dash(safeText(strings.Join(detail, "; "))))
@@ -107,7 +117,15 @@ func check(args []string, stdout, stderr io.Writer) int {
 }
 
 // checkAttachment checks one cached attachment.
-func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, a attachment) checkLine {
+// repairWith is the bin dir --repair runs plugins from, "" without --repair.
+func repairWith(on bool, binDir string) string {
+	if !on {
+		return ""
+	}
+	return binDir
+}
+
+func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, a attachment, repairBin string) checkLine {
 	l := checkLine{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.Netns}
 	if a.NetnsState == nsGone {
 		l.Status, l.Reason = checkLeaked, fmt.Sprintf("netns %s is gone (cniforge gc reclaims it)", a.Netns)
@@ -133,16 +151,48 @@ func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, 
 	// libcni hands every plugin of the chain the same cached result as
 	// prevResult, so a one-plugin list checks that plugin as the whole
 	// list would, and the next plugin runs even when this one failed.
-	for _, p := range list.Plugins {
+	checkOne := func(p *libcni.PluginConfig) error {
 		one := *list
 		one.Plugins = []*libcni.PluginConfig{p}
-		if err := cni.CheckNetworkList(ctx, &one, rt); err != nil {
+		return cni.CheckNetworkList(ctx, &one, rt)
+	}
+	var drifted []*libcni.PluginConfig
+	for _, p := range list.Plugins {
+		if err := checkOne(p); err != nil {
 			l.Problems = append(l.Problems, checkProblem{Plugin: p.Network.Type, Error: err.Error()})
+			drifted = append(drifted, p)
 		}
 	}
 	l.Status = checkOK
-	if len(l.Problems) > 0 {
-		l.Status = checkDrift
+	if len(l.Problems) == 0 {
+		return l
+	}
+	l.Status = checkDrift
+	if repairBin == "" {
+		return l
+	}
+	cached, err := cni.GetNetworkListCachedResult(list, rt)
+	if err != nil || cached == nil {
+		for i := range l.Problems {
+			l.Problems[i].Repair = fmt.Sprintf("not repaired: no cached result (%v)", err)
+		}
+		return l
+	}
+	fixed := 0
+	for i, p := range drifted {
+		if err := repairPlugin(ctx, repairBin, list, p, rt, cached); err != nil {
+			l.Problems[i].Repair = "not repaired: " + err.Error()
+			continue
+		}
+		if err := checkOne(p); err != nil {
+			l.Problems[i].Repair = "re-applied, but CHECK still fails: " + err.Error()
+			continue
+		}
+		l.Problems[i].Repair = checkFixed
+		fixed++
+	}
+	if fixed == len(drifted) {
+		l.Status = checkFixed
 	}
 	return l
 }

@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // chainNode is a node whose network is a chain (bridge with masquerade,
@@ -152,5 +158,116 @@ func TestSafeTextQuotesControlCharacters(t *testing.T) {
 		if got := safeText(in); got != want {
 			t.Errorf("safeText(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// hostVeth is the host end of id's veth, from the result libcni cached.
+func (n *node) hostVeth(id string) string {
+	n.t.Helper()
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	r, err := cni.GetNetworkListCachedResult(n.list, &libcni.RuntimeConf{ContainerID: id, IfName: "eth0"})
+	must(n.t, err)
+	res, err := current.NewResultFromResult(r)
+	must(n.t, err)
+	for _, i := range res.Interfaces {
+		if i.Sandbox == "" && i.Mac != "" && i.Name != "cnode0" {
+			return i.Name
+		}
+	}
+	n.t.Fatalf("no host veth in %s's cached result: %+v", id, res.Interfaces)
+	return ""
+}
+
+// dialHostPort connects from the host netns to the bridge's address on
+// port, as a client on the node would reach a published port.
+func (n *node) dialHostPort(port int) error {
+	return n.hostNS.Do(func() error {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("10.123.0.1:%d", port), 3*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return err
+		}
+		if string(buf) != "hello" {
+			return fmt.Errorf("read %q", buf)
+		}
+		return nil
+	})
+}
+
+// serve answers "hello" on port 80 inside ctr until the test ends.
+func serve(t *testing.T, ctr *ns.NetNS) {
+	t.Helper()
+	var l net.Listener
+	must(t, ctr.Do(func() error {
+		var err error
+		l, err = net.Listen("tcp", ":80")
+		return err
+	}))
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello"))
+			_ = c.Close()
+		}
+	}()
+}
+
+// What a user's drift takes away (nft flush ruleset, a deleted qdisc),
+// check --repair puts back without touching the container: the published
+// port answers again and a second check passes. What it cannot repair (an
+// address gone from the container) it says so, and exits 1.
+func TestCheckRepairRestoresRulesAndQdiscs(t *testing.T) {
+	n := chainNode(t)
+	a, _ := newNS(t)
+	n.addMapped("ctr-a", a.Path(), 18080)
+	serve(t, a)
+	if err := n.dialHostPort(18080); err != nil {
+		t.Fatalf("published port before any drift: %v", err)
+	}
+
+	n.inHost("nft", "flush", "ruleset")
+	veth := n.hostVeth("ctr-a")
+	n.inHost("tc", "qdisc", "del", "dev", veth, "root")
+	if err := n.dialHostPort(18080); err == nil {
+		t.Fatal("the published port still answers after nft flush ruleset: the test cannot see the repair")
+	}
+
+	lines, text, rc := n.check()
+	if rc != 1 || len(lines) != 1 || len(lines[0].Problems) != 3 {
+		t.Fatalf("check after drift: exit %d:\n%s", rc, text)
+	}
+	out, rc := n.cli("check", "--repair")
+	t.Logf("cniforge check --repair:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "ctr-a      eth0    repaired") {
+		t.Errorf("check --repair: exit %d:\n%s", rc, out)
+	}
+	for _, p := range []string{"bridge: ", "portmap: ", "bandwidth: "} {
+		if !strings.Contains(out, p) {
+			t.Errorf("check --repair does not name %s:\n%s", p, out)
+		}
+	}
+	if err := n.dialHostPort(18080); err != nil {
+		t.Errorf("published port after check --repair: %v", err)
+	}
+	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)
+	}
+
+	// An address gone from the container is no rule: check --repair says
+	// it cannot repair it.
+	must(t, a.Do(func() error {
+		return exec.Command("ip", "addr", "flush", "dev", "eth0").Run()
+	}))
+	out, rc = n.cli("check", "--repair")
+	if rc != 1 || !strings.Contains(out, "drift") || !strings.Contains(out, "CHECK still fails") {
+		t.Errorf("check --repair of a container's lost address: exit %d:\n%s", rc, out)
 	}
 }

@@ -11,9 +11,10 @@
 //	                                 reservations, addresses used and free
 //	cniforge gc [--apply] [--network NAME]
 //	                                 DEL attachments whose netns is gone, then GC
-//	cniforge check [--json] [--network NAME]
+//	cniforge check [--json] [--network NAME] [--repair]
 //	                                 CHECK every cached attachment, naming each
-//	                                 plugin whose part drifted; exit 1 if any
+//	                                 plugin whose part drifted; exit 1 if any;
+//	                                 --repair re-applies rules and qdiscs
 //	cniforge doctor [--json]         what makes the node misbehave, each with a fix
 //	                                 (ls, gc, check and doctor take --cache-dir, --conf-dir, --bin-dir)
 package main
@@ -101,10 +102,12 @@ usage:
                         DEL (through libcni) every cached attachment whose netns
                         is gone, then GC each network keeping those that remain;
                         a dry run without --apply
-  cniforge check [--json] [--network NAME]
+  cniforge check [--json] [--network NAME] [--repair]
                         CHECK (through libcni, with the cached config and result)
                         every cached attachment, one line each; exit 1 when one
-                        drifted or leaked
+                        drifted or leaked; --repair re-applies what drifted where
+                        that leaves the container alone: masquerade rules, and
+                        portmap, firewall and bandwidth (their DEL, then ADD)
   cniforge doctor [--json]
                         what makes the node misbehave (plugins missing or failing
                         VERSION, CNI rules in both iptables-legacy and -nft,

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/netfilter"
+)
+
+// check --repair re-applies, for a plugin whose CHECK failed, what can be
+// re-applied without touching the container: the masquerade rules of
+// bridge and ptp (Setup is idempotent: present rules stay, missing ones
+// are added), and the whole of portmap, firewall and bandwidth, which
+// change only the host (rules, qdiscs, the ifb): their DEL then their ADD,
+// with the config and result cached at ADD, as libcni would send them.
+// Everything else (a veth, an address, a route, sbr's and tuning's
+// changes inside the container) is reported as not repairable: the pod
+// must be made again.
+
+// errNotRepairable marks a plugin whose drift check --repair leaves alone.
+var errNotRepairable = errors.New("not repairable here: re-create the pod")
+
+// rerunnable plugins change only the host: DEL then ADD re-makes their
+// part from the cached config and result and touches no container.
+var rerunnable = map[string]bool{"portmap": true, "firewall": true, "bandwidth": true}
+
+// repairPlugin repairs plugin p of attachment rt on network list.
+func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfigList, p *libcni.PluginConfig,
+	rt *libcni.RuntimeConf, cached types.Result) error {
+	switch t := p.Network.Type; {
+	case t == "bridge" || t == "ptp":
+		return repairMasq(list.Name, p, rt, cached)
+	case rerunnable[t]:
+		stdin, err := pluginStdin(list, p, rt, cached)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(binDir, t)
+		if err := invoke.ExecPluginWithoutResult(ctx, path, stdin, pluginArgs("DEL", binDir, rt), nil); err != nil {
+			return fmt.Errorf("DEL: %w", err)
+		}
+		if _, err := invoke.ExecPluginWithResult(ctx, path, stdin, pluginArgs("ADD", binDir, rt), nil); err != nil {
+			return fmt.Errorf("ADD: %w", err)
+		}
+		return nil
+	}
+	return errNotRepairable
+}
+
+// repairMasq installs the masquerade rules of a bridge or ptp attachment
+// again, for the container interface's addresses in the cached result.
+// It runs in this process's netns, the host's.
+func repairMasq(network string, p *libcni.PluginConfig, rt *libcni.RuntimeConf, cached types.Result) error {
+	var conf attach.Masq
+	if err := json.Unmarshal(p.Bytes, &conf); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if !conf.IPMasq {
+		return errNotRepairable // its drift is not in masquerade rules
+	}
+	res, err := current.NewResultFromResult(cached)
+	if err != nil {
+		return fmt.Errorf("cached result: %w", err)
+	}
+	masq, err := netfilter.NewMasq(conf.Backend())
+	if err != nil {
+		return err
+	}
+	owner := netfilter.Owner{Network: network, ContainerID: rt.ContainerID, IfName: rt.IfName}
+	if err := masq.Setup(owner, containerAddrs(res, rt.IfName)); err != nil {
+		return fmt.Errorf("masquerade (%s): %w", masq.Backend(), err)
+	}
+	return nil
+}
+
+// containerAddrs are the addresses of the container interface ifName in
+// res (the ones bridge and ptp masquerade); all of res's addresses when no
+// interface says which.
+func containerAddrs(res *current.Result, ifName string) []*net.IPNet {
+	var out []*net.IPNet
+	for _, ipc := range res.IPs {
+		i := ipc.Interface
+		if i == nil || *i < 0 || *i >= len(res.Interfaces) ||
+			(res.Interfaces[*i].Name == ifName && res.Interfaces[*i].Sandbox != "") {
+			out = append(out, &net.IPNet{IP: ipc.Address.IP, Mask: ipc.Address.Mask})
+		}
+	}
+	return out
+}
+
+// pluginStdin is the config libcni sends plugin p of list for rt, with
+// cached as prevResult: the list's name and cniVersion, and runtimeConfig
+// holding the capability arguments p declares.
+func pluginStdin(list *libcni.NetworkConfigList, p *libcni.PluginConfig, rt *libcni.RuntimeConf, cached types.Result) ([]byte, error) {
+	prev, err := cached.GetAsVersion(list.CNIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("cached result as %s: %w", list.CNIVersion, err)
+	}
+	inject := map[string]any{"name": list.Name, "cniVersion": list.CNIVersion, "prevResult": prev}
+	rc := map[string]any{}
+	for capability, on := range p.Network.Capabilities {
+		if v, ok := rt.CapabilityArgs[capability]; on && ok {
+			rc[capability] = v
+		}
+	}
+	if len(rc) > 0 {
+		inject["runtimeConfig"] = rc
+	}
+	c, err := libcni.InjectConf(p, inject)
+	if err != nil {
+		return nil, err
+	}
+	return c.Bytes, nil
+}
+
+func pluginArgs(cmd, binDir string, rt *libcni.RuntimeConf) *invoke.Args {
+	var pairs []string
+	for _, kv := range rt.Args {
+		pairs = append(pairs, kv[0]+"="+kv[1])
+	}
+	return &invoke.Args{Command: cmd, ContainerID: rt.ContainerID, NetNS: rt.NetNS, IfName: rt.IfName,
+		PluginArgsStr: strings.Join(pairs, ";"), Path: binDir}
+}
