@@ -7,6 +7,9 @@
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
 //	                                 /opt/cni/bin) and each plugin as a link to it
+//	cniforge daemon [--dir D] [--force]
+//	                                 the node image's command: install into D
+//	                                 (default /host/opt/cni/bin), then stay up
 //	cniforge ls [--json]             cached attachments, unowned host-local
 //	                                 reservations, addresses used and free
 //	cniforge gc [--apply] [--network NAME]
@@ -60,6 +63,8 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 		return 0
 	case "install":
 		return install(args[1:], plugins, stdout, stderr)
+	case "daemon":
+		return daemon(args[1:], plugins, stdout, stderr)
 	case "ls":
 		return ls(args[1:], stdout, stderr)
 	case "gc":
@@ -95,6 +100,9 @@ usage:
                         install this binary into the directory, and each plugin
                         as a link to it; each file is replaced atomically, and a
                         file that is not cniforge's only with --force
+  cniforge daemon [--dir /host/opt/cni/bin] [--force]
+                        the node image's command (deploy/): install as above,
+                        then stay up until SIGTERM
   cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
                         host-local reservations no attachment owns, and per
                         network the addresses used and free

@@ -1,0 +1,131 @@
+// Command image writes the cniforge node image: an OCI image holding only
+// the static multicall binary, whose default command installs the plugins
+// into the host folder a DaemonSet mounts (deploy/cniforge-daemonset.yaml)
+// and then stays up (reclaiming leaked attachments when asked). It needs
+// no registry and no daemon: the image is written as an archive that
+// `ctr -n k8s.io images import`, `podman load` and `docker load` take.
+//
+//	go run ./scripts/image -bin cniforge -arch amd64 -version v1.2.3 \
+//	    -epoch 1700000000 -tag cniforge:v1.2.3 -o cniforge-image-amd64.tar
+//
+// The archive is reproducible: the same binary, arch, version, epoch and
+// tag give the same bytes (the layer's one entry has fixed owner, mode and
+// mtime; the config's times are the epoch; nothing reads the clock).
+//
+// github.com/google/go-containerregistry writes the layer, config,
+// manifest and archive: the OCI and Docker formats have enough corners
+// (digests of compressed and uncompressed layers, the archive's
+// manifest.json) that a well-kept library beats writing them again.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// BinPath is where the binary sits in the image.
+const BinPath = "/cniforge"
+
+func main() {
+	bin := flag.String("bin", "", "the static cniforge binary (for -arch)")
+	arch := flag.String("arch", "amd64", "GOARCH of the binary")
+	version := flag.String("version", "", "the suite's version (a label)")
+	epoch := flag.Int64("epoch", 0, "the commit's time, for every timestamp")
+	tag := flag.String("tag", "", "the image reference the archive names, e.g. cniforge:v1.2.3")
+	out := flag.String("o", "", "the archive to write")
+	flag.Parse()
+	if *bin == "" || *tag == "" || *out == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := write(*bin, *arch, *version, *epoch, *tag, *out); err != nil {
+		fmt.Fprintf(os.Stderr, "image: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func write(binPath, arch, version string, epoch int64, tag, out string) error {
+	binary, err := os.ReadFile(binPath)
+	if err != nil {
+		return err
+	}
+	img, err := Build(binary, arch, version, time.Unix(epoch, 0).UTC())
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return fmt.Errorf("-tag %q: %w", tag, err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := tarball.Write(ref, img, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Build makes the image: one layer holding binary at BinPath, and a
+// config whose entrypoint is the binary and whose default command is the
+// DaemonSet's (install into /host/opt/cni/bin, then stay up).
+func Build(binary []byte, arch, version string, when time.Time) (v1.Image, error) {
+	var layerTar bytes.Buffer
+	tw := tar.NewWriter(&layerTar)
+	hdr := &tar.Header{Name: BinPath[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: when,
+		Typeflag: tar.TypeReg, Uname: "root", Gname: "root", Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(binary); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	layerBytes := layerTar.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerBytes)), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: layer, History: v1.History{
+		Created: v1.Time{Time: when}, CreatedBy: "scripts/image: " + BinPath, Comment: "cniforge " + version}})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = arch, "linux"
+	cf.Created = v1.Time{Time: when}
+	cf.Config.Entrypoint = []string{BinPath}
+	cf.Config.Cmd = []string{"daemon", "--dir", "/host/opt/cni/bin"}
+	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.title":   "cniforge",
+		"org.opencontainers.image.version": version,
+		"org.opencontainers.image.description": "the cniforge CNI plugins; its command installs them into the host's " +
+			"/opt/cni/bin (mounted at /host/opt/cni/bin) and stays up",
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.CreatedAt(img, v1.Time{Time: when})
+}
