@@ -26,6 +26,7 @@ type plan struct {
 	host             netlink.Link // the host end of the container's veth
 	ingress, egress  *tbfParams   // nil: no limit that way
 	ifbName, ifAlias string
+	clamped          []clamp // bursts cut to what tbf can hold
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
@@ -36,6 +37,10 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	p, err := resolve(a, c, res)
 	if err != nil {
 		return nil, err
+	}
+	for _, cl := range p.clamped {
+		a.Log.Warn("burst clamped to the largest tbf can hold at the rate", "key", cl.key,
+			"bits", cl.asked, "rate", cl.rate, "installed", cl.installed)
 	}
 	_, h, err := a.Host()
 	if err != nil {
@@ -89,23 +94,26 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 }
 
 // resolve finds the host end and computes the tbf parameters, changing
-// nothing.
+// nothing. A burst tbf cannot hold is clamped (tbfFor); ADD logs it.
 func resolve(a *attach.Attachment, c *netConf, res *current.Result) (*plan, error) {
 	p := &plan{ifbName: IfbName(c.Name, a.Args.ContainerID), ifAlias: ifbAlias(c.Name, a.Args.ContainerID)}
 	tick := netlink.TickInUsec()
-	if c.bw.IngressRate > 0 {
-		t, err := tbfFor(prefix(c)+"ingress", c.bw.IngressRate, c.bw.IngressBurst, tick)
-		if err != nil {
-			return nil, err
+	for _, d := range []struct {
+		dir         string
+		rate, burst uint64
+		to          **tbfParams
+	}{
+		{"ingress", c.bw.IngressRate, c.bw.IngressBurst, &p.ingress},
+		{"egress", c.bw.EgressRate, c.bw.EgressBurst, &p.egress},
+	} {
+		if d.rate == 0 {
+			continue
 		}
-		p.ingress = &t
-	}
-	if c.bw.EgressRate > 0 {
-		t, err := tbfFor(prefix(c)+"egress", c.bw.EgressRate, c.bw.EgressBurst, tick)
-		if err != nil {
-			return nil, err
+		t, burst, clamped := tbfFor(d.rate, d.burst, tick)
+		*d.to = &t
+		if clamped {
+			p.clamped = append(p.clamped, clamp{key: prefix(c) + d.dir + "Burst", asked: d.burst, rate: d.rate, installed: burst})
 		}
-		p.egress = &t
 	}
 	host, err := hostEnd(a, res)
 	if err != nil {
@@ -113,6 +121,12 @@ func resolve(a *attach.Attachment, c *netConf, res *current.Result) (*plan, erro
 	}
 	p.host = host
 	return p, nil
+}
+
+// clamp is a burst tbf cannot hold at its rate, and the one installed.
+type clamp struct {
+	key                    string
+	asked, rate, installed uint64
 }
 
 func prefix(c *netConf) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,23 @@ func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	b, err := json.Marshal(r)
 	Expect(err).NotTo(HaveOccurred())
 	return b
+}
+
+// rootTbf is the root tbf of link name in n, read over netlink.
+func rootTbf(n *ns.NetNS, name string) *netlink.Tbf {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	qs, err := h.QdiscList(l)
+	Expect(err).NotTo(HaveOccurred())
+	for _, q := range qs {
+		if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT {
+			return t
+		}
+	}
+	Fail("no root tbf on " + name)
+	return nil
 }
 
 func conf(ver, keys string, prev []byte) []byte {
@@ -280,12 +298,62 @@ var _ = Describe("bandwidth", func() {
 		Entry("a rate without burst (7)", 7, func(c *testutil.Call) {
 			c.Stdin = conf("1.1.0", `"egressRate": 1000`, prevFor("1.1.0", contNS, "veth-h"))
 		}, "egressBurst: missing"),
-		Entry("a burst tbf cannot hold (7)", 7, func(c *testutil.Call) {
-			c.Stdin = conf("1.1.0", `"ingressRate": 8, "ingressBurst": 80000000000`, prevFor("1.1.0", contNS, "veth-h"))
-		}, "ingressBurst"),
+		Entry("a burst below a byte (7)", 7, func(c *testutil.Call) {
+			c.Stdin = conf("1.1.0", `"ingressRate": 8000, "ingressBurst": 7`, prevFor("1.1.0", contNS, "veth-h"))
+		}, "ingressBurst: 7"),
 		Entry("a host end prevResult does not list (7)", 7, func(c *testutil.Call) {
 			c.Stdin = conf("1.1.0", limits, prevFor("1.1.0", contNS, "other0"))
 		}, `no host interface "veth-h"`),
+	)
+
+	// Issue 23: containerd sends both bursts as 4294967295 bits, CRI-O as
+	// 34359738367 (older releases 34359738368), whatever the pod asks for.
+	// The pod starts: a burst tbf cannot hold at the rate is clamped to
+	// the largest it can (about 275 s of traffic), said on stderr, and
+	// CHECK accepts what ADD installed.
+	DescribeTable("ADDs and CHECKs with the bursts runtimes send",
+		func(rate, burst uint64, runtime, clamped bool) {
+			keys := fmt.Sprintf(`"ingressRate": %d, "ingressBurst": %d, "egressRate": %d, "egressBurst": %d`, rate, burst, rate, burst)
+			if runtime {
+				keys = `"runtimeConfig": {"bandwidth": {` + keys + `}}`
+			}
+			c := testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(),
+				Stdin: conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h"))}
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Exec("bandwidth", c)
+				return err
+			})).To(Succeed())
+			Expect(out.Err).To(BeNil())
+			if clamped {
+				Expect(string(out.Stderr)).To(And(ContainSubstring("burst clamped"), ContainSubstring("Burst")))
+			} else {
+				Expect(string(out.Stderr)).NotTo(ContainSubstring("clamped"))
+			}
+			tick := netlink.TickInUsec()
+			for _, l := range []string{"veth-h", ifb} {
+				t := rootTbf(hostNS, l)
+				Expect(t.Rate).To(Equal(rate/8), l)
+				if clamped {
+					// The buffer is within one byte's worth of 2^32-1 ticks.
+					Expect(float64(t.Buffer)).To(BeNumerically(">", math.MaxUint32-8e6/float64(rate)*tick), l)
+				} else {
+					Expect(t.Buffer).To(Equal(uint32(float64(burst/8)*1e6/float64(rate/8)*tick)), l)
+				}
+			}
+			c.Command, c.Stdin = "CHECK", conf("1.1.0", keys, out.Stdout)
+			Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c).Err).To(BeNil())
+			c.Command = "DEL"
+			Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c).Err).To(BeNil())
+		},
+		Entry("containerd at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(math.MaxUint32), true, true),
+		Entry("containerd at 1 Mbit/s, top-level keys (clamped)", uint64(1_000_000), uint64(math.MaxUint32), false, true),
+		Entry("containerd at 100 Mbit/s (fits)", uint64(100_000_000), uint64(math.MaxUint32), true, false),
+		Entry("CRI-O at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(34359738367), true, true),
+		Entry("CRI-O at 100 Mbit/s (clamped)", uint64(100_000_000), uint64(34359738367), true, true),
+		Entry("CRI-O at 1 Gbit/s (fits; the limit stops at 2^32-1)", uint64(1_000_000_000), uint64(34359738367), true, false),
+		Entry("CRI-O's math.MaxUint32*8-1 at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(math.MaxUint32*8-1), true, true),
+		Entry("older CRI-O (math.MaxUint32*8) at 1 Mbit/s (clamped)", uint64(1_000_000), uint64(math.MaxUint32*8), true, true),
 	)
 
 	It("refuses an interface that is not a veth with a clear error", func() {

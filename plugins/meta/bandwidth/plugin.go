@@ -10,8 +10,9 @@
 //	(resolve)  the limits (runtimeConfig.bandwidth over the top-level
 //	           keys; none: prevResult passes through untouched); the host
 //	           end: the peer of CNI_IFNAME, a veth, listed in prevResult
-//	           as a host interface; tbf parameters (code 7 if tbf cannot
-//	           hold them)
+//	           as a host interface; tbf parameters (a burst tbf cannot
+//	           hold at its rate is clamped to the largest it can, and
+//	           logged)
 //	ingress    tbf as the root qdisc of the host end (ingressRate)
 //	ifb        ifb "bwp<hash>" up, MTU of the host end (egressRate)
 //	redirect   ingress qdisc on the host end, u32 filter with a mirred
