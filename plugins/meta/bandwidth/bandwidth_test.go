@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
@@ -156,7 +157,7 @@ var _ = Describe("bandwidth", func() {
 			Expect(res.Interfaces).To(HaveLen(3))
 			Expect(res.Interfaces[2].Name).To(Equal(ifb))
 			Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
-			Expect(tc(hostNS, "qdisc", "show", "dev", "veth-h")).To(And(ContainSubstring("qdisc tbf 1: root"), ContainSubstring("rate 4Mbit"), ContainSubstring("qdisc ingress ffff:")))
+			Expect(tc(hostNS, "qdisc", "show", "dev", "veth-h")).To(And(ContainSubstring("qdisc tbf 1: root"), ContainSubstring("rate 4Mbit"), ContainSubstring("qdisc clsact ffff:")))
 			Expect(tc(hostNS, "qdisc", "show", "dev", ifb)).To(ContainSubstring("rate 4Mbit"))
 			Expect(tc(hostNS, "filter", "show", "dev", "veth-h", "ingress")).To(ContainSubstring("Egress Redirect to device " + ifb))
 			if testutil.AtLeast(ver, "0.4.0") {
@@ -216,7 +217,7 @@ var _ = Describe("bandwidth", func() {
 			Expect(exec.Command("ip", "-n", filepath.Base(hostNS.Path()), "link", "del", ifb).Run()).To(Succeed())
 		}, "link not found"),
 		Entry("the redirect deleted", func() { tc(hostNS, "filter", "del", "dev", "veth-h", "ingress") }, "not redirected"),
-		Entry("the ingress qdisc deleted", func() { tc(hostNS, "qdisc", "del", "dev", "veth-h", "ingress") }, "no ingress qdisc"),
+		Entry("the clsact qdisc deleted", func() { tc(hostNS, "qdisc", "del", "dev", "veth-h", "clsact") }, "no ingress or clsact qdisc"),
 		Entry("the ifb's tbf deleted", func() { tc(hostNS, "qdisc", "del", "dev", ifb, "root") }, "no tbf root qdisc"),
 	)
 
@@ -224,6 +225,55 @@ var _ = Describe("bandwidth", func() {
 		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
 		must("DEL", nil, conf("1.1.0", limits, nil))
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
+	})
+
+	// Issue 22, defect 12: an upstream DEL deletes only the ifb; it leaves
+	// the root tbf, the ingress qdisc and a u32 redirect to the ifb that is
+	// gone on the host end. ADD over them made "file exists".
+	It("ADD replaces the tbf and the dead redirect an upstream DEL left on the host end, and DEL removes them", func() {
+		before := state()
+		h := testutil.Handle(hostNS)
+		host, err := h.LinkByName("veth-h")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.QdiscAdd(&netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: host.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+			Rate: 1000, Buffer: 100000, Limit: 10000})).To(Succeed())
+		Expect(h.QdiscAdd(&netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: host.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS}})).To(Succeed())
+		la := netlink.NewLinkAttrs()
+		la.Name = bandwidth.IfbName(netName, "old")
+		Expect(h.LinkAdd(&netlink.Ifb{LinkAttrs: la})).To(Succeed())
+		old, err := h.LinkByName(la.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.FilterAdd(&netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: host.Attrs().Index, Parent: netlink.MakeHandle(0xffff, 0), Priority: 1, Protocol: unix.ETH_P_ALL},
+			ClassId: netlink.MakeHandle(1, 1), RedirIndex: old.Attrs().Index})).To(Succeed())
+		Expect(h.LinkDel(old)).To(Succeed())
+
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
+		fs, err := h.FilterList(host, netlink.HANDLE_MIN_INGRESS)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fs).To(HaveLen(1), "the dead redirect is gone, ours is there")
+		Expect(testutil.Ping(contNS, hostAddr)).To(Succeed())
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+		must("DEL", contNS, conf("1.1.0", limits, out.Stdout))
+		Expect(state()).To(Equal(before))
+	})
+
+	It("DEL without prevResult finds the host end as the peer of CNI_IFNAME, so the next ADD works", func() {
+		before := state()
+		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("DEL", contNS, conf("1.1.0", limits, nil))
+		Expect(state()).To(Equal(before))
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+	})
+
+	It("ADD replaces an ifb of its own name that a killed ADD left", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = ifb
+		Expect(h.LinkAdd(&netlink.Ifb{LinkAttrs: la})).To(Succeed())
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
 	})
 
 	It("GC deletes the ifbs of this network's containers that are not listed", func() {
