@@ -45,6 +45,22 @@ func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	return b
 }
 
+// replaceTbf changes the root tbf of link name in n to rate (B/s); a
+// buffer or limit of 0 keeps the one there.
+func replaceTbf(n *ns.NetNS, name string, rate uint64, buffer, limit uint32) {
+	GinkgoHelper()
+	t := rootTbf(n, name)
+	t.Rate = rate
+	if buffer != 0 {
+		t.Buffer = buffer
+	}
+	if limit != 0 {
+		t.Limit = limit
+	}
+	Expect(testutil.Handle(n).QdiscReplace(t)).To(Succeed())
+	Expect(*rootTbf(n, name)).To(Equal(*t))
+}
+
 // rootTbf is the root tbf of link name in n, read over netlink.
 func rootTbf(n *ns.NetNS, name string) *netlink.Tbf {
 	GinkgoHelper()
@@ -187,6 +203,19 @@ var _ = Describe("bandwidth", func() {
 		must("CHECK", contNS, conf("1.1.0", keys, out.Stdout))
 	})
 
+	// Issue 22: a mutation leaving the ifb at the kernel's default MTU
+	// passed every test, as the host end had that MTU too.
+	It("gives the ifb the host end's MTU", func() {
+		h := testutil.Handle(hostNS)
+		host, err := h.LinkByName("veth-h")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetMTU(host, 1280)).To(Succeed())
+		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		l, err := h.LinkByName(ifb)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Attrs().MTU).To(Equal(1280))
+	})
+
 	It("lets runtimeConfig.bandwidth override the static keys", func() {
 		keys := `"ingressRate": 4000000, "ingressBurst": 400000, "runtimeConfig": {"bandwidth": {"egressRate": 8000000, "egressBurst": 800000}}`
 		must("ADD", contNS, conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
@@ -213,6 +242,10 @@ var _ = Describe("bandwidth", func() {
 		Entry("the host end's tbf changed", func() {
 			tc(hostNS, "qdisc", "replace", "dev", "veth-h", "root", "handle", "1:", "tbf", "rate", "1mbit", "burst", "50kb", "latency", "25ms")
 		}, "configured rate 500000"),
+		// Issue 22: a CHECK comparing the rate only passed these.
+		Entry("the host end's tbf with the same rate, another burst", func() { replaceTbf(hostNS, "veth-h", 500_000, 1_000_000, 0) }, "buffer 1000000"),
+		Entry("the host end's tbf with the same rate and burst, another limit", func() { replaceTbf(hostNS, "veth-h", 500_000, 0, 70_000) }, "limit 70000"),
+		Entry("the ifb's tbf with the same rate, another burst", func() { replaceTbf(hostNS, ifb, 500_000, 1_000_000, 0) }, "buffer 1000000"),
 		Entry("the ifb deleted", func() {
 			Expect(exec.Command("ip", "-n", filepath.Base(hostNS.Path()), "link", "del", ifb).Run()).To(Succeed())
 		}, "link not found"),
