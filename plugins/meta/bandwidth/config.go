@@ -26,10 +26,16 @@ func (e *Entry) isZero() bool {
 	return e == nil || (e.IngressRate == 0 && e.IngressBurst == 0 && e.EgressRate == 0 && e.EgressBurst == 0)
 }
 
-// netConf is bandwidth's config. Keys are upstream's.
+// netConf is bandwidth's config. Keys are upstream's. The top-level
+// limits are fields of their own, not an embedded Entry: a type error then
+// names the key as the user wrote it ("ingressRate"), not a Go path
+// ("Entry.ingressRate"), for Decode to report (issue 22).
 type netConf struct {
 	attach.NetConf
-	*Entry
+	IngressRate   uint64 `json:"ingressRate"`
+	IngressBurst  uint64 `json:"ingressBurst"`
+	EgressRate    uint64 `json:"egressRate"`
+	EgressBurst   uint64 `json:"egressBurst"`
 	RuntimeConfig struct {
 		Bandwidth *Entry `json:"bandwidth,omitempty"`
 	} `json:"runtimeConfig,omitempty"`
@@ -48,7 +54,9 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if err := attach.Decode(stdin, c); err != nil {
 		return nil, err
 	}
-	c.bw = c.Entry
+	if top := (Entry{c.IngressRate, c.IngressBurst, c.EgressRate, c.EgressBurst}); !top.isZero() {
+		c.bw = &top
+	}
 	if c.RuntimeConfig.Bandwidth != nil {
 		c.bw = c.RuntimeConfig.Bandwidth
 	}

@@ -1,6 +1,8 @@
 package bandwidth
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -149,5 +151,21 @@ func TestTbfForBound(t *testing.T) {
 	}
 	if p, burst, clamped := tbfFor(1_000_000, most*8+8, tick); !clamped || burst != most*8 || p.Buffer != 4_294_967_250 {
 		t.Errorf("a byte over: %+v, %d bits, clamped %v; want %d bits, clamped", p, burst, clamped, most*8)
+	}
+}
+
+// A type error names the key as the user wrote it, at the top level and in
+// runtimeConfig, for attach.Decode to report as code 7 (issue 22): an
+// embedded Entry made it "Entry.ingressRate".
+func TestTypeErrorNamesTheKey(t *testing.T) {
+	for in, key := range map[string]string{
+		`{"name": "n", "ingressRate": -1}`:                                    "ingressRate",
+		`{"name": "n", "egressBurst": "abc"}`:                                 "egressBurst",
+		`{"name": "n", "runtimeConfig": {"bandwidth": {"ingressBurst": -1}}}`: "runtimeConfig.bandwidth.ingressBurst",
+	} {
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal([]byte(in), &netConf{}); !errors.As(err, &te) || te.Field != key {
+			t.Errorf("%s: %v, want a type error at %q", in, err, key)
+		}
 	}
 }
