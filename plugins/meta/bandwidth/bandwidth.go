@@ -23,10 +23,12 @@ var (
 
 // plan is what ADD will make, resolved before any change.
 type plan struct {
-	host             netlink.Link // the host end of the container's veth
-	ingress, egress  *tbfParams   // nil: no limit that way
-	ifbName, ifAlias string
-	clamped          []clamp // bursts cut to what tbf can hold
+	host            netlink.Link // the host end of the container's veth
+	ingress, egress *tbfParams   // nil: no limit that way
+	// what upstream's ADD installs for the same limits (CHECK accepts it)
+	upIngress, upEgress tbfParams
+	ifbName, ifAlias    string
+	clamped             []clamp // bursts cut to what tbf can hold
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
@@ -97,15 +99,17 @@ func resolve(a *attach.Attachment, c *netConf, res *current.Result) (*plan, erro
 		dir         string
 		rate, burst uint64
 		to          **tbfParams
+		up          *tbfParams
 	}{
-		{"ingress", c.bw.IngressRate, c.bw.IngressBurst, &p.ingress},
-		{"egress", c.bw.EgressRate, c.bw.EgressBurst, &p.egress},
+		{"ingress", c.bw.IngressRate, c.bw.IngressBurst, &p.ingress, &p.upIngress},
+		{"egress", c.bw.EgressRate, c.bw.EgressBurst, &p.egress, &p.upEgress},
 	} {
 		if d.rate == 0 {
 			continue
 		}
 		t, burst, clamped := tbfFor(d.rate, d.burst, tick)
 		*d.to = &t
+		*d.up = upstreamTbf(d.rate, d.burst, tick)
 		if clamped {
 			p.clamped = append(p.clamped, clamp{key: prefix(c) + d.dir + "Burst", asked: d.burst, rate: d.rate, installed: burst})
 		}
@@ -513,7 +517,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	}
 	hostName := p.host.Attrs().Name
 	if p.ingress != nil {
-		if err := checkTbf(h, p.host, *p.ingress); err != nil {
+		if err := checkTbf(h, p.host, *p.ingress, p.upIngress); err != nil {
 			return fmt.Errorf("%q in %s: %w", hostName, hostNS.Path(), err)
 		}
 	}
@@ -527,7 +531,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	if ifb.Type() != "ifb" {
 		return fmt.Errorf("%q in %s is a %s, not an ifb", p.ifbName, hostNS.Path(), ifb.Type())
 	}
-	if err := checkTbf(h, ifb, *p.egress); err != nil {
+	if err := checkTbf(h, ifb, *p.egress, p.upEgress); err != nil {
 		return fmt.Errorf("%q in %s: %w", p.ifbName, hostNS.Path(), err)
 	}
 	if q, err := ingressHookQdisc(h, p.host); err != nil {
@@ -541,7 +545,9 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	return nil
 }
 
-func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
+// checkTbf compares the root tbf of l with want, or with upstream's
+// parameters for the same limits (an attachment upstream made).
+func checkTbf(h *netlink.Handle, l netlink.Link, want, upstream tbfParams) error {
 	qs, err := h.QdiscList(l)
 	if err != nil {
 		return err
@@ -551,7 +557,8 @@ func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
 		if !ok || q.Attrs().Parent != netlink.HANDLE_ROOT {
 			continue
 		}
-		if t.Rate != want.Rate || t.Buffer != want.Buffer || t.Limit != want.Limit {
+		got := tbfParams{Rate: t.Rate, Buffer: t.Buffer, Limit: t.Limit}
+		if got != want && got != upstream {
 			return fmt.Errorf("tbf has rate %d B/s buffer %d limit %d, configured rate %d B/s buffer %d limit %d",
 				t.Rate, t.Buffer, t.Limit, want.Rate, want.Buffer, want.Limit)
 		}

@@ -418,10 +418,12 @@ var _ = Describe("bandwidth", func() {
 				t := rootTbf(hostNS, l)
 				Expect(t.Rate).To(Equal(rate/8), l)
 				if clamped {
-					// The buffer is within one byte's worth of 2^32-1 ticks.
-					Expect(float64(t.Buffer)).To(BeNumerically(">", math.MaxUint32-8e6/float64(rate)*tick), l)
+					// The buffer is within a byte and a microsecond (both
+					// truncated) of 2^32-1 ticks.
+					Expect(float64(t.Buffer)).To(BeNumerically(">", math.MaxUint32-(8e6/float64(rate)+1)*tick-1), l)
 				} else {
-					Expect(t.Buffer).To(Equal(uint32(float64(burst/8)*1e6/float64(rate/8)*tick)), l)
+					usec := math.Trunc(float64(burst/8) * 1e6 / float64(rate/8))
+					Expect(t.Buffer).To(BeEquivalentTo(math.Trunc(usec*tick)), l)
 				}
 			}
 			c.Command, c.Stdin = "CHECK", conf("1.1.0", keys, out.Stdout)

@@ -105,7 +105,8 @@ type tbfParams struct {
 	Limit  uint32
 }
 
-// tbfFor computes tbf's parameters as upstream does, with tick the
+// tbfFor computes tbf's parameters as upstream does (the burst as whole
+// microseconds at the rate, then ticks, both truncated), with tick the
 // kernel's ticks per microsecond (netlink.TickInUsec). tbf holds its burst
 // as time in a 32-bit count of ticks (2^32 ticks of 64 ns: about 275 s of
 // traffic at the rate) and its queue limit (25 ms of traffic plus the
@@ -123,9 +124,23 @@ func tbfFor(rateBits, burstBits uint64, tick float64) (p tbfParams, burst uint64
 	if bytes > most {
 		bytes, clamped = most, true
 	}
-	buffer := min(float64(bytes)*1e6/float64(rate)*tick, math.MaxUint32)
+	usec := math.Trunc(float64(bytes) * 1e6 / float64(rate))
+	buffer := min(math.Trunc(usec*tick), math.MaxUint32)
 	limit := min(uint64(float64(rate)*latencyUsec/1e6)+bytes, math.MaxUint32)
 	return tbfParams{Rate: rate, Buffer: uint32(buffer), Limit: uint32(limit)}, bytes * 8, clamped
+}
+
+// upstreamTbf is what upstream's ADD installs for the same rate and
+// burst: where ours clamps, its 32-bit conversions wrap (Go's conversion
+// of a float out of range, on amd64: through int64, keeping the low 32
+// bits). CHECK accepts it too, so an attachment upstream made before the
+// node switched suites passes. Upstream refuses bursts of 4 GiB and more.
+func upstreamTbf(rateBits, burstBits uint64, tick float64) tbfParams {
+	rate, bytes := rateBits/8, uint32(burstBits/8)
+	usec := uint32(int64(float64(bytes) * 1e6 / float64(rate)))
+	buffer := uint32(int64(float64(usec) * tick))
+	limit := uint32(int64(float64(rate)*latencyUsec/1e6)) + bytes
+	return tbfParams{Rate: rate, Buffer: buffer, Limit: limit}
 }
 
 // IfbName is the ifb device upstream names for an attachment: "bwp" and

@@ -87,7 +87,8 @@ func TestTbfFor(t *testing.T) {
 // math.MaxUint32*8 = 34359738360. tbf's buffer is a 32-bit count of
 // ticks: at 15.625 ticks/us, 2^32-1 ticks are 274877906.88 us of traffic.
 // Each is installed, clamped to that where it is longer, and the limit
-// (25 ms of traffic plus the burst) stops at 2^32-1 bytes.
+// (25 ms of traffic plus the burst) stops at 2^32-1 bytes. As upstream,
+// the burst is turned into whole microseconds, then whole ticks.
 func TestTbfForRuntimeBursts(t *testing.T) {
 	const (
 		tick       = 15.625
@@ -109,27 +110,28 @@ func TestTbfForRuntimeBursts(t *testing.T) {
 	}
 	// Below 100 Mbit/s every runtime value is more than 275 s of traffic.
 	at1M := want{tbfParams{125_000, 4_294_967_250, 3_125 + clamp1M}, clamp1M, true}
-	at10M := want{tbfParams{1_250_000, 4_294_967_287, 31_250 + clamp10M}, clamp10M, true}
-	at100M := want{tbfParams{12_500_000, maxUint32, 312_500 + clamp100M}, clamp100M, true}
+	at10M := want{tbfParams{1_250_000, 4_294_967_281, 31_250 + clamp10M}, clamp10M, true}
+	at100M := want{tbfParams{12_500_000, 4_294_967_281, 312_500 + clamp100M}, clamp100M, true}
 	for _, tc := range []struct {
 		rate, burst uint64
 		want        want
 	}{
 		{1_000_000, containerd, at1M}, {1_000_000, crio, at1M}, {1_000_000, crioSrc, at1M}, {1_000_000, crioOld, at1M},
 		{10_000_000, containerd, at10M}, {10_000_000, crio, at10M}, {10_000_000, crioSrc, at10M}, {10_000_000, crioOld, at10M},
-		// 100 Mbit/s: containerd's 537 MB is 43 s and fits (42949672.88 us
-		// = 671088638.75 ticks); CRI-O's 4.3 GB clamps to 3.4 GB.
-		{100_000_000, containerd, want{tbfParams{12_500_000, 671_088_638, 312_500 + cdBytes}, cdBytes, false}},
+		// 100 Mbit/s: containerd's 537 MB is 43 s and fits (42949672 us =
+		// 671088625 ticks, what upstream installs too); CRI-O's 4.3 GB
+		// clamps to 3.4 GB.
+		{100_000_000, containerd, want{tbfParams{12_500_000, 671_088_625, 312_500 + cdBytes}, cdBytes, false}},
 		{100_000_000, crio, at100M}, {100_000_000, crioSrc, at100M}, {100_000_000, crioOld, at100M},
-		// 1 Gbit/s: containerd's fits (4294967.288 us = 67108863.875
-		// ticks); CRI-O's 4294967295 B (4294967294 from its source) fit
-		// the buffer (34 s) but not the limit, which stops at 2^32-1; a
-		// byte more than 32 bits hold clamps to 2^32-1.
-		{1_000_000_000, containerd, want{tbfParams{125_000_000, 67_108_863, 3_125_000 + cdBytes}, cdBytes, false}},
-		{1_000_000_000, crio, want{tbfParams{125_000_000, 536_870_911, maxUint32}, maxUint32, false}},
-		{1_000_000_000, crioSrc, want{tbfParams{125_000_000, 536_870_911, maxUint32}, maxUint32 - 1, false}},
-		{1_000_000_000, crioOld, want{tbfParams{125_000_000, 536_870_911, maxUint32}, maxUint32, false}},
-		{1_000_000_000, over32, want{tbfParams{125_000_000, 536_870_911, maxUint32}, maxUint32, true}},
+		// 1 Gbit/s: containerd's fits (4294967 us = 67108859 ticks);
+		// CRI-O's 4294967295 B (4294967294 from its source) fit the buffer
+		// (34359738 us) but not the limit, which stops at 2^32-1; a byte
+		// more than 32 bits hold clamps to 2^32-1.
+		{1_000_000_000, containerd, want{tbfParams{125_000_000, 67_108_859, 3_125_000 + cdBytes}, cdBytes, false}},
+		{1_000_000_000, crio, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, false}},
+		{1_000_000_000, crioSrc, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32 - 1, false}},
+		{1_000_000_000, crioOld, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, false}},
+		{1_000_000_000, over32, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, true}},
 	} {
 		t.Run(fmt.Sprintf("%d bit/s, burst %d", tc.rate, tc.burst), func(t *testing.T) {
 			p, burst, clamped := tbfFor(tc.rate, tc.burst, tick)
@@ -166,6 +168,31 @@ func TestTypeErrorNamesTheKey(t *testing.T) {
 		var te *json.UnmarshalTypeError
 		if err := json.Unmarshal([]byte(in), &netConf{}); !errors.As(err, &te) || te.Field != key {
 			t.Errorf("%s: %v, want a type error at %q", in, err, key)
+		}
+	}
+}
+
+// Upstream's tbf parameters, as Debian's upstream 1.1.1 binary installed
+// them here (read back with tc): CHECK accepts an attachment upstream made.
+// Where the burst fits, ours are the same; where ours clamp, upstream's
+// tick count wrapped past 32 bits.
+func TestUpstreamTbf(t *testing.T) {
+	const tick = 15.625
+	for _, tc := range []struct {
+		rate, burst uint64
+		want        tbfParams
+		same        bool // tbfFor gives the same
+	}{
+		{3_000_000, 333_333, tbfParams{375_000, 1_736_078, 51_041}, true},
+		{100_000_000, 4294967295, tbfParams{12_500_000, 671_088_625, 537_183_411}, true},
+		{10_000_000, 4294967295, tbfParams{1_250_000, 2_415_919_079, 536_902_161}, false},
+	} {
+		got := upstreamTbf(tc.rate, tc.burst, tick)
+		if got != tc.want {
+			t.Errorf("upstreamTbf(%d, %d) = %+v, want %+v", tc.rate, tc.burst, got, tc.want)
+		}
+		if ours, _, _ := tbfFor(tc.rate, tc.burst, tick); (ours == tc.want) != tc.same {
+			t.Errorf("tbfFor(%d, %d) = %+v; upstream's %+v; want the same: %v", tc.rate, tc.burst, ours, tc.want, tc.same)
 		}
 	}
 }
