@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
@@ -202,4 +203,25 @@ var _ = Describe("bandwidth beside another tool's clsact", func() {
 		Entry("its clsact added after ADD, its programs letting packets go on", false, netlink.TC_ACT_UNSPEC, true),
 		Entry("its ingress program ending the packet's classification (TC_ACT_OK): its verdict stands, not shaped out", true, netlink.TC_ACT_OK, false),
 	)
+
+	DescribeTable("a failure after each step of ADD leaves the tool's clsact and programs, and nothing of bandwidth",
+		func(step string) {
+			otherTool(hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
+			state := func() []string {
+				return append(append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...), qdiscKinds(hostNS, "veth-h")...)
+			}
+			before := state()
+			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
+				out := testutil.RunIn(hostNS, bandwidth.New(attach.Hooks{AfterStep: hook}), testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
+					Netns: contNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))})
+				Expect(out.Err).NotTo(BeNil())
+				Expect(state()).To(Equal(before))
+				h := testutil.Handle(hostNS)
+				l, err := h.LinkByName("veth-h")
+				Expect(err).NotTo(HaveOccurred())
+				fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(fs).To(HaveLen(2), "no redirect of bandwidth's left")
+			}
+		}, testutil.StepEntries(bandwidth.AddSteps))
 })
