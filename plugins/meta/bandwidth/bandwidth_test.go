@@ -291,6 +291,27 @@ var _ = Describe("bandwidth", func() {
 		Expect(state()).To(Equal(before))
 	})
 
+	// The root of the host end is bandwidth's slot: whatever root qdisc is
+	// there gives way to its tbf (a tbf is changed in place; another kind
+	// with handle 1: cannot be, and is deleted first).
+	DescribeTable("ADD takes the host end's root slot from the qdisc there",
+		func(q func(index int) netlink.Qdisc) {
+			h := testutil.Handle(hostNS)
+			host, err := h.LinkByName("veth-h")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.QdiscAdd(q(host.Attrs().Index))).To(Succeed())
+			out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
+			must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+		},
+		Entry("an htb with handle 1:", func(index int) netlink.Qdisc {
+			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+		}),
+		Entry("an htb with handle 2:", func(index int) netlink.Qdisc {
+			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT})
+		}),
+	)
+
 	It("DEL without prevResult finds the host end as the peer of CNI_IFNAME, so the next ADD works", func() {
 		before := state()
 		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
