@@ -446,8 +446,10 @@ func delHostEnds(a *attach.Attachment, h *netlink.Handle) []netlink.Link {
 	}
 	if _, contH, err := a.Container(); err == nil {
 		if cl, err := ip.LinkByName(contH, a.Args.IfName); err == nil {
+			// The index is the peer's in its own namespace: the link with
+			// it here is the peer only if it points back at cl.
 			if peer, err := ip.PeerIndex(contH, cl); err == nil {
-				if l, err := h.LinkByIndex(peer); err == nil {
+				if l, err := h.LinkByIndex(peer); err == nil && l.Attrs().ParentIndex == cl.Attrs().Index {
 					addEnd(l)
 				}
 			}
