@@ -23,9 +23,12 @@ var (
 
 // plan is what ADD will make, resolved before any change.
 type plan struct {
-	host             netlink.Link // the host end of the container's veth
-	ingress, egress  *tbfParams   // nil: no limit that way
-	ifbName, ifAlias string
+	host            netlink.Link // the host end of the container's veth
+	ingress, egress *tbfParams   // nil: no limit that way
+	// what upstream's ADD installs for the same limits (CHECK accepts it)
+	upIngress, upEgress tbfParams
+	ifbName, ifAlias    string
+	clamped             []clamp // bursts cut to what tbf can hold
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
@@ -37,6 +40,10 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, cl := range p.clamped {
+		a.Log.Warn("burst clamped to the largest tbf can hold at the rate", "key", cl.key,
+			"bits", cl.asked, "rate", cl.rate, "installed", cl.installed)
+	}
 	_, h, err := a.Host()
 	if err != nil {
 		return nil, err
@@ -45,7 +52,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 
 	if p.ingress != nil {
 		q := tbf(p.host.Attrs().Index, *p.ingress)
-		if err := h.QdiscAdd(q); err != nil {
+		if err := replaceRoot(h, q); err != nil {
 			return nil, fmt.Errorf("add tbf to %q: %w", hostName, err)
 		}
 		a.Undo.Push("delete tbf of "+hostName, func() error { return qdiscDel(h, q) })
@@ -66,13 +73,8 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		return nil, err
 	}
 
-	ingress := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: p.host.Attrs().Index, Handle: ingressHandle, Parent: netlink.HANDLE_INGRESS}}
-	if err := h.QdiscAdd(ingress); err != nil {
-		return nil, fmt.Errorf("add ingress qdisc to %q: %w", hostName, err)
-	}
-	a.Undo.Push("delete ingress qdisc of "+hostName, func() error { return qdiscDel(h, ingress) })
-	if err := h.FilterAdd(redirect(p.host.Attrs().Index, ifb.Attrs().Index)); err != nil {
-		return nil, fmt.Errorf("redirect the ingress of %q to %q (u32, mirred): %w", hostName, p.ifbName, err)
+	if err := setupRedirect(a, h, p.host, ifb); err != nil {
+		return nil, err
 	}
 	if err := a.Step(StepRedirect); err != nil {
 		return nil, err
@@ -89,23 +91,28 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 }
 
 // resolve finds the host end and computes the tbf parameters, changing
-// nothing.
+// nothing. A burst tbf cannot hold is clamped (tbfFor); ADD logs it.
 func resolve(a *attach.Attachment, c *netConf, res *current.Result) (*plan, error) {
 	p := &plan{ifbName: IfbName(c.Name, a.Args.ContainerID), ifAlias: ifbAlias(c.Name, a.Args.ContainerID)}
 	tick := netlink.TickInUsec()
-	if c.bw.IngressRate > 0 {
-		t, err := tbfFor(prefix(c)+"ingress", c.bw.IngressRate, c.bw.IngressBurst, tick)
-		if err != nil {
-			return nil, err
+	for _, d := range []struct {
+		dir         string
+		rate, burst uint64
+		to          **tbfParams
+		up          *tbfParams
+	}{
+		{"ingress", c.bw.IngressRate, c.bw.IngressBurst, &p.ingress, &p.upIngress},
+		{"egress", c.bw.EgressRate, c.bw.EgressBurst, &p.egress, &p.upEgress},
+	} {
+		if d.rate == 0 {
+			continue
 		}
-		p.ingress = &t
-	}
-	if c.bw.EgressRate > 0 {
-		t, err := tbfFor(prefix(c)+"egress", c.bw.EgressRate, c.bw.EgressBurst, tick)
-		if err != nil {
-			return nil, err
+		t, burst, clamped := tbfFor(d.rate, d.burst, tick)
+		*d.to = &t
+		*d.up = upstreamTbf(d.rate, d.burst, tick)
+		if clamped {
+			p.clamped = append(p.clamped, clamp{key: prefix(c) + d.dir + "Burst", asked: d.burst, rate: d.rate, installed: burst})
 		}
-		p.egress = &t
 	}
 	host, err := hostEnd(a, res)
 	if err != nil {
@@ -113,6 +120,12 @@ func resolve(a *attach.Attachment, c *netConf, res *current.Result) (*plan, erro
 	}
 	p.host = host
 	return p, nil
+}
+
+// clamp is a burst tbf cannot hold at its rate, and the one installed.
+type clamp struct {
+	key                    string
+	asked, rate, installed uint64
 }
 
 func prefix(c *netConf) string {
@@ -162,12 +175,180 @@ func tbf(index int, t tbfParams) *netlink.Tbf {
 	}
 }
 
+// replaceRoot makes q the root qdisc of its link. The root of the host end
+// is bandwidth's slot: a tbf left there (by upstream's DEL, which never
+// removes it, or by a DEL without prevResult) is replaced, not "file
+// exists" (issue 22). A root qdisc of another kind with our handle cannot
+// be changed into a tbf in place: it is deleted first.
+func replaceRoot(h *netlink.Handle, q netlink.Qdisc) error {
+	err := h.QdiscReplace(q)
+	if errors.Is(err, unix.EINVAL) {
+		root := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: q.Attrs().LinkIndex, Parent: netlink.HANDLE_ROOT}}
+		if err := qdiscDel(h, root); err != nil {
+			return err
+		}
+		err = h.QdiscAdd(q)
+	}
+	return err
+}
+
+// redirectPrio is the priority of the redirect on the host end's ingress
+// hook: the last one, so that the filters another tool (an eBPF agent) has
+// on the same hook run first and their verdict stands (issue 23). Upstream
+// uses 1, the priority such tools take; a filter of another kind there
+// would make either theirs or ours fail.
+const redirectPrio = 0xffff
+
+// ingressHook is the parent of filters on a link's ingress hook, the same
+// for an ingress qdisc and a clsact.
+var ingressHook = uint32(netlink.HANDLE_MIN_INGRESS)
+
 func redirect(hostIndex, ifbIndex int) *netlink.U32 {
 	return &netlink.U32{
-		FilterAttrs: netlink.FilterAttrs{LinkIndex: hostIndex, Parent: ingressHandle, Priority: 1, Protocol: unix.ETH_P_ALL},
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: hostIndex, Parent: ingressHook, Priority: redirectPrio, Protocol: unix.ETH_P_ALL},
 		ClassId:     netlink.MakeHandle(1, 1),
 		RedirIndex:  ifbIndex,
 	}
+}
+
+// setupRedirect sends what the container sends (the host end's ingress)
+// to the ifb: a u32 filter matching everything, with a mirred egress
+// redirect, on the ingress hook. The hook's qdisc (ffff:) may be there
+// already: another tool's clsact, or the ingress qdisc of an earlier ADD.
+// It is reused, never replaced; only when there is none is a clsact made
+// (not upstream's ingress qdisc: a tool that comes later can share a
+// clsact, and cannot turn an ingress qdisc into one). Redirects bandwidth
+// left on the hook (to an ifb that is gone) are removed first: they would
+// drop the traffic.
+func setupRedirect(a *attach.Attachment, h *netlink.Handle, host, ifb netlink.Link) error {
+	hostName := host.Attrs().Name
+	made, err := ensureIngressHook(h, host)
+	if err != nil {
+		return fmt.Errorf("clsact qdisc on %q: %w", hostName, err)
+	}
+	if made {
+		a.Undo.Push("delete clsact qdisc of "+hostName, func() error { return deleteIngressHookIfUnused(h, host) })
+	}
+	if err := deleteRedirects(h, host); err != nil {
+		return err
+	}
+	f := redirect(host.Attrs().Index, ifb.Attrs().Index)
+	if err := h.FilterAdd(f); err != nil {
+		return fmt.Errorf("redirect the ingress of %q to %q (u32, mirred): %w", hostName, ifb.Attrs().Name, err)
+	}
+	a.Undo.Push("delete redirect of "+hostName, func() error { return deleteRedirects(h, host) })
+	return nil
+}
+
+// ensureIngressHook makes sure l has a qdisc with an ingress hook (ffff:,
+// an ingress qdisc or a clsact), making a clsact when there is none; made
+// says whether it did.
+func ensureIngressHook(h *netlink.Handle, l netlink.Link) (made bool, err error) {
+	if q, err := ingressHookQdisc(h, l); err != nil || q != nil {
+		return false, err
+	}
+	err = h.QdiscAdd(&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: ingressHandle, Parent: netlink.HANDLE_INGRESS}})
+	if errors.Is(err, unix.EEXIST) {
+		return false, nil // another tool made one meanwhile: share it
+	}
+	return err == nil, err
+}
+
+// ingressHookQdisc is l's qdisc at ffff: (ingress or clsact), or nil.
+func ingressHookQdisc(h *netlink.Handle, l netlink.Link) (netlink.Qdisc, error) {
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		return nil, fmt.Errorf("qdiscs of %q: %w", l.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_INGRESS {
+			return q, nil
+		}
+	}
+	return nil, nil
+}
+
+// redirectTarget is the link a u32 filter with a mirred egress redirect
+// (bandwidth's shape of filter) sends to: 0 when that link is gone (the
+// kernel reports the index of a deleted target as 0). ok is false for any
+// other filter.
+func redirectTarget(f netlink.Filter) (index int, ok bool) {
+	u, isU32 := f.(*netlink.U32)
+	if !isU32 {
+		return 0, false
+	}
+	for _, act := range u.Actions {
+		if m, isMirred := act.(*netlink.MirredAction); isMirred && m.MirredAction == netlink.TCA_EGRESS_REDIR {
+			return m.Ifindex, true
+		}
+	}
+	return 0, false
+}
+
+// bandwidthRedirects are the filters on l's ingress hook that bandwidth
+// (ours or upstream's) made: a redirect to an ifb named "bwp…", or to a
+// link that is gone (upstream's DEL deletes the ifb and leaves the
+// redirect). Another tool's filters are never among them.
+func bandwidthRedirects(h *netlink.Handle, l netlink.Link) ([]netlink.Filter, error) {
+	fs, err := h.FilterList(l, ingressHook)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
+			return nil, nil // no ingress hook
+		}
+		return nil, fmt.Errorf("filters of %q: %w", l.Attrs().Name, err)
+	}
+	var ours []netlink.Filter
+	for _, f := range fs {
+		to, ok := redirectTarget(f)
+		if !ok {
+			continue
+		}
+		t, err := h.LinkByIndex(to)
+		if err != nil || (t.Type() == "ifb" && strings.HasPrefix(t.Attrs().Name, "bwp")) {
+			ours = append(ours, f)
+		}
+	}
+	return ours, nil
+}
+
+// deleteRedirects deletes bandwidth's redirects on l's ingress hook, each
+// by its own priority and handle: another tool's filters stay.
+func deleteRedirects(h *netlink.Handle, l netlink.Link) error {
+	fs, err := bandwidthRedirects(h, l)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range fs {
+		if err := h.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("delete redirect of %q (pref %d): %w", l.Attrs().Name, f.Attrs().Priority, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteIngressHookIfUnused deletes l's ingress or clsact qdisc when no
+// filter is left on it (on either hook of a clsact): bandwidth made it
+// (upstream an ingress qdisc, we a clsact) or nobody uses it. One with
+// another tool's filters stays as it is.
+func deleteIngressHookIfUnused(h *netlink.Handle, l netlink.Link) error {
+	q, err := ingressHookQdisc(h, l)
+	if err != nil || q == nil {
+		return err
+	}
+	for _, hook := range []uint32{ingressHook, netlink.HANDLE_MIN_EGRESS} {
+		fs, err := h.FilterList(l, hook)
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("filters of %q: %w", l.Attrs().Name, err)
+		}
+		if len(fs) > 0 {
+			return nil
+		}
+	}
+	if err := qdiscDel(h, q); err != nil {
+		return fmt.Errorf("%q: %w", l.Attrs().Name, err)
+	}
+	return nil
 }
 
 // setupIfb creates the ifb, up, with the host end's MTU and upstream's
@@ -180,7 +361,17 @@ func setupIfb(h *netlink.Handle, name, alias string, group uint32, mtu int) (net
 	la.MTU = mtu
 	la.TxQLen = 1000
 	la.Flags = unix.IFF_UP
-	if err := h.LinkAdd(&netlink.Ifb{LinkAttrs: la}); err != nil {
+	err := h.LinkAdd(&netlink.Ifb{LinkAttrs: la})
+	if errors.Is(err, unix.EEXIST) {
+		// The name is this attachment's (network and container ID): an ifb
+		// there is one an ADD killed before its rollback left.
+		if l, lerr := ip.LinkByName(h, name); lerr == nil && l.Type() == "ifb" {
+			if err = ip.DelLinkByName(h, name); err == nil {
+				err = h.LinkAdd(&netlink.Ifb{LinkAttrs: la})
+			}
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("add ifb %q: %w", name, err)
 	}
 	l, err := ip.LinkByName(h, name)
@@ -204,40 +395,72 @@ func qdiscDel(h *netlink.Handle, q netlink.Qdisc) error {
 	return nil
 }
 
-// del deletes the ifb by name: no netns and no prevResult needed, and an
-// upstream ADD's ifb has the same name. When prevResult names the host end
-// and it still exists, the qdiscs ADD put there go too (the veth usually
-// goes with the main plugin's DEL, taking them along).
+// del deletes the shaping ADD put on the host end, then the ifb by name
+// (no netns and no prevResult needed: an upstream ADD's ifb has the same
+// name). The host end is each veth prevResult lists as a host interface
+// and, with or without prevResult, the peer of CNI_IFNAME when CNI_NETNS is
+// still there: a DEL without prevResult must not leave the tbf that would
+// fail the next ADD on that veth (issue 22). Usually the main plugin's DEL
+// then deletes the veth, which takes the rest along.
 func del(a *attach.Attachment, c *netConf) []error {
 	hostNS, h, err := a.Host()
 	if err != nil {
 		return []error{err}
 	}
 	var errs []error
-	if err := ip.DelLinkByName(h, IfbName(c.Name, a.Args.ContainerID)); err != nil {
-		errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
-	}
-	prev, err := a.Conf.Prev()
-	if err != nil || prev == nil {
-		return errs // DEL does not fail on a prevResult it cannot read
-	}
-	for _, iface := range prev.Interfaces {
-		if iface.Sandbox != "" || strings.HasPrefix(iface.Name, "bwp") {
-			continue
-		}
-		l, err := ip.LinkByName(h, iface.Name)
-		if err != nil || l.Type() != "veth" {
-			continue
-		}
+	for _, l := range delHostEnds(a, h) {
 		if err := deleteShaping(h, l); err != nil {
 			errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
 		}
 	}
+	if err := ip.DelLinkByName(h, IfbName(c.Name, a.Args.ContainerID)); err != nil {
+		errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
+	}
 	return errs
 }
 
-// deleteShaping deletes the qdiscs ADD puts on a host end l: the root tbf
-// and the ingress qdisc (its redirect to the ifb goes with it).
+// delHostEnds finds the host ends DEL cleans: the host veths prevResult
+// lists, and the veth peer of CNI_IFNAME. What cannot be read (no
+// prevResult, the netns gone) is skipped: DEL does not fail on it.
+func delHostEnds(a *attach.Attachment, h *netlink.Handle) []netlink.Link {
+	var ends []netlink.Link
+	seen := map[int]bool{}
+	addEnd := func(l netlink.Link) {
+		if l != nil && l.Type() == "veth" && !seen[l.Attrs().Index] {
+			seen[l.Attrs().Index] = true
+			ends = append(ends, l)
+		}
+	}
+	if prev, err := a.Conf.Prev(); err == nil && prev != nil {
+		for _, iface := range prev.Interfaces {
+			if iface.Sandbox != "" || strings.HasPrefix(iface.Name, "bwp") {
+				continue
+			}
+			if l, err := ip.LinkByName(h, iface.Name); err == nil {
+				addEnd(l)
+			}
+		}
+	}
+	if a.Args.Netns == "" || a.Args.IfName == "" {
+		return ends
+	}
+	if _, contH, err := a.Container(); err == nil {
+		if cl, err := ip.LinkByName(contH, a.Args.IfName); err == nil {
+			// The index is the peer's in its own namespace: the link with
+			// it here is the peer only if it points back at cl.
+			if peer, err := ip.PeerIndex(contH, cl); err == nil {
+				if l, err := h.LinkByIndex(peer); err == nil && l.Attrs().ParentIndex == cl.Attrs().Index {
+					addEnd(l)
+				}
+			}
+		}
+	}
+	return ends
+}
+
+// deleteShaping deletes what ADD puts on a host end l: the root tbf, and
+// bandwidth's redirect on the ingress hook, with the hook's qdisc when no
+// other filter is left on it. Another tool's qdisc and filters stay.
 func deleteShaping(h *netlink.Handle, l netlink.Link) error {
 	qs, err := h.QdiscList(l)
 	if err != nil {
@@ -245,12 +468,21 @@ func deleteShaping(h *netlink.Handle, l netlink.Link) error {
 	}
 	var errs []error
 	for _, q := range qs {
-		_, isTbf := q.(*netlink.Tbf)
-		_, isIngress := q.(*netlink.Ingress)
-		if (isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT) || isIngress {
+		if _, isTbf := q.(*netlink.Tbf); isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT {
 			if err := qdiscDel(h, q); err != nil {
 				errs = append(errs, fmt.Errorf("%q: %w", l.Attrs().Name, err))
 			}
+		}
+	}
+	fs, err := bandwidthRedirects(h, l)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if len(fs) > 0 {
+		if err := deleteRedirects(h, l); err != nil {
+			errs = append(errs, err)
+		} else if err := deleteIngressHookIfUnused(h, l); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -259,22 +491,13 @@ func deleteShaping(h *netlink.Handle, l netlink.Link) error {
 // redirectsTo reports whether the ingress of l is redirected to the link
 // with index ifb (the egress shaping ADD sets up).
 func redirectsTo(h *netlink.Handle, l netlink.Link, ifb int) bool {
-	fs, err := h.FilterList(l, ingressHandle)
+	fs, err := h.FilterList(l, ingressHook)
 	if err != nil {
-		return false // no ingress qdisc
+		return false // no ingress hook
 	}
 	for _, f := range fs {
-		u, ok := f.(*netlink.U32)
-		if !ok {
-			continue
-		}
-		if u.RedirIndex == ifb {
+		if to, ok := redirectTarget(f); ok && to == ifb {
 			return true
-		}
-		for _, act := range u.Actions {
-			if m, ok := act.(*netlink.MirredAction); ok && m.Ifindex == ifb {
-				return true
-			}
 		}
 	}
 	return false
@@ -296,7 +519,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	}
 	hostName := p.host.Attrs().Name
 	if p.ingress != nil {
-		if err := checkTbf(h, p.host, *p.ingress); err != nil {
+		if err := checkTbf(h, p.host, *p.ingress, p.upIngress); err != nil {
 			return fmt.Errorf("%q in %s: %w", hostName, hostNS.Path(), err)
 		}
 	}
@@ -310,44 +533,23 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	if ifb.Type() != "ifb" {
 		return fmt.Errorf("%q in %s is a %s, not an ifb", p.ifbName, hostNS.Path(), ifb.Type())
 	}
-	if err := checkTbf(h, ifb, *p.egress); err != nil {
+	if err := checkTbf(h, ifb, *p.egress, p.upEgress); err != nil {
 		return fmt.Errorf("%q in %s: %w", p.ifbName, hostNS.Path(), err)
 	}
-	qs, err := h.QdiscList(p.host)
-	if err != nil {
-		return err
+	if q, err := ingressHookQdisc(h, p.host); err != nil {
+		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
+	} else if q == nil {
+		return fmt.Errorf("%q in %s has no ingress or clsact qdisc", hostName, hostNS.Path())
 	}
-	found := false
-	for _, q := range qs {
-		if _, ok := q.(*netlink.Ingress); ok {
-			found = true
-		}
+	if !redirectsTo(h, p.host, ifb.Attrs().Index) {
+		return fmt.Errorf("the ingress of %q in %s is not redirected to %q", hostName, hostNS.Path(), p.ifbName)
 	}
-	if !found {
-		return fmt.Errorf("%q in %s has no ingress qdisc", hostName, hostNS.Path())
-	}
-	fs, err := h.FilterList(p.host, ingressHandle)
-	if err != nil {
-		return fmt.Errorf("filters of %q in %s: %w", hostName, hostNS.Path(), err)
-	}
-	for _, f := range fs {
-		u, ok := f.(*netlink.U32)
-		if !ok {
-			continue
-		}
-		for _, act := range u.Actions {
-			if m, ok := act.(*netlink.MirredAction); ok && m.Ifindex == ifb.Attrs().Index && m.MirredAction == netlink.TCA_EGRESS_REDIR {
-				return nil
-			}
-		}
-		if u.RedirIndex == ifb.Attrs().Index {
-			return nil
-		}
-	}
-	return fmt.Errorf("the ingress of %q in %s is not redirected to %q", hostName, hostNS.Path(), p.ifbName)
+	return nil
 }
 
-func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
+// checkTbf compares the root tbf of l with want, or with upstream's
+// parameters for the same limits (an attachment upstream made).
+func checkTbf(h *netlink.Handle, l netlink.Link, want, upstream tbfParams) error {
 	qs, err := h.QdiscList(l)
 	if err != nil {
 		return err
@@ -357,7 +559,8 @@ func checkTbf(h *netlink.Handle, l netlink.Link, want tbfParams) error {
 		if !ok || q.Attrs().Parent != netlink.HANDLE_ROOT {
 			continue
 		}
-		if t.Rate != want.Rate || t.Buffer != want.Buffer || t.Limit != want.Limit {
+		got := tbfParams{Rate: t.Rate, Buffer: t.Buffer, Limit: t.Limit}
+		if got != want && got != upstream {
 			return fmt.Errorf("tbf has rate %d B/s buffer %d limit %d, configured rate %d B/s buffer %d limit %d",
 				t.Rate, t.Buffer, t.Limit, want.Rate, want.Buffer, want.Limit)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
@@ -41,6 +43,39 @@ func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	b, err := json.Marshal(r)
 	Expect(err).NotTo(HaveOccurred())
 	return b
+}
+
+// replaceTbf changes the root tbf of link name in n to rate (B/s); a
+// buffer or limit of 0 keeps the one there.
+func replaceTbf(n *ns.NetNS, name string, rate uint64, buffer, limit uint32) {
+	GinkgoHelper()
+	t := rootTbf(n, name)
+	t.Rate = rate
+	if buffer != 0 {
+		t.Buffer = buffer
+	}
+	if limit != 0 {
+		t.Limit = limit
+	}
+	Expect(testutil.Handle(n).QdiscReplace(t)).To(Succeed())
+	Expect(*rootTbf(n, name)).To(Equal(*t))
+}
+
+// rootTbf is the root tbf of link name in n, read over netlink.
+func rootTbf(n *ns.NetNS, name string) *netlink.Tbf {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	qs, err := h.QdiscList(l)
+	Expect(err).NotTo(HaveOccurred())
+	for _, q := range qs {
+		if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT {
+			return t
+		}
+	}
+	Fail("no root tbf on " + name)
+	return nil
 }
 
 func conf(ver, keys string, prev []byte) []byte {
@@ -138,7 +173,7 @@ var _ = Describe("bandwidth", func() {
 			Expect(res.Interfaces).To(HaveLen(3))
 			Expect(res.Interfaces[2].Name).To(Equal(ifb))
 			Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
-			Expect(tc(hostNS, "qdisc", "show", "dev", "veth-h")).To(And(ContainSubstring("qdisc tbf 1: root"), ContainSubstring("rate 4Mbit"), ContainSubstring("qdisc ingress ffff:")))
+			Expect(tc(hostNS, "qdisc", "show", "dev", "veth-h")).To(And(ContainSubstring("qdisc tbf 1: root"), ContainSubstring("rate 4Mbit"), ContainSubstring("qdisc clsact ffff:")))
 			Expect(tc(hostNS, "qdisc", "show", "dev", ifb)).To(ContainSubstring("rate 4Mbit"))
 			Expect(tc(hostNS, "filter", "show", "dev", "veth-h", "ingress")).To(ContainSubstring("Egress Redirect to device " + ifb))
 			if testutil.AtLeast(ver, "0.4.0") {
@@ -168,6 +203,19 @@ var _ = Describe("bandwidth", func() {
 		must("CHECK", contNS, conf("1.1.0", keys, out.Stdout))
 	})
 
+	// Issue 22: a mutation leaving the ifb at the kernel's default MTU
+	// passed every test, as the host end had that MTU too.
+	It("gives the ifb the host end's MTU", func() {
+		h := testutil.Handle(hostNS)
+		host, err := h.LinkByName("veth-h")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetMTU(host, 1280)).To(Succeed())
+		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		l, err := h.LinkByName(ifb)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Attrs().MTU).To(Equal(1280))
+	})
+
 	It("lets runtimeConfig.bandwidth override the static keys", func() {
 		keys := `"ingressRate": 4000000, "ingressBurst": 400000, "runtimeConfig": {"bandwidth": {"egressRate": 8000000, "egressBurst": 800000}}`
 		must("ADD", contNS, conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
@@ -194,11 +242,15 @@ var _ = Describe("bandwidth", func() {
 		Entry("the host end's tbf changed", func() {
 			tc(hostNS, "qdisc", "replace", "dev", "veth-h", "root", "handle", "1:", "tbf", "rate", "1mbit", "burst", "50kb", "latency", "25ms")
 		}, "configured rate 500000"),
+		// Issue 22: a CHECK comparing the rate only passed these.
+		Entry("the host end's tbf with the same rate, another burst", func() { replaceTbf(hostNS, "veth-h", 500_000, 1_000_000, 0) }, "buffer 1000000"),
+		Entry("the host end's tbf with the same rate and burst, another limit", func() { replaceTbf(hostNS, "veth-h", 500_000, 0, 70_000) }, "limit 70000"),
+		Entry("the ifb's tbf with the same rate, another burst", func() { replaceTbf(hostNS, ifb, 500_000, 1_000_000, 0) }, "buffer 1000000"),
 		Entry("the ifb deleted", func() {
 			Expect(exec.Command("ip", "-n", filepath.Base(hostNS.Path()), "link", "del", ifb).Run()).To(Succeed())
 		}, "link not found"),
 		Entry("the redirect deleted", func() { tc(hostNS, "filter", "del", "dev", "veth-h", "ingress") }, "not redirected"),
-		Entry("the ingress qdisc deleted", func() { tc(hostNS, "qdisc", "del", "dev", "veth-h", "ingress") }, "no ingress qdisc"),
+		Entry("the clsact qdisc deleted", func() { tc(hostNS, "qdisc", "del", "dev", "veth-h", "clsact") }, "no ingress or clsact qdisc"),
 		Entry("the ifb's tbf deleted", func() { tc(hostNS, "qdisc", "del", "dev", ifb, "root") }, "no tbf root qdisc"),
 	)
 
@@ -206,6 +258,76 @@ var _ = Describe("bandwidth", func() {
 		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
 		must("DEL", nil, conf("1.1.0", limits, nil))
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
+	})
+
+	// Issue 22, defect 12: an upstream DEL deletes only the ifb; it leaves
+	// the root tbf, the ingress qdisc and a u32 redirect to the ifb that is
+	// gone on the host end. ADD over them made "file exists".
+	It("ADD replaces the tbf and the dead redirect an upstream DEL left on the host end, and DEL removes them", func() {
+		before := state()
+		h := testutil.Handle(hostNS)
+		host, err := h.LinkByName("veth-h")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.QdiscAdd(&netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: host.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+			Rate: 1000, Buffer: 100000, Limit: 10000})).To(Succeed())
+		Expect(h.QdiscAdd(&netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: host.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS}})).To(Succeed())
+		la := netlink.NewLinkAttrs()
+		la.Name = bandwidth.IfbName(netName, "old")
+		Expect(h.LinkAdd(&netlink.Ifb{LinkAttrs: la})).To(Succeed())
+		old, err := h.LinkByName(la.Name)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.FilterAdd(&netlink.U32{FilterAttrs: netlink.FilterAttrs{LinkIndex: host.Attrs().Index, Parent: netlink.MakeHandle(0xffff, 0), Priority: 1, Protocol: unix.ETH_P_ALL},
+			ClassId: netlink.MakeHandle(1, 1), RedirIndex: old.Attrs().Index})).To(Succeed())
+		Expect(h.LinkDel(old)).To(Succeed())
+
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
+		fs, err := h.FilterList(host, netlink.HANDLE_MIN_INGRESS)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(fs).To(HaveLen(1), "the dead redirect is gone, ours is there")
+		Expect(testutil.Ping(contNS, hostAddr)).To(Succeed())
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+		must("DEL", contNS, conf("1.1.0", limits, out.Stdout))
+		Expect(state()).To(Equal(before))
+	})
+
+	// The root of the host end is bandwidth's slot: whatever root qdisc is
+	// there gives way to its tbf (a tbf is changed in place; another kind
+	// with handle 1: cannot be, and is deleted first).
+	DescribeTable("ADD takes the host end's root slot from the qdisc there",
+		func(q func(index int) netlink.Qdisc) {
+			h := testutil.Handle(hostNS)
+			host, err := h.LinkByName("veth-h")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(h.QdiscAdd(q(host.Attrs().Index))).To(Succeed())
+			out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
+			must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+		},
+		Entry("an htb with handle 1:", func(index int) netlink.Qdisc {
+			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
+		}),
+		Entry("an htb with handle 2:", func(index int) netlink.Qdisc {
+			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT})
+		}),
+	)
+
+	It("DEL without prevResult finds the host end as the peer of CNI_IFNAME, so the next ADD works", func() {
+		before := state()
+		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("DEL", contNS, conf("1.1.0", limits, nil))
+		Expect(state()).To(Equal(before))
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+	})
+
+	It("ADD replaces an ifb of its own name that a killed ADD left", func() {
+		h := testutil.Handle(hostNS)
+		la := netlink.NewLinkAttrs()
+		la.Name = ifb
+		Expect(h.LinkAdd(&netlink.Ifb{LinkAttrs: la})).To(Succeed())
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
 	})
 
 	It("GC deletes the ifbs of this network's containers that are not listed", func() {
@@ -280,12 +402,64 @@ var _ = Describe("bandwidth", func() {
 		Entry("a rate without burst (7)", 7, func(c *testutil.Call) {
 			c.Stdin = conf("1.1.0", `"egressRate": 1000`, prevFor("1.1.0", contNS, "veth-h"))
 		}, "egressBurst: missing"),
-		Entry("a burst tbf cannot hold (7)", 7, func(c *testutil.Call) {
-			c.Stdin = conf("1.1.0", `"ingressRate": 8, "ingressBurst": 80000000000`, prevFor("1.1.0", contNS, "veth-h"))
-		}, "ingressBurst"),
+		Entry("a burst below a byte (7)", 7, func(c *testutil.Call) {
+			c.Stdin = conf("1.1.0", `"ingressRate": 8000, "ingressBurst": 7`, prevFor("1.1.0", contNS, "veth-h"))
+		}, "ingressBurst: 7"),
 		Entry("a host end prevResult does not list (7)", 7, func(c *testutil.Call) {
 			c.Stdin = conf("1.1.0", limits, prevFor("1.1.0", contNS, "other0"))
 		}, `no host interface "veth-h"`),
+	)
+
+	// Issue 23: containerd sends both bursts as 4294967295 bits, CRI-O as
+	// 34359738367 (older releases 34359738368), whatever the pod asks for.
+	// The pod starts: a burst tbf cannot hold at the rate is clamped to
+	// the largest it can (about 275 s of traffic), said on stderr, and
+	// CHECK accepts what ADD installed.
+	DescribeTable("ADDs and CHECKs with the bursts runtimes send",
+		func(rate, burst uint64, runtime, clamped bool) {
+			keys := fmt.Sprintf(`"ingressRate": %d, "ingressBurst": %d, "egressRate": %d, "egressBurst": %d`, rate, burst, rate, burst)
+			if runtime {
+				keys = `"runtimeConfig": {"bandwidth": {` + keys + `}}`
+			}
+			c := testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(),
+				Stdin: conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h"))}
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Exec("bandwidth", c)
+				return err
+			})).To(Succeed())
+			Expect(out.Err).To(BeNil())
+			if clamped {
+				Expect(string(out.Stderr)).To(And(ContainSubstring("burst clamped"), ContainSubstring("Burst")))
+			} else {
+				Expect(string(out.Stderr)).NotTo(ContainSubstring("clamped"))
+			}
+			tick := netlink.TickInUsec()
+			for _, l := range []string{"veth-h", ifb} {
+				t := rootTbf(hostNS, l)
+				Expect(t.Rate).To(Equal(rate/8), l)
+				if clamped {
+					// The buffer is within a byte and a microsecond (both
+					// truncated) of 2^32-1 ticks.
+					Expect(float64(t.Buffer)).To(BeNumerically(">", math.MaxUint32-(8e6/float64(rate)+1)*tick-1), l)
+				} else {
+					usec := math.Trunc(float64(burst/8) * 1e6 / float64(rate/8))
+					Expect(t.Buffer).To(BeEquivalentTo(math.Trunc(usec*tick)), l)
+				}
+			}
+			c.Command, c.Stdin = "CHECK", conf("1.1.0", keys, out.Stdout)
+			Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c).Err).To(BeNil())
+			c.Command = "DEL"
+			Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c).Err).To(BeNil())
+		},
+		Entry("containerd at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(math.MaxUint32), true, true),
+		Entry("containerd at 1 Mbit/s, top-level keys (clamped)", uint64(1_000_000), uint64(math.MaxUint32), false, true),
+		Entry("containerd at 100 Mbit/s (fits)", uint64(100_000_000), uint64(math.MaxUint32), true, false),
+		Entry("CRI-O at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(34359738367), true, true),
+		Entry("CRI-O at 100 Mbit/s (clamped)", uint64(100_000_000), uint64(34359738367), true, true),
+		Entry("CRI-O at 1 Gbit/s (fits; the limit stops at 2^32-1)", uint64(1_000_000_000), uint64(34359738367), true, false),
+		Entry("CRI-O's math.MaxUint32*8-1 at 10 Mbit/s (clamped)", uint64(10_000_000), uint64(math.MaxUint32*8-1), true, true),
+		Entry("older CRI-O (math.MaxUint32*8) at 1 Mbit/s (clamped)", uint64(1_000_000), uint64(math.MaxUint32*8), true, true),
 	)
 
 	It("refuses an interface that is not a veth with a clear error", func() {

@@ -26,10 +26,16 @@ func (e *Entry) isZero() bool {
 	return e == nil || (e.IngressRate == 0 && e.IngressBurst == 0 && e.EgressRate == 0 && e.EgressBurst == 0)
 }
 
-// netConf is bandwidth's config. Keys are upstream's.
+// netConf is bandwidth's config. Keys are upstream's. The top-level
+// limits are fields of their own, not an embedded Entry: a type error then
+// names the key as the user wrote it ("ingressRate"), not a Go path
+// ("Entry.ingressRate"), for Decode to report (issue 22).
 type netConf struct {
 	attach.NetConf
-	*Entry
+	IngressRate   uint64 `json:"ingressRate"`
+	IngressBurst  uint64 `json:"ingressBurst"`
+	EgressRate    uint64 `json:"egressRate"`
+	EgressBurst   uint64 `json:"egressBurst"`
 	RuntimeConfig struct {
 		Bandwidth *Entry `json:"bandwidth,omitempty"`
 	} `json:"runtimeConfig,omitempty"`
@@ -48,7 +54,9 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if err := attach.Decode(stdin, c); err != nil {
 		return nil, err
 	}
-	c.bw = c.Entry
+	if top := (Entry{c.IngressRate, c.IngressBurst, c.EgressRate, c.EgressBurst}); !top.isZero() {
+		c.bw = &top
+	}
 	if c.RuntimeConfig.Bandwidth != nil {
 		c.bw = c.RuntimeConfig.Bandwidth
 	}
@@ -69,9 +77,8 @@ func parseConfig(stdin []byte) (*netConf, error) {
 }
 
 // validateRateBurst checks what needs no kernel: a rate with its burst, a
-// rate of at least a byte per second, a burst tbf's 32-bit byte counts can
-// hold. What depends on the kernel's clock (the burst as time) is checked
-// by tbfFor.
+// rate of at least a byte per second, a burst of at least a byte. A burst
+// too large for tbf is not refused here: tbfFor clamps it (issue 23).
 func validateRateBurst(dir string, rate, burst uint64) error {
 	switch {
 	case rate != 0 && burst == 0:
@@ -82,8 +89,6 @@ func validateRateBurst(dir string, rate, burst uint64) error {
 		return result.InvalidConfig(fmt.Errorf("%sRate: %d bit/s is below tbf's 1 byte/s", dir, rate))
 	case burst != 0 && burst < 8:
 		return result.InvalidConfig(fmt.Errorf("%sBurst: %d bits is below tbf's 1 byte", dir, burst))
-	case burst/8 >= math.MaxUint32:
-		return result.InvalidConfig(fmt.Errorf("%sBurst: %d bits is more than tbf's 4 GiB", dir, burst))
 	}
 	return nil
 }
@@ -100,22 +105,42 @@ type tbfParams struct {
 	Limit  uint32
 }
 
-// tbfFor computes tbf's parameters as upstream does, with tick the
-// kernel's ticks per microsecond (netlink.TickInUsec), refusing (code 7,
-// naming the key) what tbf's 32-bit fields cannot hold.
-func tbfFor(dir string, rateBits, burstBits uint64, tick float64) (tbfParams, error) {
+// tbfFor computes tbf's parameters as upstream does (the burst as whole
+// microseconds at the rate, then ticks, both truncated), with tick the
+// kernel's ticks per microsecond (netlink.TickInUsec). tbf holds its burst
+// as time in a 32-bit count of ticks (2^32 ticks of 64 ns: about 275 s of
+// traffic at the rate) and its queue limit (25 ms of traffic plus the
+// burst) in a 32-bit count of bytes. Runtimes send bursts far beyond that:
+// containerd 4294967295 bits, CRI-O 34359738367 (issue 23). So a burst
+// more than tbf can hold at the rate, or of more than 2^32-1 bytes, is
+// clamped to the largest one it can hold, and a limit over 2^32-1 bytes to
+// that. burst is the burst installed, in bits; clamped says whether it is
+// less than the config asks. The same config gives the same parameters, so
+// CHECK accepts what ADD installed.
+func tbfFor(rateBits, burstBits uint64, tick float64) (p tbfParams, burst uint64, clamped bool) {
 	rate := rateBits / 8
-	burst := burstBits / 8
-	buffer := float64(burst) * 1e6 / float64(rate) * tick
-	if buffer > math.MaxUint32 {
-		return tbfParams{}, result.InvalidConfig(fmt.Errorf("%sBurst: %d bits at %sRate %d bit/s is %.0f s of traffic, more than tbf can hold",
-			dir, burstBits, dir, rateBits, float64(burst)/float64(rate)))
+	bytes := burstBits / 8
+	most := min(uint64(math.MaxUint32/tick*float64(rate)/1e6), math.MaxUint32)
+	if bytes > most {
+		bytes, clamped = most, true
 	}
-	limit := float64(rate)*latencyUsec/1e6 + float64(burst)
-	if limit > math.MaxUint32 {
-		return tbfParams{}, result.InvalidConfig(fmt.Errorf("%sRate: %d bit/s with %sBurst %d bits needs a queue over tbf's 4 GiB", dir, rateBits, dir, burstBits))
-	}
-	return tbfParams{Rate: rate, Buffer: uint32(buffer), Limit: uint32(limit)}, nil
+	usec := math.Trunc(float64(bytes) * 1e6 / float64(rate))
+	buffer := min(math.Trunc(usec*tick), math.MaxUint32)
+	limit := min(uint64(float64(rate)*latencyUsec/1e6)+bytes, math.MaxUint32)
+	return tbfParams{Rate: rate, Buffer: uint32(buffer), Limit: uint32(limit)}, bytes * 8, clamped
+}
+
+// upstreamTbf is what upstream's ADD installs for the same rate and
+// burst: where ours clamps, its 32-bit conversions wrap (Go's conversion
+// of a float out of range, on amd64: through int64, keeping the low 32
+// bits). CHECK accepts it too, so an attachment upstream made before the
+// node switched suites passes. Upstream refuses bursts of 4 GiB and more.
+func upstreamTbf(rateBits, burstBits uint64, tick float64) tbfParams {
+	rate, bytes := rateBits/8, uint32(burstBits/8)
+	usec := uint32(int64(float64(bytes) * 1e6 / float64(rate)))
+	buffer := uint32(int64(float64(usec) * tick))
+	limit := uint32(int64(float64(rate)*latencyUsec/1e6)) + bytes
+	return tbfParams{Rate: rate, Buffer: buffer, Limit: limit}
 }
 
 // IfbName is the ifb device upstream names for an attachment: "bwp" and

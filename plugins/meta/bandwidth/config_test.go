@@ -1,6 +1,9 @@
 package bandwidth
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,7 +36,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "burst without rate", stdin: base + `, "egressBurst": 8000}`, code: 7, msg: "egressRate: missing"},
 		{name: "runtime rate without burst", stdin: base + `, "runtimeConfig": {"bandwidth": {"egressRate": 8000}}}`, code: 7, msg: "runtimeConfig.bandwidth.egressBurst"},
 		{name: "rate below a byte", stdin: base + `, "ingressRate": 7, "ingressBurst": 800}`, code: 7, msg: "ingressRate: 7"},
-		{name: "burst over 4 GiB", stdin: base + `, "egressRate": 8000, "egressBurst": 40000000000}`, code: 7, msg: "egressBurst: 40000000000"},
+		{name: "rate of a byte", stdin: base + `, "ingressRate": 8, "ingressBurst": 800}`, want: &Entry{IngressRate: 8, IngressBurst: 800}},
+		{name: "burst below a byte", stdin: base + `, "ingressRate": 8000, "ingressBurst": 7}`, code: 7, msg: "ingressBurst: 7"},
+		{name: "burst of a byte", stdin: base + `, "ingressRate": 8000, "ingressBurst": 8}`, want: &Entry{IngressRate: 8000, IngressBurst: 8}},
+		// Issue 23: a burst over what tbf holds is clamped by tbfFor, not refused.
+		{name: "burst over 4 GiB", stdin: base + `, "egressRate": 8000, "egressBurst": 40000000000}`, want: &Entry{EgressRate: 8000, EgressBurst: 40000000000}},
+		{name: "containerd's bursts", stdin: base + `, "runtimeConfig": {"bandwidth": {"ingressRate": 10000000, "ingressBurst": 4294967295, "egressRate": 10000000, "egressBurst": 4294967295}}}`,
+			want: &Entry{IngressRate: 10000000, IngressBurst: 4294967295, EgressRate: 10000000, EgressBurst: 4294967295}},
+		{name: "CRI-O's bursts", stdin: base + `, "runtimeConfig": {"bandwidth": {"ingressRate": 1000000, "ingressBurst": 34359738367, "egressRate": 1000000, "egressBurst": 34359738368}}}`,
+			want: &Entry{IngressRate: 1000000, IngressBurst: 34359738367, EgressRate: 1000000, EgressBurst: 34359738368}},
 		{name: "negative", stdin: base + `, "egressRate": -1, "egressBurst": 1}`, code: 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,19 +73,126 @@ func TestParseConfig(t *testing.T) {
 
 func TestTbfFor(t *testing.T) {
 	const tick = 15.625 // the usual /proc/net/psched
-	p, err := tbfFor("ingress", 4_000_000, 400_000, tick)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, burst, clamped := tbfFor(4_000_000, 400_000, tick)
 	// 500000 B/s; 50000 B is 0.1 s = 100000 us = 1562500 ticks; limit is
 	// 25 ms of rate plus the burst.
-	if p.Rate != 500_000 || p.Buffer != 1_562_500 || p.Limit != 12_500+50_000 {
-		t.Errorf("tbfFor = %+v", p)
+	if p.Rate != 500_000 || p.Buffer != 1_562_500 || p.Limit != 12_500+50_000 || burst != 400_000 || clamped {
+		t.Errorf("tbfFor = %+v, %d, %v", p, burst, clamped)
 	}
-	if _, err := tbfFor("egress", 8, 1<<34, tick); err == nil || result.Code(err) != 7 || !strings.Contains(err.Error(), "egressBurst") {
-		t.Errorf("a burst of hours at 1 B/s: %v, want code 7 naming egressBurst", err)
+}
+
+// Issue 23: the bursts runtimes send whatever the pod says. containerd:
+// 4294967295 bits (math.MaxUint32); CRI-O: 34359738367 as sent (2^35-1),
+// its source's math.MaxUint32*8-1 is 34359738359, older CRI-O
+// math.MaxUint32*8 = 34359738360. tbf's buffer is a 32-bit count of
+// ticks: at 15.625 ticks/us, 2^32-1 ticks are 274877906.88 us of traffic.
+// Each is installed, clamped to that where it is longer, and the limit
+// (25 ms of traffic plus the burst) stops at 2^32-1 bytes. As upstream,
+// the burst is turned into whole microseconds, then whole ticks.
+func TestTbfForRuntimeBursts(t *testing.T) {
+	const (
+		tick       = 15.625
+		containerd = 4294967295
+		crio       = 34359738367
+		crioSrc    = 34359738359
+		crioOld    = 34359738360
+		over32     = 34359738368 // 2^32 bytes: one more than 32 bits hold
+		maxUint32  = 4294967295
+		clamp1M    = 34359738   // bytes: 274877906.88 us * 0.125 B/us
+		clamp10M   = 343597383  // bytes: 274877906.88 us * 1.25 B/us
+		clamp100M  = 3435973836 // bytes: 274877906.88 us * 12.5 B/us
+		cdBytes    = 536870911  // containerd's, in bytes: 4294967295 / 8
+	)
+	type want struct {
+		p         tbfParams
+		installed uint64 // bytes
+		clamped   bool
 	}
-	if _, err := tbfFor("ingress", 1<<42, 8*1000, tick); err == nil || !strings.Contains(err.Error(), "ingressRate") {
-		t.Errorf("a queue over 4 GiB: %v, want code 7 naming ingressRate", err)
+	// Below 100 Mbit/s every runtime value is more than 275 s of traffic.
+	at1M := want{tbfParams{125_000, 4_294_967_250, 3_125 + clamp1M}, clamp1M, true}
+	at10M := want{tbfParams{1_250_000, 4_294_967_281, 31_250 + clamp10M}, clamp10M, true}
+	at100M := want{tbfParams{12_500_000, 4_294_967_281, 312_500 + clamp100M}, clamp100M, true}
+	for _, tc := range []struct {
+		rate, burst uint64
+		want        want
+	}{
+		{1_000_000, containerd, at1M}, {1_000_000, crio, at1M}, {1_000_000, crioSrc, at1M}, {1_000_000, crioOld, at1M},
+		{10_000_000, containerd, at10M}, {10_000_000, crio, at10M}, {10_000_000, crioSrc, at10M}, {10_000_000, crioOld, at10M},
+		// 100 Mbit/s: containerd's 537 MB is 43 s and fits (42949672 us =
+		// 671088625 ticks, what upstream installs too); CRI-O's 4.3 GB
+		// clamps to 3.4 GB.
+		{100_000_000, containerd, want{tbfParams{12_500_000, 671_088_625, 312_500 + cdBytes}, cdBytes, false}},
+		{100_000_000, crio, at100M}, {100_000_000, crioSrc, at100M}, {100_000_000, crioOld, at100M},
+		// 1 Gbit/s: containerd's fits (4294967 us = 67108859 ticks);
+		// CRI-O's 4294967295 B (4294967294 from its source) fit the buffer
+		// (34359738 us) but not the limit, which stops at 2^32-1; a byte
+		// more than 32 bits hold clamps to 2^32-1.
+		{1_000_000_000, containerd, want{tbfParams{125_000_000, 67_108_859, 3_125_000 + cdBytes}, cdBytes, false}},
+		{1_000_000_000, crio, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, false}},
+		{1_000_000_000, crioSrc, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32 - 1, false}},
+		{1_000_000_000, crioOld, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, false}},
+		{1_000_000_000, over32, want{tbfParams{125_000_000, 536_870_906, maxUint32}, maxUint32, true}},
+	} {
+		t.Run(fmt.Sprintf("%d bit/s, burst %d", tc.rate, tc.burst), func(t *testing.T) {
+			p, burst, clamped := tbfFor(tc.rate, tc.burst, tick)
+			w := tc.want
+			if p != w.p || burst != w.installed*8 || clamped != w.clamped {
+				t.Errorf("tbfFor = %+v, burst %d bits, clamped %v; want %+v, %d bits, %v", p, burst, clamped, w.p, w.installed*8, w.clamped)
+			}
+		})
+	}
+}
+
+// The largest burst tbf holds is installed as it is; one byte more is
+// clamped to it.
+func TestTbfForBound(t *testing.T) {
+	const tick = 15.625
+	const most = 34359738 // bytes at 1 Mbit/s, as above
+	if p, burst, clamped := tbfFor(1_000_000, most*8, tick); clamped || burst != most*8 || p.Buffer != 4_294_967_250 {
+		t.Errorf("at the bound: %+v, %d bits, clamped %v; want %d bits, not clamped", p, burst, clamped, most*8)
+	}
+	if p, burst, clamped := tbfFor(1_000_000, most*8+8, tick); !clamped || burst != most*8 || p.Buffer != 4_294_967_250 {
+		t.Errorf("a byte over: %+v, %d bits, clamped %v; want %d bits, clamped", p, burst, clamped, most*8)
+	}
+}
+
+// A type error names the key as the user wrote it, at the top level and in
+// runtimeConfig, for attach.Decode to report as code 7 (issue 22): an
+// embedded Entry made it "Entry.ingressRate".
+func TestTypeErrorNamesTheKey(t *testing.T) {
+	for in, key := range map[string]string{
+		`{"name": "n", "ingressRate": -1}`:                                    "ingressRate",
+		`{"name": "n", "egressBurst": "abc"}`:                                 "egressBurst",
+		`{"name": "n", "runtimeConfig": {"bandwidth": {"ingressBurst": -1}}}`: "runtimeConfig.bandwidth.ingressBurst",
+	} {
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal([]byte(in), &netConf{}); !errors.As(err, &te) || te.Field != key {
+			t.Errorf("%s: %v, want a type error at %q", in, err, key)
+		}
+	}
+}
+
+// Upstream's tbf parameters, as Debian's upstream 1.1.1 binary installed
+// them here (read back with tc): CHECK accepts an attachment upstream made.
+// Where the burst fits, ours are the same; where ours clamp, upstream's
+// tick count wrapped past 32 bits.
+func TestUpstreamTbf(t *testing.T) {
+	const tick = 15.625
+	for _, tc := range []struct {
+		rate, burst uint64
+		want        tbfParams
+		same        bool // tbfFor gives the same
+	}{
+		{3_000_000, 333_333, tbfParams{375_000, 1_736_078, 51_041}, true},
+		{100_000_000, 4294967295, tbfParams{12_500_000, 671_088_625, 537_183_411}, true},
+		{10_000_000, 4294967295, tbfParams{1_250_000, 2_415_919_079, 536_902_161}, false},
+	} {
+		got := upstreamTbf(tc.rate, tc.burst, tick)
+		if got != tc.want {
+			t.Errorf("upstreamTbf(%d, %d) = %+v, want %+v", tc.rate, tc.burst, got, tc.want)
+		}
+		if ours, _, _ := tbfFor(tc.rate, tc.burst, tick); (ours == tc.want) != tc.same {
+			t.Errorf("tbfFor(%d, %d) = %+v; upstream's %+v; want the same: %v", tc.rate, tc.burst, ours, tc.want, tc.same)
+		}
 	}
 }

@@ -10,17 +10,19 @@
 //	(resolve)  the limits (runtimeConfig.bandwidth over the top-level
 //	           keys; none: prevResult passes through untouched); the host
 //	           end: the peer of CNI_IFNAME, a veth, listed in prevResult
-//	           as a host interface; tbf parameters (code 7 if tbf cannot
-//	           hold them)
+//	           as a host interface; tbf parameters (a burst tbf cannot
+//	           hold at its rate is clamped to the largest it can, and
+//	           logged)
 //	ingress    tbf as the root qdisc of the host end (ingressRate)
 //	ifb        ifb "bwp<hash>" up, MTU of the host end (egressRate)
-//	redirect   ingress qdisc on the host end, u32 filter with a mirred
-//	           redirect to the ifb
+//	redirect   u32 filter with a mirred redirect to the ifb on the host
+//	           end's ingress hook (its clsact or ingress qdisc reused, a
+//	           clsact made when there is none)
 //	egress     tbf as the root qdisc of the ifb
 //
 // The result is prevResult plus the ifb, as upstream reports it. DEL
-// deletes the ifb by name (no netns needed) and, when prevResult names the
-// host end, the qdiscs ADD put on it. CHECK compares every qdisc, the ifb
+// deletes what ADD put on the host end (found through prevResult or as the
+// peer of CNI_IFNAME), then the ifb by name (no netns needed). CHECK compares every qdisc, the ifb
 // and the redirect with the config. GC deletes the ifbs this suite made
 // for the network whose container is not listed. STATUS has nothing to
 // report.

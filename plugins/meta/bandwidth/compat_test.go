@@ -1,0 +1,106 @@
+package bandwidth_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/meta/bandwidth"
+)
+
+// upstreamBin is Debian's build of upstream's bandwidth (1.1.1), installed
+// with podman. A spec that needs it fails when it is missing: it is the
+// second source of upstream-made state (issue 22), never skipped.
+const upstreamBin = "/usr/lib/cni/bandwidth"
+
+// runUpstream runs upstream's bandwidth in hostNS with cmd and returns
+// what it printed.
+func runUpstream(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) []byte {
+	GinkgoHelper()
+	_, err := os.Stat(upstreamBin)
+	Expect(err).NotTo(HaveOccurred(), "upstream's bandwidth (Debian's containernetworking-plugins) is needed here")
+	var out, stderr bytes.Buffer
+	err = hostNS.Do(func() error {
+		c := exec.Command(upstreamBin)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=ctr1",
+			"CNI_NETNS=" + contNS.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
+		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
+		return c.Run()
+	})
+	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
+	return out.Bytes()
+}
+
+var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
+	var hostNS, contNS *ns.NetNS
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
+		Expect(testutil.ConnectNS(
+			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
+			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
+		)).To(Succeed())
+	})
+	ours := func(cmd string, stdin []byte) testutil.Output {
+		GinkgoHelper()
+		out := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
+		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
+		return out
+	}
+	// state is what either suite could leave in the host: links, qdiscs,
+	// filters on the host end's ingress hook (over netlink).
+	state := func() []string {
+		return append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...)
+	}
+
+	DescribeTable("CHECK and DEL accept what upstream's ADD made",
+		func(keys string) {
+			before := state()
+			res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", keys, prevFor("1.0.0", contNS, "veth-h")))
+			ours("CHECK", conf("1.0.0", keys, res))
+			ours("DEL", conf("1.0.0", keys, res))
+			Expect(state()).To(Equal(before))
+			Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElement("tbf"))
+		},
+		// Upstream truncates the burst to whole microseconds, then ticks.
+		Entry("limits whose burst is no whole number of microseconds", `"ingressRate": 3000000, "ingressBurst": 333333, "egressRate": 7000000, "egressBurst": 123457`),
+		Entry("containerd's burst at 100 Mbit/s", `"runtimeConfig": {"bandwidth": {"ingressRate": 100000000, "ingressBurst": 4294967295, "egressRate": 100000000, "egressBurst": 4294967295}}`),
+		// Upstream's tick count wraps past 32 bits where ours clamps.
+		Entry("containerd's burst at 10 Mbit/s", `"runtimeConfig": {"bandwidth": {"ingressRate": 10000000, "ingressBurst": 4294967295, "egressRate": 10000000, "egressBurst": 4294967295}}`),
+	)
+
+	// Issue 22, defect 12, with upstream itself: its DEL deletes only the
+	// ifb and leaves the tbf, the ingress qdisc and a dead redirect.
+	It("ADD works on a host end that upstream's ADD and DEL left, and DEL then leaves it clean", func() {
+		prev := prevFor("1.0.0", contNS, "veth-h")
+		res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", limits, prev))
+		runUpstream(hostNS, contNS, "DEL", conf("1.0.0", limits, res))
+		Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElements("tbf", "ingress"), "what upstream's DEL leaves")
+		out := ours("ADD", conf("1.0.0", limits, prev))
+		Expect(testutil.Ping(contNS, hostAddr)).To(Succeed())
+		ours("CHECK", conf("1.0.0", limits, out.Stdout))
+		ours("DEL", conf("1.0.0", limits, out.Stdout))
+		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("tbf"))
+		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("ingress"))
+	})
+})
+
+// qdiscKinds lists the kinds of link's qdiscs in n, over netlink.
+func qdiscKinds(n *ns.NetNS, link string) []string {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(link)
+	Expect(err).NotTo(HaveOccurred())
+	qs, err := h.QdiscList(l)
+	Expect(err).NotTo(HaveOccurred())
+	var kinds []string
+	for _, q := range qs {
+		kinds = append(kinds, q.Type())
+	}
+	return kinds
+}
