@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -437,6 +438,29 @@ var _ = Describe("bridge", func() {
 		})).To(Succeed())
 		out = run(hostNS, chk)
 		Expect(out.Err).NotTo(BeNil())
+	})
+
+	It("fails ADD, leaving nothing, when the host's bridge nat PREROUTING is hooked on input", func() {
+		// issue 22, defect 3: a jump from a chain on the wrong hook would
+		// check no forwarded frame; the check must not be silently void.
+		nft := exec.Command("nft", "-f", "-")
+		nft.Stdin = strings.NewReader("table bridge nat {\n chain PREROUTING {\n type filter hook input priority -300; policy accept;\n }\n}\n")
+		Expect(hostNS.Do(func() error {
+			if out, err := nft.CombinedOutput(); err != nil {
+				return fmt.Errorf("nft: %w: %s", err, out)
+			}
+			return nil
+		})).To(Succeed())
+		before := snapshot()
+		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.46.0.0/24"))
+		out := run(hostNS, call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(999))
+		Expect(out.Err.Msg).To(And(ContainSubstring("table bridge nat chain PREROUTING"),
+			ContainSubstring(`"type filter hook input priority -300"`), ContainSubstring("hook prerouting priority -300")))
+		Expect(snapshot()).To(Equal(before))
+		Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface-"))
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 	})
 
 	It("removes the MAC spoof-check on DEL even when macspoofchk was turned off since ADD", func() {
