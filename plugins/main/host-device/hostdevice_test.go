@@ -190,11 +190,13 @@ var _ = Describe("host-device", func() {
 		Expect(snapshot()).To(Equal(first))
 	})
 
-	It("leaves a device that was down in the host down without IPAM", func() {
+	It("brings up a device that was down in the host without IPAM, as upstream", func() {
+		// issue 22, defect 4.
 		Expect(testutil.Handle(hostNS).LinkSetDown(linkIn(hostNS, "dev0"))).To(Succeed())
 		stdin := conf("1.1.0", `"device": "dev0"`, true)
-		mustRun("ADD", contNS, stdin)
-		Expect(linkIn(contNS, "net1").Attrs().Flags & net.FlagUp).To(BeZero())
+		res := testutil.ParseResult("1.1.0", mustRun("ADD", contNS, stdin).Stdout)
+		Expect(linkIn(contNS, "net1").Attrs().Flags & net.FlagUp).NotTo(BeZero())
+		mustRun("CHECK", contNS, withPrev(stdin, "1.1.0", res))
 		mustRun("DEL", contNS, stdin)
 		Expect(linkIn(hostNS, "dev0").Attrs().Flags & net.FlagUp).To(BeZero())
 	})
