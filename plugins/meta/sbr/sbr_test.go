@@ -13,6 +13,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
@@ -183,6 +184,23 @@ var _ = Describe("sbr", func() {
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("10.6.0.2")))
 		ipOut(contNS, "route", "del", "default", "table", "300")
 		Expect(ipOut(contNS, "route", "show", "table", "all")).To(Equal(routes))
+	})
+
+	It("with table, DEL removes only the rules into that table", func() {
+		// Another rule from the same address, into another table (an
+		// admin's, or another sbr attachment's), is not this one's.
+		h := testutil.Handle(contNS)
+		other := netlink.NewRule()
+		other.Src = &net.IPNet{IP: net.ParseIP("10.6.0.2").To4(), Mask: net.CIDRMask(32, 32)}
+		other.Table, other.Priority, other.Family = 400, 500, netlink.FAMILY_V4
+		Expect(h.RuleAdd(other)).To(Succeed())
+		must("ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
+		Expect(testutil.IPRules(contNS)).To(ContainElements(
+			ContainSubstring("10.6.0.2/32 to all table 300"), ContainSubstring("10.6.0.2/32 to all table 400")))
+		must("DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
+		rules := testutil.IPRules(contNS)
+		Expect(rules).NotTo(ContainElement(ContainSubstring("table 300")))
+		Expect(rules).To(ContainElement(ContainSubstring("10.6.0.2/32 to all table 400")))
 	})
 
 	It("uses static gateways and adds source hints", func() {
