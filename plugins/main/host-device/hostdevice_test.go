@@ -218,9 +218,10 @@ var _ = Describe("host-device", func() {
 		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "host-device", "device": "dev0", "ipam": {"type": "probe-ipam"}}`, netName))
 		c := call("ADD", contNS, stdin)
 		c.Path = dir
-		testutil.MustRunIn(hostNS, hd(), c)
-		up, seen := testutil.LinkUpAtIPAMAdd(dir, "net1")
-		Expect(up).To(BeTrue(), "net1 up in the container at IPAM ADD: %s", seen)
+		out := testutil.AtIPAMAdd(dir, func() testutil.Output { return testutil.RunIn(hostNS, hd(), c) }, func() {
+			Expect(linkIn(contNS, "net1").Attrs().Flags&net.FlagUp).NotTo(BeZero(), "net1 up in the container at IPAM ADD")
+		})
+		Expect(out.Err).To(BeNil())
 		c.Command = "DEL"
 		Expect(testutil.RunIn(hostNS, hd(), c).Err).To(BeNil())
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
