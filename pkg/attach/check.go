@@ -8,6 +8,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/netfilter"
@@ -93,17 +94,73 @@ func CheckAddrs(n *ns.NetNS, h *netlink.Handle, l netlink.Link, want []*current.
 	return nil
 }
 
-// CheckRoutes checks that the main table of n routes every route of want
-// out of l (a route without a gateway matches any gateway).
+// CheckRoutes checks that n routes every route of want out of l (a route
+// without a gateway matches any gateway): from its main table or, for a
+// route the main table lacks, from a table that a policy rule selecting
+// one of l's addresses as source looks up. sbr, later in a chain, moves
+// the interface's routes into such a table ("from <address> lookup
+// <table>"); traffic from the interface still finds them there, so the
+// main plugin's CHECK does too (issue 22), while a route in no table that
+// traffic from the interface consults is missing.
 func CheckRoutes(n *ns.NetNS, h *netlink.Handle, l netlink.Link, want []*types.Route) error {
 	have, err := ip.RoutesOn(h, l)
 	if err != nil {
 		return fmt.Errorf("in %s: %w", n.Path(), err)
 	}
+	if result.CheckRoutes(l.Attrs().Name, want, have) == nil {
+		return nil
+	}
+	tables, err := sourceTables(h, l)
+	if err != nil {
+		return fmt.Errorf("in %s: %w", n.Path(), err)
+	}
+	for _, t := range tables {
+		more, err := ip.RoutesOnInTable(h, l, t)
+		if err != nil {
+			return fmt.Errorf("in %s: %w", n.Path(), err)
+		}
+		have = append(have, more...)
+	}
 	if err := result.CheckRoutes(l.Attrs().Name, want, have); err != nil {
 		return fmt.Errorf("in %s: %w", n.Path(), err)
 	}
 	return nil
+}
+
+// sourceTables lists the tables, other than main and local, that a policy
+// rule looks up for traffic from one of l's addresses: a lookup rule whose
+// only selector is a source prefix holding the address, or none at all.
+// A rule that also selects on mark, interface, destination, TOS, ports,
+// protocol or uid, or an inverted one, does not apply to all that traffic
+// and is passed over.
+func sourceTables(h *netlink.Handle, l netlink.Link) ([]int, error) {
+	addrs, err := ip.AddrList(h, l, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("addresses of %q: %w", l.Attrs().Name, err)
+	}
+	rules, err := ip.RetryDump("list rules", func() ([]netlink.Rule, error) { return h.RuleList(netlink.FAMILY_ALL) })
+	if err != nil {
+		return nil, err
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, r := range rules {
+		if r.Table == 0 || r.Table == unix.RT_TABLE_MAIN || r.Table == unix.RT_TABLE_LOCAL || seen[r.Table] {
+			continue
+		}
+		if r.Invert || r.Dst != nil || r.Mark != 0 || r.Mask != nil || r.Tos != 0 || r.IifName != "" || r.OifName != "" ||
+			r.Goto >= 0 || r.Dport != nil || r.Sport != nil || r.IPProto != 0 || r.UIDRange != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ip.Family(a.IP) == r.Family && (r.Src == nil || r.Src.Contains(a.IP)) {
+				seen[r.Table] = true
+				out = append(out, r.Table)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // CheckMasq checks the masquerade rules for ipcs when the config asks for

@@ -18,6 +18,20 @@ func RoutesOn(h *netlink.Handle, link netlink.Link) ([]result.Route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("routes of %q: %w", link.Attrs().Name, err)
 	}
+	return checkRoutes(routes), nil
+}
+
+// RoutesOnInTable is RoutesOn for routing table table.
+func RoutesOnInTable(h *netlink.Handle, link netlink.Link, table int) ([]result.Route, error) {
+	routes, err := RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: table, LinkIndex: link.Attrs().Index},
+		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)
+	if err != nil {
+		return nil, fmt.Errorf("routes of %q in table %d: %w", link.Attrs().Name, table, err)
+	}
+	return checkRoutes(routes), nil
+}
+
+func checkRoutes(routes []netlink.Route) []result.Route {
 	out := make([]result.Route, 0, len(routes))
 	for _, r := range routes {
 		rr := result.Route{GW: r.Gw}
@@ -31,7 +45,7 @@ func RoutesOn(h *netlink.Handle, link netlink.Link) ([]result.Route, error) {
 		}
 		out = append(out, rr)
 	}
-	return out, nil
+	return out
 }
 
 // DelRoute deletes r through h (in h's namespace). A route, table or device

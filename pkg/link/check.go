@@ -93,7 +93,8 @@ func Check(contNS *ns.NetNS, h *netlink.Handle, w Want) (netlink.Link, error) {
 	}
 	var routes []*types.Route
 	for _, r := range w.Routes {
-		// Only main-table routes are listed by CheckRoutes.
+		// A route IPAM puts in a table of its own is not compared:
+		// CheckRoutes looks in main and the source rules' tables.
 		if r.Table == nil || *r.Table == 0 || *r.Table == 254 {
 			routes = append(routes, r)
 		}

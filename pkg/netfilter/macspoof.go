@@ -55,6 +55,43 @@ func macspoofBase() *nftables.Chain {
 	}
 }
 
+// ErrBaseChainConflict is returned (wrapped) by MacSpoofCheck.Setup when
+// the host's bridge nat PREROUTING chain exists but is not the base chain
+// the check needs: one on another hook, of another type or priority, or a
+// regular chain sees no forwarded frame (or not before the others), so a
+// jump there would leave the check silently ineffective (issue 22, defect
+// 3). Setup does not change a chain it did not make.
+var ErrBaseChainConflict = errors.New("the mac spoof check would not see every frame entering the bridge")
+
+// macspoofBaseMismatch describes how ch, the chain listed under the base
+// chain's name, differs from macspoofBase: "" when it does not.
+func macspoofBaseMismatch(ch *nftables.Chain) string {
+	want := macspoofBase()
+	if ch.Hooknum == nil {
+		return "a regular chain (no hook)"
+	}
+	prio := "?"
+	if ch.Priority != nil {
+		prio = fmt.Sprint(*ch.Priority)
+	}
+	if ch.Type != want.Type || *ch.Hooknum != *want.Hooknum || ch.Priority == nil || *ch.Priority != *want.Priority {
+		return fmt.Sprintf("type %s hook %s priority %s", ch.Type, bridgeHookName(*ch.Hooknum), prio)
+	}
+	return ""
+}
+
+// macspoofBaseWant is macspoofBase as nft writes it.
+const macspoofBaseWant = "type filter hook prerouting priority -300"
+
+// bridgeHookName names a bridge family hook as nft does.
+func bridgeHookName(h nftables.ChainHook) string {
+	names := []string{"prerouting", "input", "forward", "output", "postrouting"}
+	if int(h) < len(names) {
+		return names[h]
+	}
+	return fmt.Sprintf("hook%d", h)
+}
+
 func macspoofRef(o Owner) string          { return o.ContainerID + "-" + o.IfName }
 func macspoofComment(o Owner) string      { return "macspoofchk-" + macspoofRef(o) }
 func macspoofChainName(o Owner) string    { return "cni-br-iface-" + macspoofRef(o) }
@@ -104,6 +141,12 @@ func (m MacSpoofCheck) setupOnce(c *nftables.Conn, declareBase bool) (sawBase bo
 	chains, err := queueMacspoofTeardown(c, m.Owner)
 	if err != nil {
 		return false, fmt.Errorf("set up mac spoof check for %s: %w", m.Owner, err)
+	}
+	if b := chains[macspoofBaseChain]; b != nil {
+		if have := macspoofBaseMismatch(b); have != "" {
+			return false, fmt.Errorf("set up mac spoof check for %s: table bridge %s chain %s is %q, not %q: %w",
+				m.Owner, macspoofTableName, macspoofBaseChain, have, macspoofBaseWant, ErrBaseChainConflict)
+		}
 	}
 	o, ud := m.Owner, macspoofUserData(m.Owner)
 	c.AddTable(macspoofTable)
@@ -286,8 +329,8 @@ func (m MacSpoofCheck) check(c *nftables.Conn) error {
 	}
 	// A base chain that is not a filter chain on the bridge prerouting hook
 	// sees no frame: the check would do nothing.
-	if ch := chains[macspoofBaseChain]; ch.Hooknum == nil || *ch.Hooknum != *nftables.ChainHookPrerouting || ch.Type != nftables.ChainTypeFilter {
-		return fmt.Errorf("%w: %s chain %s as a filter prerouting chain", ErrMissing, where, macspoofBaseChain)
+	if have := macspoofBaseMismatch(chains[macspoofBaseChain]); have != "" {
+		return fmt.Errorf("%w: %s chain %s as a filter prerouting chain (%s), not %s", ErrMissing, where, macspoofBaseChain, macspoofBaseWant, have)
 	}
 	rules := map[string][]*nftables.Rule{}
 	for _, name := range []string{macspoofBaseChain, iface, mac} {

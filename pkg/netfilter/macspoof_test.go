@@ -198,3 +198,36 @@ var _ = Describe("nftables masquerade on nftables errors", func() {
 		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(MatchError(ErrMissing))
 	})
 })
+
+var _ = Describe("mac spoof check over a host's own bridge nat PREROUTING", func() {
+	// issue 22, defect 3: a jump from a base chain on another hook, type or
+	// priority would leave the check silently ineffective.
+	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+
+	DescribeTable("fails Setup, changing nothing, when the base chain is not upstream's",
+		func(chain, have string) {
+			hostNS := testutil.NewNS()
+			script := "table bridge nat {\n chain PREROUTING {\n" + chain + "\n }\n}\n"
+			Expect(in(hostNS, func() error { _, err := nftRun(script, "-f", "-"); return err })).To(Succeed())
+			before := testutil.NetfilterOutput(hostNS, "nft", "list", "ruleset")
+			err := in(hostNS, check.Setup)
+			Expect(err).To(MatchError(ErrBaseChainConflict))
+			Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("table bridge nat chain PREROUTING is %q, not %q", have, "type filter hook prerouting priority -300")))
+			Expect(testutil.NetfilterOutput(hostNS, "nft", "list", "ruleset")).To(Equal(before))
+			Expect(in(hostNS, check.Check)).To(MatchError(ErrMissing))
+		},
+		Entry("hooked on input", "type filter hook input priority -300; policy accept;", "type filter hook input priority -300"),
+		Entry("on prerouting at priority 0", "type filter hook prerouting priority 0; policy accept;", "type filter hook prerouting priority 0"),
+		Entry("a regular chain", "", "a regular chain (no hook)"),
+	)
+
+	It("sets up over upstream's base chain made by nft", func() {
+		hostNS := testutil.NewNS()
+		script := "table bridge nat {\n chain PREROUTING {\n type filter hook prerouting priority -300; policy accept;\n }\n}\n"
+		Expect(in(hostNS, func() error { _, err := nftRun(script, "-f", "-"); return err })).To(Succeed())
+		Expect(in(hostNS, check.Setup)).To(Succeed())
+		Expect(in(hostNS, check.Check)).To(Succeed())
+	})
+})

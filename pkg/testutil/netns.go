@@ -7,11 +7,14 @@ package testutil
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"golang.org/x/sys/unix"
@@ -100,11 +103,32 @@ func CreateNS() (*ns.NetNS, func() error, error) {
 	return n, cleanup, nil
 }
 
+// removeNSFile unmounts the namespace file p and removes it. Another
+// process on the node that makes a mount namespace at that moment (a
+// container runtime, `unshare -m`) copies the bind mount into it; until
+// that copy lets go, the unlink can answer EBUSY. The unmount and the
+// remove are retried, with a growing pause, for at most nsRemoveBudget.
 func removeNSFile(p string) error {
-	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+	deadline := time.Now().Add(nsRemoveBudget)
+	pause := 2 * time.Millisecond
+	for {
+		err := unmountAndRemove(p)
+		if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// nsRemoveBudget bounds removeNSFile's retries of a busy namespace file.
+const nsRemoveBudget = 10 * time.Second
+
+func unmountAndRemove(p string) error {
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmount %s: %w", p, err)
 	}
-	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

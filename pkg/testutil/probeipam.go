@@ -1,39 +1,100 @@
 package testutil
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 )
 
 // ProbeIPAM writes into dir (to put on CNI_PATH) an IPAM plugin named
-// "probe-ipam" that answers every ADD with the one address addr
-// ("10.54.0.2/24") and records, at ADD, what `ip -o link show
-// $CNI_IFNAME up` prints in CNI_NETNS. LinkUpAtIPAMAdd reads it back. For
-// specs checking upstream's order: the interface exists in the container
-// and is up when IPAM ADD runs (the dhcp IPAM plugin leases on it).
+// "probe-ipam" that answers every command with the one address addr
+// ("10.54.0.2/24"). Its ADD holds before answering: it creates dir/at-add
+// and waits for dir/resume, so that AtIPAMAdd can look at the namespaces,
+// over netlink, as they are while IPAM ADD runs. For specs checking
+// upstream's order: the interface exists in the container and is up when
+// IPAM ADD runs (the dhcp IPAM plugin leases on it). The probe reads no
+// kernel state itself: `ip`'s text carries errors of its own on a busy
+// node (a peer netns it cannot name, issue 22).
 func ProbeIPAM(dir, addr string) {
 	ginkgo.GinkgoHelper()
 	script := `#!/bin/sh
+d=$(dirname "$0")
 if [ "$CNI_COMMAND" = ADD ]; then
-  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > "$(dirname "$0")/seen" 2>&1
+  : > "$d/at-add"
+  i=0
+  while [ ! -e "$d/resume" ]; do
+    i=$((i+1))
+    if [ $i -gt 1200 ]; then
+      echo '{"cniVersion": "1.1.0", "code": 11, "msg": "probe-ipam: nobody looked within a minute"}'
+      exit 1
+    fi
+    sleep 0.05
+  done
+  rm -f "$d/at-add" "$d/resume"
 fi
 echo '{"cniVersion": "1.1.0", "ips": [{"address": "` + addr + `"}]}'
 `
 	gomega.Expect(os.WriteFile(filepath.Join(dir, "probe-ipam"), []byte(script), 0o755)).To(gomega.Succeed())
 }
 
-// LinkUpAtIPAMAdd reports whether ProbeIPAM in dir saw ifName up in the
-// container at its last ADD, and what it saw.
-func LinkUpAtIPAMAdd(dir, ifName string) (bool, string) {
+// probeBudget bounds how long AtIPAMAdd waits for the probe's ADD.
+const probeBudget = time.Minute
+
+// AtIPAMAdd runs cmd (a plugin command whose IPAM is ProbeIPAM in dir) and,
+// once the probe's ADD holds, calls look, then lets the probe answer. It
+// returns cmd's output. A cmd that ends before its IPAM ADD fails the spec.
+func AtIPAMAdd(dir string, cmd func() Output, look func()) Output {
 	ginkgo.GinkgoHelper()
-	b, err := os.ReadFile(filepath.Join(dir, "seen"))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "probe-ipam ran no ADD")
-	// "2: eth0@if3: <...,UP,...> ..." (a veth shows its peer after "@");
-	// nothing, or "Device ... does not exist", when it was not there up.
-	re := regexp.MustCompile(`^\d+: ` + regexp.QuoteMeta(ifName) + `[@:]`)
-	return re.Match(b), string(b)
+	done := make(chan Output, 1)
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		defer close(done) // after the send, or without one when cmd failed the spec
+		done <- cmd()
+	}()
+	resume := func() {
+		if err := os.WriteFile(filepath.Join(dir, "resume"), nil, 0o644); err != nil {
+			ginkgo.Fail(err.Error())
+		}
+	}
+	drained := false
+	defer func() {
+		if !drained {
+			// look failed the spec: let the probe answer and the plugin end
+			// before the spec's namespaces go.
+			resume()
+			<-done
+		}
+	}()
+	deadline := time.Now().Add(probeBudget)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := os.Stat(filepath.Join(dir, "at-add"))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			ginkgo.Fail(err.Error())
+		}
+		select {
+		case out := <-done:
+			drained = true
+			ginkgo.Fail(fmt.Sprintf("the plugin ended before its IPAM ADD: err %v, stdout %s", out.Err, out.Stdout))
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			ginkgo.Fail(fmt.Sprintf("probe-ipam in %s: no ADD within %s", dir, probeBudget))
+		}
+	}
+	look()
+	resume()
+	out := <-done
+	drained = true
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -439,6 +440,29 @@ var _ = Describe("bridge", func() {
 		Expect(out.Err).NotTo(BeNil())
 	})
 
+	It("fails ADD, leaving nothing, when the host's bridge nat PREROUTING is hooked on input", func() {
+		// issue 22, defect 3: a jump from a chain on the wrong hook would
+		// check no forwarded frame; the check must not be silently void.
+		nft := exec.Command("nft", "-f", "-")
+		nft.Stdin = strings.NewReader("table bridge nat {\n chain PREROUTING {\n type filter hook input priority -300; policy accept;\n }\n}\n")
+		Expect(hostNS.Do(func() error {
+			if out, err := nft.CombinedOutput(); err != nil {
+				return fmt.Errorf("nft: %w: %s", err, out)
+			}
+			return nil
+		})).To(Succeed())
+		before := snapshot()
+		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.46.0.0/24"))
+		out := run(hostNS, call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(999))
+		Expect(out.Err.Msg).To(And(ContainSubstring("table bridge nat chain PREROUTING"),
+			ContainSubstring(`"type filter hook input priority -300"`), ContainSubstring("hook prerouting priority -300")))
+		Expect(snapshot()).To(Equal(before))
+		Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface-"))
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+	})
+
 	It("removes the MAC spoof-check on DEL even when macspoofchk was turned off since ADD", func() {
 		mustAdd(hostNS, call("ADD", netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.48.0.0/24"))))
 		Expect(rulesText(hostNS)).To(ContainSubstring("cni-br-iface-"))
@@ -502,28 +526,31 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	It("runs IPAM with the container interface up on the bridge, as the dhcp IPAM plugin needs", func() {
+		// At IPAM ADD: the container end in CNI_NETNS up, and the host end
+		// up on the bridge.
 		dir := GinkgoT().TempDir()
-		seen := filepath.Join(dir, "seen")
-		// The fake IPAM records what it finds at its ADD: the container end
-		// in CNI_NETNS (state UP) and the host end on the bridge.
-		script := `#!/bin/sh
-if [ "$CNI_COMMAND" = ADD ]; then
-  nsenter --net="$CNI_NETNS" ip -o link show "$CNI_IFNAME" up > ` + seen + ` 2>&1
-  ip -o link show master cnibr0 up >> ` + seen + ` 2>&1
-fi
-echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.54.0.2/24"}]}'
-`
-		Expect(os.WriteFile(filepath.Join(dir, "fake-ipam"), []byte(script), 0o755)).To(Succeed())
-		stdin := netConf("1.1.0", "", `{"type": "fake-ipam"}`)
-		c := call("ADD", stdin)
+		testutil.ProbeIPAM(dir, "10.54.0.2/24")
+		c := call("ADD", netConf("1.1.0", "", `{"type": "probe-ipam"}`))
 		c.Path = dir
-		res := mustAdd(hostNS, c)
-		b, err := os.ReadFile(seen)
-		Expect(err).NotTo(HaveOccurred())
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		Expect(lines).To(HaveLen(2), "container end up, host end up on cnibr0: %s", b)
-		Expect(lines[0]).To(ContainSubstring("eth0@"))
-		Expect(lines[1]).To(ContainSubstring(res.Interfaces[1].Name + "@"))
+		var ports []string
+		out := testutil.AtIPAMAdd(dir, func() testutil.Output { return run(hostNS, c) }, func() {
+			l, err := testutil.Handle(contNS).LinkByName("eth0")
+			Expect(err).NotTo(HaveOccurred(), "eth0 in the container at IPAM ADD")
+			Expect(l.Attrs().Flags&net.FlagUp).NotTo(BeZero(), "eth0 up in the container at IPAM ADD")
+			h := testutil.Handle(hostNS)
+			br, err := h.LinkByName("cnibr0")
+			Expect(err).NotTo(HaveOccurred())
+			links, err := h.LinkList()
+			Expect(err).NotTo(HaveOccurred())
+			for _, l := range links {
+				if l.Attrs().MasterIndex == br.Attrs().Index && l.Attrs().Flags&net.FlagUp != 0 {
+					ports = append(ports, l.Attrs().Name)
+				}
+			}
+		})
+		Expect(out.Err).To(BeNil())
+		res := testutil.ParseResult("1.1.0", out.Stdout)
+		Expect(ports).To(ConsistOf(res.Interfaces[1].Name), "the host end up on cnibr0 at IPAM ADD")
 		c.Command = "DEL"
 		Expect(run(hostNS, c).Err).To(BeNil())
 	})

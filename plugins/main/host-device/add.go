@@ -96,11 +96,12 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 	}
 
 	// The tail: notify sysctls, up, addresses (no DAD wait) and routes, a
-	// gratuitous ARP, the result. Without IPAM the device keeps the up/down
-	// state it had in the host, as upstream does.
+	// gratuitous ARP, the result. Without IPAM the device comes up too, as
+	// upstream brings it up, even one that was down in the host (issue
+	// 22, defect 4).
 	out, err := link.Finish(link.FinishOptions{
 		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
-		IPAM: res, DNS: c.DNS, Down: res == nil, Log: a.Log,
+		IPAM: res, DNS: c.DNS, Log: a.Log,
 	})
 	if err != nil {
 		return nil, err

@@ -53,6 +53,12 @@ var _ = Describe("parseConfig", func() {
 		Entry("kernelpath climbing out", `"kernelpath": "/sys/devices/../../etc"`, `kernelpath: "/sys/devices/../../etc"`),
 		Entry("pciBusID", `"pciBusID": "../../../etc"`, `pciBusID: "../../../etc" is not a PCI address`),
 		Entry("deviceID", `"runtimeConfig": {"deviceID": "../x"}`, `runtimeConfig.deviceID: "../x"`),
+		// A PCI address is the whole value: one inside a path would take
+		// the sysfs lookup elsewhere.
+		Entry("pciBusID with a path after", `"pciBusID": "0000:00:03.0/../../../../etc"`, `pciBusID: "0000:00:03.0/../../../../etc" is not a PCI address`),
+		Entry("pciBusID with a path before", `"pciBusID": "../../../0000:00:03.0"`, `pciBusID: "../../../0000:00:03.0" is not a PCI address`),
+		Entry("deviceID with a path after", `"runtimeConfig": {"deviceID": "0000:00:03.0/../../x"}`, `runtimeConfig.deviceID: "0000:00:03.0/../../x"`),
+		Entry("deviceID with a path before", `"runtimeConfig": {"deviceID": "../0000:00:03.0"}`, `runtimeConfig.deviceID: "../0000:00:03.0"`),
 		Entry("ipam.type", `"device": "eth1", "ipam": {"type": "a/b"}`, "ipam"),
 	)
 

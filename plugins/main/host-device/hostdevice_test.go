@@ -190,11 +190,13 @@ var _ = Describe("host-device", func() {
 		Expect(snapshot()).To(Equal(first))
 	})
 
-	It("leaves a device that was down in the host down without IPAM", func() {
+	It("brings up a device that was down in the host without IPAM, as upstream", func() {
+		// issue 22, defect 4.
 		Expect(testutil.Handle(hostNS).LinkSetDown(linkIn(hostNS, "dev0"))).To(Succeed())
 		stdin := conf("1.1.0", `"device": "dev0"`, true)
-		mustRun("ADD", contNS, stdin)
-		Expect(linkIn(contNS, "net1").Attrs().Flags & net.FlagUp).To(BeZero())
+		res := testutil.ParseResult("1.1.0", mustRun("ADD", contNS, stdin).Stdout)
+		Expect(linkIn(contNS, "net1").Attrs().Flags & net.FlagUp).NotTo(BeZero())
+		mustRun("CHECK", contNS, withPrev(stdin, "1.1.0", res))
 		mustRun("DEL", contNS, stdin)
 		Expect(linkIn(hostNS, "dev0").Attrs().Flags & net.FlagUp).To(BeZero())
 	})
@@ -216,9 +218,10 @@ var _ = Describe("host-device", func() {
 		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "host-device", "device": "dev0", "ipam": {"type": "probe-ipam"}}`, netName))
 		c := call("ADD", contNS, stdin)
 		c.Path = dir
-		testutil.MustRunIn(hostNS, hd(), c)
-		up, seen := testutil.LinkUpAtIPAMAdd(dir, "net1")
-		Expect(up).To(BeTrue(), "net1 up in the container at IPAM ADD: %s", seen)
+		out := testutil.AtIPAMAdd(dir, func() testutil.Output { return testutil.RunIn(hostNS, hd(), c) }, func() {
+			Expect(linkIn(contNS, "net1").Attrs().Flags&net.FlagUp).NotTo(BeZero(), "net1 up in the container at IPAM ADD")
+		})
+		Expect(out.Err).To(BeNil())
 		c.Command = "DEL"
 		Expect(testutil.RunIn(hostNS, hd(), c).Err).To(BeNil())
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))

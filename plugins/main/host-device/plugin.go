@@ -19,9 +19,9 @@
 //	            name, moved into the container, renamed to CNI_IFNAME
 //	ipam        with ipam.type set: the device up in the container, then
 //	            IPAM ADD (upstream's order; dhcp leases on the interface)
-//	configure   with IPAM: arp_notify/ndisc_notify, addresses and
-//	            routes, a gratuitous ARP (pkg/link's Finish); without, the
-//	            device keeps the up/down state it had in the host
+//	configure   the device up (as upstream, even one that was down in
+//	            the host); with IPAM: arp_notify/ndisc_notify, addresses
+//	            and routes, a gratuitous ARP (pkg/link's Finish)
 //
 // DEL moves the device back under the name its alias holds, through the
 // temporary name, so that a name the container also uses never collides.

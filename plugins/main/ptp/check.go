@@ -68,7 +68,8 @@ func checkContainer(contNS *ns.NetNS, contH *netlink.Handle, iface *current.Inte
 		}
 	}
 	for _, r := range ipamRoutes {
-		// Only main-table routes are listed by CheckRoutes.
+		// A route IPAM puts in a table of its own is not compared:
+		// CheckRoutes looks in main and the source rules' tables.
 		if r.Table == nil || *r.Table == 0 || *r.Table == mainTable {
 			want = append(want, r)
 		}

@@ -294,9 +294,12 @@ var _ = Describe("tap", func() {
 		o := netOpts{ver: "1.1.0", extraKeys: `"ipam": {"type": "probe-ipam"}`}
 		c := call("ADD", "c1", contNS, o.json())
 		c.Path = dir
-		testutil.MustRunIn(hostNS, tap.Plugin, c)
-		up, seen := testutil.LinkUpAtIPAMAdd(dir, "tap0")
-		Expect(up).To(BeTrue(), "tap0 up in the container at IPAM ADD: %s", seen)
+		out := testutil.AtIPAMAdd(dir, func() testutil.Output { return testutil.RunIn(hostNS, tap.Plugin, c) }, func() {
+			l, err := testutil.Handle(contNS).LinkByName("tap0")
+			Expect(err).NotTo(HaveOccurred(), "tap0 in the container at IPAM ADD")
+			Expect(l.Attrs().Flags&net.FlagUp).NotTo(BeZero(), "tap0 up in the container at IPAM ADD")
+		})
+		Expect(out.Err).To(BeNil())
 		c.Command = "DEL"
 		Expect(testutil.RunIn(hostNS, tap.Plugin, c).Err).To(BeNil())
 	})

@@ -29,6 +29,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "no name", stdin: `{"type": "firewall"}`, code: 7},
 		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, code: 7},
 		{name: "unknown policy", stdin: `{"name": "n", "ingressPolicy": "closed"}`, code: 7},
+		// 28 bytes is iptables' chain name limit; one more is refused
+		// before iptables sees it.
+		{name: "admin chain of 28 bytes", stdin: `{"name": "n", "iptablesAdminChainName": "A234567890123456789012345678"}`,
+			admin: "A234567890123456789012345678", zone: "trusted", policy: "open"},
+		{name: "admin chain of 29 bytes", stdin: `{"name": "n", "iptablesAdminChainName": "A2345678901234567890123456789"}`, code: 7},
 		{name: "admin chain too long", stdin: `{"name": "n", "iptablesAdminChainName": "A23456789012345678901234567890"}`, code: 7},
 		{name: "admin chain with a blank", stdin: `{"name": "n", "iptablesAdminChainName": "A B"}`, code: 7},
 		{name: "admin chain is a target", stdin: `{"name": "n", "iptablesAdminChainName": "DROP"}`, code: 7},

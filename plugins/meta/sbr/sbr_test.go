@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,8 +11,11 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/meta/sbr"
@@ -61,25 +62,109 @@ func conf(ver, keys string, prev []byte) []byte {
 	return []byte(s + "}")
 }
 
-// routeGet is `ip route get <dst> from <src>` in n: the route a packet
-// from src takes, with its table.
+// routeGet is the route a packet from src to dst takes in n, as the
+// kernel answers RTM_GETROUTE (`ip route get <dst> from <src>`), rendered
+// "via <gw> dev <link> table <table>".
 func routeGet(n *ns.NetNS, dst, src string) string {
 	GinkgoHelper()
-	args := []string{"-n", filepath.Base(n.Path())}
-	if strings.Contains(dst, ":") {
-		args = append(args, "-6")
+	h := testutil.Handle(n)
+	routes, err := h.RouteGetWithOptions(net.ParseIP(dst), &netlink.RouteGetOptions{SrcAddr: net.ParseIP(src)})
+	Expect(err).NotTo(HaveOccurred(), "route get %s from %s", dst, src)
+	Expect(routes).To(HaveLen(1))
+	r := routes[0]
+	out := ""
+	if r.Gw != nil {
+		out = "via " + r.Gw.String() + " "
 	}
-	args = append(args, "route", "get", dst, "from", src)
-	out, err := exec.Command("ip", args...).CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "%s", out)
-	return strings.Join(strings.Fields(string(out)), " ")
+	return out + fmt.Sprintf("dev %s table %d", linkName(h, r.LinkIndex), r.Table)
 }
 
-func ipOut(n *ns.NetNS, args ...string) string {
+func linkName(h *netlink.Handle, index int) string {
 	GinkgoHelper()
-	out, err := exec.Command("ip", append([]string{"-n", filepath.Base(n.Path())}, args...)...).CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "%s", out)
-	return string(out)
+	l, err := h.LinkByIndex(index)
+	Expect(err).NotTo(HaveOccurred())
+	return l.Attrs().Name
+}
+
+// routeString renders r as "<dst> [via <gw>] dev <link> [src <src>]
+// table <t> proto <p> scope <s> type <t> metric <m>", a destination of
+// nil or /0 as "default".
+func routeString(h *netlink.Handle, r netlink.Route) string {
+	GinkgoHelper()
+	dst := "default"
+	if r.Dst != nil {
+		if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+			dst = r.Dst.String()
+		}
+	}
+	s := dst
+	if r.Gw != nil {
+		s += " via " + r.Gw.String()
+	}
+	if r.LinkIndex != 0 {
+		s += " dev " + linkName(h, r.LinkIndex)
+	}
+	if r.Src != nil {
+		s += " src " + r.Src.String()
+	}
+	return s + fmt.Sprintf(" table %d proto %d scope %d type %d metric %d", r.Table, r.Protocol, r.Scope, r.Type, r.Priority)
+}
+
+// routes lists the routes of family in n matching filter (with mask) as
+// routeString renders them.
+func routes(n *ns.NetNS, family int, filter *netlink.Route, mask uint64) []string {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	list, err := ip.RouteListFiltered(h, family, filter, mask)
+	Expect(err).NotTo(HaveOccurred())
+	out := []string{}
+	for _, r := range list {
+		out = append(out, routeString(h, r))
+	}
+	return out
+}
+
+// tableRoutes lists the IPv4 routes of table in n.
+func tableRoutes(n *ns.NetNS, table int) []string {
+	GinkgoHelper()
+	return routes(n, netlink.FAMILY_V4, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+}
+
+// allRoutes lists the routes of family in every table of n.
+func allRoutes(n *ns.NetNS, family int) []string {
+	GinkgoHelper()
+	return routes(n, family, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+}
+
+func mustLink(n *ns.NetNS, name string) netlink.Link {
+	GinkgoHelper()
+	l, err := testutil.Handle(n).LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	return l
+}
+
+// addRoute adds a route to dst ("default" or a prefix) via gw on dev in
+// table (0: main) with metric.
+func addRoute(n *ns.NetNS, dst, gw, dev string, table, metric int) {
+	GinkgoHelper()
+	r := &netlink.Route{Gw: net.ParseIP(gw), LinkIndex: mustLink(n, dev).Attrs().Index, Table: table, Priority: metric}
+	if dst != "default" {
+		_, r.Dst, _ = net.ParseCIDR(dst)
+	}
+	Expect(testutil.Handle(n).RouteAdd(r)).To(Succeed())
+}
+
+// delDefault deletes the IPv4 default route of table.
+func delDefault(n *ns.NetNS, table int) {
+	GinkgoHelper()
+	Expect(testutil.Handle(n).RouteDel(&netlink.Route{Dst: &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}, Table: table})).To(Succeed())
+}
+
+func addAddr(n *ns.NetNS, dev, addr string) {
+	GinkgoHelper()
+	a, err := netlink.ParseAddr(addr)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(testutil.Handle(n).AddrAdd(mustLink(n, dev), a)).To(Succeed())
 }
 
 var _ = Describe("sbr", func() {
@@ -104,14 +189,14 @@ var _ = Describe("sbr", func() {
 		wire(contNS, net1)
 		// The container's default route is through eth0, as a main plugin
 		// would leave it; net1's answers would go out there without sbr.
-		ipOut(contNS, "route", "add", "default", "via", "10.5.0.1", "dev", "eth0")
-		ipOut(contNS, "-6", "route", "add", "default", "via", "fd00:6::1", "dev", "net1", "metric", "2000")
+		addRoute(contNS, "default", "10.5.0.1", "eth0", 0, 0)
+		addRoute(contNS, "default", "fd00:6::1", "net1", 0, 2000)
 		// The kernel adds each device's fe80::/64 and ff00::/8 routes a
 		// moment after the link comes up: wait for them, so that a snapshot
 		// taken now does not miss what sbr will move and put back.
-		Eventually(func() string { return ipOut(contNS, "-6", "route", "show", "table", "all") }).WithTimeout(10 * time.Second).Should(And(
-			ContainSubstring("fe80::/64 dev eth0"), ContainSubstring("fe80::/64 dev net1"),
-			ContainSubstring("ff00::/8 dev eth0"), ContainSubstring("ff00::/8 dev net1")))
+		Eventually(func() []string { return allRoutes(contNS, netlink.FAMILY_V6) }).WithTimeout(10 * time.Second).Should(ContainElements(
+			HavePrefix("fe80::/64 dev eth0 "), HavePrefix("fe80::/64 dev net1 "),
+			HavePrefix("ff00::/8 dev eth0 "), HavePrefix("ff00::/8 dev net1 ")))
 	})
 
 	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
@@ -128,18 +213,16 @@ var _ = Describe("sbr", func() {
 		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
 		return out
 	}
-	// state is the rules and every route but the local table's: sbr never
-	// touches that one, and the kernel fills it in its own time (an IPv6
-	// address's local route once its DAD work ran, link-local addresses
-	// after DAD).
+	// state is the rules and every IPv4 route but the local table's: sbr
+	// never touches that one, and the kernel fills it in its own time.
 	state := func() []string {
-		var routes []string
-		for _, l := range strings.Split(ipOut(contNS, "route", "show", "table", "all"), "\n") {
-			if !strings.Contains(l, "table local") {
-				routes = append(routes, l)
+		var out []string
+		for _, r := range allRoutes(contNS, netlink.FAMILY_V4) {
+			if !strings.Contains(r, fmt.Sprintf(" table %d ", unix.RT_TABLE_LOCAL)) {
+				out = append(out, r)
 			}
 		}
-		return append(testutil.IPRules(contNS), routes...)
+		return append(testutil.IPRules(contNS), out...)
 	}
 
 	DescribeTableSubtree("every spec version", func(ver string) {
@@ -156,7 +239,8 @@ var _ = Describe("sbr", func() {
 			Expect(routeGet(contNS, "2001:db8::9", "fd00:6::2")).To(ContainSubstring("via fd00:6::1 dev net1 table 100"))
 			Expect(routeGet(contNS, "192.0.2.9", "10.5.0.2")).To(ContainSubstring("via 10.5.0.1 dev eth0 table 101"))
 			Expect(routeGet(contNS, "10.6.0.7", "10.6.0.2")).To(ContainSubstring("dev net1 table 100"))
-			Expect(ipOut(contNS, "route", "show", "dev", "net1")).To(BeEmpty()) // moved out of main
+			Expect(routes(contNS, netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN, LinkIndex: mustLink(contNS, "net1").Attrs().Index},
+				netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)).To(BeEmpty()) // moved out of main
 
 			if testutil.AtLeast(ver, "0.4.0") {
 				must("CHECK", contNS, "net1", conf(ver, "", out.Stdout))
@@ -165,15 +249,15 @@ var _ = Describe("sbr", func() {
 			must("DEL", contNS, "net1", conf(ver, "", nil))
 			must("DEL", contNS, "eth0", conf(ver, "", nil))
 			Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
-			Expect(ipOut(contNS, "route", "show", "table", "100")).To(BeEmpty())
-			Expect(ipOut(contNS, "route", "show", "table", "101")).To(BeEmpty())
+			Expect(tableRoutes(contNS, 100)).To(BeEmpty())
+			Expect(tableRoutes(contNS, 101)).To(BeEmpty())
 			must("DEL", contNS, "net1", conf(ver, "", nil))
 		})
 	}, testutil.VersionEntries())
 
 	It("with table adds only the rules, into that table, and leaves the routes alone", func() {
-		routes := ipOut(contNS, "route", "show", "table", "all")
-		ipOut(contNS, "route", "add", "default", "via", "10.6.0.1", "dev", "net1", "table", "300")
+		before := allRoutes(contNS, netlink.FAMILY_V4)
+		addRoute(contNS, "default", "10.6.0.1", "net1", 300, 0)
 		must("ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
 		Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.6.0.1 dev net1 table 300"))
 		Expect(routeGet(contNS, "192.0.2.9", "10.5.0.2")).To(ContainSubstring("via 10.5.0.1 dev eth0"))
@@ -181,27 +265,46 @@ var _ = Describe("sbr", func() {
 		must("CHECK", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
 		must("DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("10.6.0.2")))
-		ipOut(contNS, "route", "del", "default", "table", "300")
-		Expect(ipOut(contNS, "route", "show", "table", "all")).To(Equal(routes))
+		delDefault(contNS, 300)
+		Expect(allRoutes(contNS, netlink.FAMILY_V4)).To(Equal(before))
+	})
+
+	It("with table, DEL removes only the rules into that table", func() {
+		// Another rule from the same address, into another table (an
+		// admin's, or another sbr attachment's), is not this one's.
+		h := testutil.Handle(contNS)
+		other := netlink.NewRule()
+		other.Src = &net.IPNet{IP: net.ParseIP("10.6.0.2").To4(), Mask: net.CIDRMask(32, 32)}
+		other.Table, other.Priority, other.Family = 400, 500, netlink.FAMILY_V4
+		Expect(h.RuleAdd(other)).To(Succeed())
+		must("ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
+		Expect(testutil.IPRules(contNS)).To(ContainElements(
+			ContainSubstring("10.6.0.2/32 to all table 300"), ContainSubstring("10.6.0.2/32 to all table 400")))
+		must("DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
+		rules := testutil.IPRules(contNS)
+		Expect(rules).NotTo(ContainElement(ContainSubstring("table 300")))
+		Expect(rules).To(ContainElement(ContainSubstring("10.6.0.2/32 to all table 400")))
 	})
 
 	It("uses static gateways and adds source hints", func() {
-		ipOut(contNS, "addr", "add", "10.6.0.3/24", "dev", "net1") // the gateway to use
-		ipOut(hostNS, "addr", "add", "10.6.0.254/24", "dev", "h-net1")
+		addAddr(contNS, "net1", "10.6.0.3/24") // the gateway to use
+		addAddr(hostNS, "h-net1", "10.6.0.254/24")
 		must("ADD", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 		Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.6.0.254 dev net1 table 100"))
-		Expect(ipOut(contNS, "route", "show", "table", "100")).To(ContainSubstring("10.6.0.0/24 dev net1 proto kernel scope link src 10.6.0.2"))
+		Expect(tableRoutes(contNS, 100)).To(ContainElement(HavePrefix("10.6.0.0/24 dev net1 src 10.6.0.2 table 100 ")))
 		must("CHECK", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 	})
 
 	It("CHECK fails when a rule or a route is missing", func() {
 		prev := prevFor("1.1.0", contNS, net1)
 		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
-		ipOut(contNS, "route", "del", "default", "table", "100")
+		delDefault(contNS, 100)
 		out := run(attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("no default route via 10.6.0.1"))
-		ipOut(contNS, "rule", "del", "from", "10.6.0.2", "table", "100")
+		rule := netlink.NewRule()
+		rule.Src, rule.Table, rule.Family = &net.IPNet{IP: net.ParseIP("10.6.0.2").To4(), Mask: net.CIDRMask(32, 32)}, 100, netlink.FAMILY_V4
+		Expect(testutil.Handle(contNS).RuleDel(rule)).To(Succeed())
 		out = run(attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("no rule from 10.6.0.2/32"))
@@ -221,7 +324,7 @@ var _ = Describe("sbr", func() {
 
 		prev := prevFor("1.1.0", contNS, net1)
 		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
-		ipOut(contNS, "link", "del", "net1")
+		Expect(testutil.Handle(contNS).LinkDel(mustLink(contNS, "net1"))).To(Succeed())
 		must("DEL", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("10.6.0.2")))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("fd00:6::2")))

@@ -323,6 +323,37 @@ var _ = Describe("tuning", func() {
 		Entry("CHECK without prevResult (7)", 7, "CHECK", func(c *testutil.Call) { c.Stdin = conf("1.1.0", dataDir, allKeys, nil) }, "prevResult"),
 	)
 
+	It("DEL writes no sysctl of a tampered state file outside /proc/sys/net", func() {
+		// The state file is input too: a key climbing out of /proc/sys/net
+		// must not become a write anywhere else (issue 22, mutation).
+		victim := filepath.Join(GinkgoT().TempDir(), "victim")
+		key := "net/../../.." + victim
+		Expect(filepath.Join("/proc/sys", key)).To(Equal(victim))
+		Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
+		st, err := json.Marshal(map[string]any{"sysctl": map[string]string{
+			key: "written", "net/ipv4/conf/all/arp_ignore": "1"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(stateFile(), st, 0o600)).To(Succeed())
+		must("DEL", contNS, conf("1.1.0", dataDir, "", nil))
+		Expect(victim).NotTo(BeAnExistingFile())
+		Expect(sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")).To(Equal("1"), "the valid key is restored")
+		Expect(files(dataDir)).To(BeEmpty())
+	})
+
+	It("DEL keeps the state file when a restore fails, for the retry", func() {
+		Expect(os.MkdirAll(dataDir, 0o700)).To(Succeed())
+		bad := `{"sysctl": {"net/ipv4/conf/eth0/arp_filter": "not a number"}}`
+		Expect(os.WriteFile(stateFile(), []byte(bad), 0o600)).To(Succeed())
+		out := run(attach.Hooks{}, "DEL", contNS, conf("1.1.0", dataDir, "", nil))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring("arp_filter"))
+		Expect(files(dataDir)).To(ConsistOf("ctr1_eth0.json"))
+		// Once the restore can succeed, the retry removes it.
+		Expect(os.WriteFile(stateFile(), []byte(`{"sysctl": {"net/ipv4/conf/eth0/arp_filter": "0"}}`), 0o600)).To(Succeed())
+		must("DEL", contNS, conf("1.1.0", dataDir, "", nil))
+		Expect(files(dataDir)).To(BeEmpty())
+	})
+
 	It("DEL restores what an upstream ADD recorded, in upstream's file format", func() {
 		before := linkState(contNS, "eth0")
 		linkSet(contNS, func(h linkSetter) error { return h.mtu(1300) })

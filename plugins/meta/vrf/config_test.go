@@ -20,7 +20,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "no vrfname", stdin: base + `}`, code: 7, msg: "vrfname: missing"},
 		{name: "vrfname too long", stdin: base + `, "vrfname": "a-very-long-vrf-name"}`, code: 7, msg: "vrfname"},
 		{name: "vrfname with a slash", stdin: base + `, "vrfname": "a/b"}`, code: 7, msg: "vrfname"},
+		{name: "table 252", stdin: base + `, "vrfname": "blue", "table": 252}`},
+		{name: "default table", stdin: base + `, "vrfname": "blue", "table": 253}`, code: 7, msg: "table: 253"},
 		{name: "main table", stdin: base + `, "vrfname": "blue", "table": 254}`, code: 7, msg: "table: 254"},
+		{name: "local table", stdin: base + `, "vrfname": "blue", "table": 255}`, code: 7, msg: "table: 255"},
+		{name: "table 256", stdin: base + `, "vrfname": "blue", "table": 256}`},
 		{name: "negative table", stdin: base + `, "vrfname": "blue", "table": -1}`, code: 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -313,6 +313,22 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		Entry("no prevResult (7)", 7, func() []byte { return conf("1.1.0", `"vrfname": "blue"`, nil) }, "prevResult: missing"),
 	)
 
+	It("refuses an interface that already has a master, leaving it there", func() {
+		h := testutil.Handle(contNS)
+		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br-other"}})).To(Succeed())
+		br, err := h.LinkByName("br-other")
+		Expect(err).NotTo(HaveOccurred())
+		l, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetMaster(l, br)).To(Succeed())
+		out := run(attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Msg).To(ContainSubstring(`"eth0"`), "names the interface")
+		Expect(out.Err.Msg).To(ContainSubstring("already has a master"))
+		Expect(masterOf(contNS, "eth0")).To(Equal(br.Attrs().Index))
+		Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
+	})
+
 	It("refuses an existing VRF with another table (7)", func() {
 		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
 		wire(contNS, net1)
