@@ -9,8 +9,9 @@
 //	                                 /opt/cni/bin) and each plugin as a link to it
 //	cniforge ls [--json]             cached attachments, unowned host-local
 //	                                 reservations, addresses used and free
-//	cniforge gc [--apply] [--network NAME]
-//	                                 DEL attachments whose netns is gone, then GC
+//	cniforge gc [--apply] [--network NAME] [--min-age D] [--every D] [--allow-empty-cache]
+//	                                 DEL attachments whose netns is gone, and
+//	                                 old reservations nobody owns (gc.go)
 //	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir)
 package main
 
@@ -89,10 +90,15 @@ usage:
   cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
                         host-local reservations no attachment owns, and per
                         network the addresses used and free
-  cniforge gc [--apply] [--network NAME]
-                        DEL (through libcni) every cached attachment whose netns
-                        is gone, then GC each network keeping those that remain;
-                        a dry run without --apply
+  cniforge gc [--apply] [--network NAME] [--min-age 5m] [--every DURATION]
+     [--allow-empty-cache]
+                        DEL (through libcni, with the config cached with it)
+                        every cached attachment whose netns is positively gone,
+                        then each host-local reservation no cached attachment
+                        owns that is older than --min-age, in a network whose
+                        lock is free; what it cannot decide it keeps and says
+                        so. A dry run without --apply; --every repeats it until
+                        SIGTERM or SIGINT
   ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
   --bin-dir (/opt/cni/bin)
 

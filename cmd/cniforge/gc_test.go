@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cniforge/plugins/pkg/filelock"
+)
+
+// Only a path positively gone, seen from the host's mount namespace, in a
+// folder that is there, is "gone"; everything else gc must keep.
+func TestNetnsStateTakesProof(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("needs root (network namespaces)")
+	}
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain") // a netns file whose mount this namespace does not see
+	must(t, os.WriteFile(plain, nil, 0o444))
+	loop := filepath.Join(dir, "loop")
+	must(t, os.Symlink(loop, loop))
+	live, _ := newNS(t)
+	// A process that has exited: its /proc path is gone, but its netns
+	// may live on in other processes.
+	done := exec.Command("true")
+	must(t, done.Run())
+	deadProc := fmt.Sprintf("/proc/%d/ns/net", done.Process.Pid)
+
+	host := hostView{ok: true}
+	other := hostView{why: "not run in the host's mount namespace"}
+	for _, c := range []struct {
+		name, path string
+		view       hostView
+		want       string
+	}{
+		{"a live namespace", live.Path(), host, nsLive},
+		{"a live process's", "/proc/self/ns/net", host, nsLive},
+		{"missing, in a folder that is there, host view", filepath.Join(dir, "gone"), host, nsGone},
+		{"missing, not the host's mount namespace", filepath.Join(dir, "gone"), other, nsUnknown},
+		{"missing folder", filepath.Join(dir, "nodir", "ns"), host, nsUnknown},
+		{"plain file", plain, host, nsUnknown},
+		{"stat error ENOTDIR", filepath.Join(plain, "ns"), host, nsUnknown},
+		{"stat error ELOOP", loop, host, nsUnknown},
+		{"a process that exited", deadProc, host, nsUnknown},
+		{"none recorded", "", host, nsUnknown},
+	} {
+		got, why := netnsState(c.path, c.view)
+		if got != c.want {
+			t.Errorf("%s: netnsState(%q) = %s (%s), want %s", c.name, c.path, got, why, c.want)
+		}
+		if got == nsUnknown && why == "" {
+			t.Errorf("%s: unknown without a reason", c.name)
+		}
+	}
+}
+
+func TestHostViewComparesMountNamespaces(t *testing.T) {
+	defer func(s, i string) { selfMntNS, initMntNS = s, i }(selfMntNS, initMntNS)
+	// The net namespace links stand in for mount namespaces that are not
+	// the kernel's initial one.
+	for _, c := range []struct {
+		self, init string
+		ok         bool
+	}{
+		{"/proc/self/ns/net", "/proc/self/ns/net", true},
+		{"/proc/self/ns/net", "/proc/self/ns/uts", false},
+		{"/proc/self/ns/net", filepath.Join(t.TempDir(), "missing"), false},
+	} {
+		selfMntNS, initMntNS = c.self, c.init
+		if v := probeHostView(); v.ok != c.ok {
+			t.Errorf("self %s, init %s: host view %v (%s), want %v", c.self, c.init, v.ok, v.why, c.ok)
+		}
+	}
+}
+
+// A DaemonSet container whose /run/netns mount was forgotten sees every
+// netns file missing: gc run there must DEL nothing.
+func TestGCFromAnotherMountNamespaceKeepsAll(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	n.add("ctr-a", live)
+	before := n.snapshot()
+	script := `mount -t tmpfs cniforge-test /run/netns && exec "$@"`
+	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", multicall(t)},
+		n.cliArgs("gc", "--apply")...)
+	out, rc := n.run(argv...)
+	t.Logf("gc --apply under a tmpfs /run/netns:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-a eth0 (netns "+live.Path()) {
+		t.Errorf("gc --apply in another mount namespace: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc in another mount namespace changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A mistyped --cache-dir would make every reservation look leaked.
+func TestGCRefusesAnEmptyCache(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	lost, rmLost := newNS(t)
+	ipLive := n.add("ctr-live", live)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmLost())
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+	n.age(ipLive)
+	n.age(ipLost)
+	noResults := t.TempDir()
+	emptyResults := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(emptyResults, "results"), 0o755))
+	// A cache with an attachment of another network only.
+	otherNet := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(otherNet, "results"), 0o755))
+	must(t, os.WriteFile(filepath.Join(otherNet, "results", "othernet-c1-eth0"),
+		[]byte(`{"kind":"cniCacheV1","containerId":"c1","ifName":"eth0","networkName":"othernet","netns":"/run/netns/x"}`), 0o600))
+
+	before := n.snapshot()
+	for _, c := range []struct{ cache, want string }{
+		{noResults, noResults + " has no results/ folder"},
+		{emptyResults, "holds no attachment while 2 reservation(s) exist"},
+	} {
+		out, rc := n.cli("gc", "--apply", "--cache-dir", c.cache)
+		if rc != 1 || !strings.Contains(out, c.want) || strings.Contains(out, "DEL") {
+			t.Errorf("gc --apply --cache-dir %s: exit %d, want 1 and %q:\n%s", c.cache, rc, c.want, out)
+		}
+	}
+	out, rc := n.cli("gc", "--apply", "--cache-dir", otherNet)
+	if rc != 0 || !strings.Contains(out, "nodenet: keeps 2 unowned reservation(s): no cached attachment owns any") || strings.Contains(out, "DEL") {
+		t.Errorf("gc --apply with another network's cache: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("a refused gc changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	// Said explicitly: it goes on, and still keeps the live container,
+	// whose veth shows its netns lives.
+	out, rc = n.cli("gc", "--apply", "--cache-dir", emptyResults, "--allow-empty-cache")
+	t.Logf("gc --apply --allow-empty-cache:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-lost eth0 (releases unowned reservation(s) "+ipLost) ||
+		!strings.Contains(out, "nodenet: keeps ctr-live eth0 (reservation(s) "+ipLive+": its veth is still in this namespace") {
+		t.Errorf("gc --apply --allow-empty-cache: exit %d:\n%s", rc, out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n.ipamData, "nodenet")); !hasOnlyAddr(ents, ipLive) {
+		t.Errorf("reservations after gc: %v, want only %s", ents, ipLive)
+	}
+}
+
+// disableGC: other runtimes share the network; gc leaves it alone.
+func TestGCHonoursDisableGC(t *testing.T) {
+	n := newNodeWith(t, `"disableGC":true,`)
+	gone, rmGone := newNS(t)
+	lost, rmLost := newNS(t)
+	live, _ := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmGone())
+	must(t, rmLost())
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	n.age(ipLost)
+	n.waitLinks(3)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") ||
+		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") ||
+		!strings.Contains(out, "nodenet: keeps 1 unowned reservation(s) (disableGC") {
+		t.Errorf("gc --apply on a disableGC network: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed a disableGC network:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// The conf dir's file changed since the ADD (here: to a plugin that does
+// not exist); DEL runs what the ADD ran, which libcni cached.
+func TestGCDeletesWithTheCachedConfig(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	gone, rmGone := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1), 0o644))
+	must(t, rmGone())
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-gone eth0 (netns "+gone.Path()+" is gone)\n") {
+		t.Errorf("gc --apply: exit %d:\n%s", rc, out)
+	}
+	if _, err := os.Stat(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0")); !os.IsNotExist(err) {
+		t.Errorf("ctr-gone's cache entry is still there (%v)", err)
+	}
+	if strings.Contains(n.nft(), "ctr-gone") {
+		t.Errorf("ctr-gone's rule is still there:\n%s", n.nft())
+	}
+}
+
+// A reservation without a cached attachment may be an ADD still running:
+// kept while younger than --min-age, and while the network's lock is held.
+func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	lost, rmLost := newNS(t)
+	ipLive := n.add("ctr-live", live)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmLost())
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	n.waitLinks(3)
+	reserved := func() bool {
+		_, err := os.Stat(filepath.Join(n.ipamData, "nodenet", ipLost))
+		return err == nil
+	}
+
+	out, rc := n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-lost eth0 (reservation(s) "+ipLost+" ") ||
+		!strings.Contains(out, "under --min-age 5m0s") || !reserved() {
+		t.Errorf("gc --apply with a fresh unowned reservation: exit %d:\n%s", rc, out)
+	}
+	n.age(ipLost)
+	out, rc = n.cli("gc", "--apply", "--min-age", "1h")
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "under --min-age 1h0m0s") || !reserved() {
+		t.Errorf("gc --apply --min-age 1h with a 10 min old reservation: exit %d:\n%s", rc, out)
+	}
+
+	// Held while gc runs; a gc that DELs anyway would wait on it, so it
+	// is let go after a while at the latest, and the DEL then shows.
+	lock, err := filelock.Lock(filepath.Join(n.ipamData, "nodenet", "lock"), 0o600)
+	must(t, err)
+	gcDone := make(chan struct{})
+	go func() {
+		select {
+		case <-gcDone:
+		case <-time.After(20 * time.Second):
+		}
+		lock.Close()
+	}()
+	out, rc = n.cli("gc", "--apply")
+	close(gcDone)
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: skips its unowned reservations this round (lock ") || !reserved() {
+		t.Errorf("gc --apply while the network's lock is held: exit %d:\n%s", rc, out)
+	}
+
+	// A cache entry that cannot be read may be the owner.
+	garbage := filepath.Join(n.cache, "results", "nodenet-ctr-x-eth0")
+	must(t, os.WriteFile(garbage, []byte("{not json"), 0o600))
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps 1 unowned reservation(s) (unreadable cache entries") || !reserved() {
+		t.Errorf("gc --apply with an unreadable cache entry: exit %d:\n%s", rc, out)
+	}
+	must(t, os.Remove(garbage))
+
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-lost eth0 (releases unowned reservation(s) "+ipLost+", 10m") || reserved() {
+		t.Errorf("gc --apply, lock free, reservation old: exit %d:\n%s", rc, out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n.ipamData, "nodenet")); !hasOnlyAddr(ents, ipLive) {
+		t.Errorf("reservations after gc: %v, want only %s", ents, ipLive)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a running process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gc --every: one line per action, a failing DEL does not stop later
+// rounds, SIGTERM ends it.
+func TestGCLoop(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	bad, rmBad := newNS(t)
+	gone1, rm1 := newNS(t)
+	gone2, rm2 := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-bad", bad)
+	n.add("ctr-gone1", gone1)
+	n.add("ctr-gone2", gone2)
+	// ctr-bad's cached config names a plugin that does not exist: its DEL
+	// fails in every round.
+	cached := filepath.Join(n.cache, "results", "nodenet-ctr-bad-eth0")
+	b, err := os.ReadFile(cached)
+	must(t, err)
+	var entry map[string]any
+	must(t, json.Unmarshal(b, &entry))
+	var e cacheEntry
+	must(t, json.Unmarshal(b, &e))
+	entry["config"] = bytes.Replace(e.Config, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1)
+	b, err = json.Marshal(entry)
+	must(t, err)
+	must(t, os.WriteFile(cached, b, 0o600))
+	must(t, rmBad())
+	must(t, rm1())
+
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "100ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // the test failed before SIGTERM; harmless after exit
+	})
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("gc --every never printed %q:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)")
+	waitFor("nodenet: DEL ctr-bad eth0 failed: ")
+	// A later round still acts.
+	must(t, rm2())
+	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.Path() + " is gone)")
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("gc --every after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
+	}
+	text := out.String()
+	t.Logf("gc --apply --every 100ms:\n%s", text)
+	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `)
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if !stamp.MatchString(line) {
+			t.Errorf("line without a time: %q", line)
+		}
+	}
+	if !strings.HasSuffix(text, "stopped by a signal\n") {
+		t.Errorf("gc --every did not say it stopped:\n%s", text)
+	}
+	if strings.Contains(text, "round failed") {
+		t.Errorf("a failed DEL printed more than its own line:\n%s", text)
+	}
+	if strings.Count(text, "DEL ctr-gone1") != 1 {
+		t.Errorf("ctr-gone1 DELed more than once:\n%s", text)
+	}
+	st := n.ls()
+	var ids []string
+	for _, a := range st.Attachments {
+		ids = append(ids, a.ContainerID)
+	}
+	if fmt.Sprint(ids) != "[ctr-bad ctr-live]" {
+		t.Errorf("attachments left: %v, want ctr-bad (its DEL fails) and ctr-live", ids)
+	}
+}
