@@ -83,7 +83,7 @@ func gc(args []string, stdout, stderr io.Writer) int {
 	for {
 		// A failed DEL has its line already; it is tried again next round.
 		if _, err := gcRound(d, o, lg); err != nil {
-			lg.act("round failed: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			lg.act("round failed: %s", q(strings.ReplaceAll(err.Error(), "\n", "; ")))
 		}
 		lg.endRound()
 		select {
@@ -162,12 +162,12 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 		case nsLive:
 			continue
 		case nsUnknown:
-			lg.keep("%s: keeps %s (netns %s: %s)", net, who, q(dash(a.Netns)), a.NetnsWhy)
+			lg.keep("%s: keeps %s (netns %s: %s)", net, who, q(dash(a.Netns)), q(a.NetnsWhy))
 			continue
 		}
 		list, note, err := st.delConfig(a)
 		if err != nil {
-			lg.keep("%s: keeps %s (netns gone, but %v)", net, who, err)
+			lg.keep("%s: keeps %s (netns gone, but %s)", net, who, q(err.Error()))
 			continue
 		}
 		if list.DisableGC || st.network(a.Network) != nil && st.network(a.Network).DisableGC {
@@ -182,7 +182,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
 		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
 			failed++
-			lg.act("%s: DEL %s failed: %v", net, who, err)
+			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
 		}
 	}
 
@@ -215,7 +215,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			if err != nil {
 				why = err.Error()
 			}
-			lg.keep("%s: skips its unowned reservations this round (lock %s %s)", net, q(lock), why)
+			lg.keep("%s: skips its unowned reservations this round (lock %s %s)", net, q(lock), q(why))
 			continue
 		}
 		for _, g := range groupByOwner(orphans) {
@@ -251,7 +251,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			rt := &libcni.RuntimeConf{ContainerID: g.id, IfName: ifName}
 			if err := cni.DelNetworkList(ctx, n.list, rt); err != nil {
 				failed++
-				lg.act("%s: DEL %s failed: %v", net, who, err)
+				lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
 			}
 		}
 	}

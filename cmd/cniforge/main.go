@@ -1,6 +1,9 @@
 // Command cniforge is the multicall binary: every cniforge plugin in one
 // executable, plus the node tool. The basename of argv[0] picks the plugin,
 // so /opt/cni/bin/bridge can be a link to it; `cniforge <plugin>` works too.
+// Run under any other name with CNI_COMMAND set (a runtime whose config's
+// type is linked to cniforge, or is "cniforge"), it answers as a plugin
+// that does not exist: CNI error JSON, code 7, exit 1.
 //
 //	cniforge version                 the suite's version and the plugins it holds
 //	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
@@ -16,11 +19,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/plugins/all"
@@ -30,11 +36,37 @@ func main() {
 	plugins := all.Plugins()
 	plugin.Register(plugins...)
 
-	if p, ok := plugin.Lookup(filepath.Base(os.Args[0])); ok {
+	name := filepath.Base(os.Args[0])
+	if p, ok := plugin.Lookup(name); ok {
 		plugin.Main(p) // exits
 		return
 	}
+	if len(os.Args) > 1 {
+		if p, ok := plugin.Lookup(os.Args[1]); ok {
+			plugin.MainArgs(p, os.Args[2:]) // exits
+			return
+		}
+	}
+	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" {
+		os.Exit(noSuchPlugin(name, cmd, plugins, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], plugins, os.Stdout, os.Stderr))
+}
+
+// noSuchPlugin answers a runtime that ran this binary under a name that
+// is no plugin of it (a config's "type" linked to cniforge, or "cniforge"
+// itself): CNI error JSON on stdout, code 7 (the config's type names
+// nothing this binary holds), exit 1, as a plugin fails.
+func noSuchPlugin(name, cmd string, plugins []plugin.Plugin, stdout io.Writer) int {
+	e := types.NewError(types.ErrInvalidNetworkConfig,
+		fmt.Sprintf("type %q: no such plugin in the cniforge multicall binary (CNI_COMMAND %s)", name, cmd),
+		fmt.Sprintf("it holds: %s; unset CNI_COMMAND to use its command line", strings.Join(names(plugins), " ")))
+	b, err := json.MarshalIndent(e, "", "    ")
+	if err != nil {
+		return 1
+	}
+	_, _ = fmt.Fprintf(stdout, "%s\n", b) // nothing else to do if stdout is gone
+	return 1
 }
 
 // run is the cniforge command line (argv[0] named no plugin); it returns the

@@ -489,35 +489,42 @@ func ls(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printNode prints st as tables. Every field read from the cache, a
+// reservation file or a config goes through q: a container ID holding a
+// newline or an escape sequence must not fake rows on the terminal.
 func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", filepath.Join(d.cache, "results"))
+	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", q(filepath.Join(d.cache, "results")))
 	fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
 	for _, a := range st.Attachments {
 		state := a.NetnsState
 		if a.NetnsWhy != "" {
-			state += " (" + a.NetnsWhy + ")"
+			state += " (" + q(a.NetnsWhy) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Network, a.ContainerID, a.IfName, dash(a.Netns),
-			dash(strings.Join(a.IPs, ",")), state)
+		ips := make([]string, len(a.IPs))
+		for i, ip := range a.IPs {
+			ips[i] = q(ip)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(a.Network), q(a.ContainerID), q(a.IfName), q(dash(a.Netns)),
+			dash(strings.Join(ips, ",")), state)
 	}
 	fmt.Fprintln(tw, "\nhost-local reservations no cached attachment owns:")
 	fmt.Fprintln(tw, "NETWORK\tIP\tCONTAINER\tIFNAME\tFILE")
 	for _, r := range st.Orphans {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Network, r.IP, r.ContainerID, dash(r.IfName), r.File)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q(r.Network), r.IP, q(r.ContainerID), q(dash(r.IfName)), q(r.File))
 	}
-	fmt.Fprintf(tw, "\nnetworks (%s):\n", d.conf)
+	fmt.Fprintf(tw, "\nnetworks (%s):\n", q(d.conf))
 	fmt.Fprintln(tw, "NETWORK\tCNIVERSION\tIPAM\tUSED\tFREE\tFILE")
 	for _, n := range st.Networks {
 		used := "-"
 		if n.hl != nil {
 			used = fmt.Sprint(n.Used)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.CNIVersion, dash(n.IPAM), used, dash(n.Free), n.File)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(n.Name), q(n.CNIVersion), q(dash(n.IPAM)), used, dash(n.Free), q(n.File))
 	}
 	tw.Flush()
 	for _, w := range st.Warnings {
-		fmt.Fprintf(out, "warning: %s\n", w)
+		fmt.Fprintf(out, "warning: %s\n", q(w))
 	}
 }
 
