@@ -67,13 +67,14 @@ type reservation struct {
 }
 
 type network struct {
-	Name       string `json:"name"`
-	File       string `json:"file"`
-	CNIVersion string `json:"cniVersion"`
-	IPAM       string `json:"ipam,omitempty"`
-	DisableGC  bool   `json:"disableGC,omitempty"`
-	Used       int    `json:"used"`
-	Free       string `json:"free,omitempty"` // a decimal: IPv6 ranges exceed 64 bits
+	Name       string   `json:"name"`
+	File       string   `json:"file"`
+	CNIVersion string   `json:"cniVersion"`
+	IPAM       string   `json:"ipam,omitempty"`
+	DisableGC  bool     `json:"disableGC,omitempty"`
+	Used       int      `json:"used"`
+	Free       string   `json:"free,omitempty"`       // attachments that still fit (a decimal: IPv6 ranges exceed 64 bits)
+	FreePerSet []string `json:"freePerSet,omitempty"` // each range set's free addresses, when several
 
 	list *libcni.NetworkConfigList
 	hl   *hostlocal.Config
@@ -126,7 +127,7 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 		}
 		n.res = res
 		n.Used = len(res)
-		n.Free = freeAddresses(n.hl, len(res))
+		n.Free, n.FreePerSet = freeAddresses(n.hl, res)
 		for _, r := range res {
 			if !owned[[3]string{r.Network, r.ContainerID, r.IfName}] {
 				st.Orphans = append(st.Orphans, r)
@@ -332,21 +333,55 @@ func reservations(c *hostlocal.Config) ([]reservation, error) {
 	return out, nil
 }
 
-// freeAddresses is what the ranges hold minus what is reserved: each
-// range from its start to its end, without its gateway.
-func freeAddresses(c *hostlocal.Config, used int) string {
-	total := new(big.Int)
+// freeAddresses says how many more attachments a network's ranges can
+// take. An ADD needs an address from every range set, so that is the
+// least, over the sets, of what the set's ranges hold (each from its start
+// to its end, without its gateway) minus the reservations inside them;
+// perSet is each set's figure in config order, when there are several.
+// Decimals: IPv6 ranges exceed 64 bits.
+func freeAddresses(c *hostlocal.Config, res []reservation) (free string, perSet []string) {
+	var least *big.Int
 	for _, set := range c.RangeSets {
+		n := new(big.Int)
 		for _, r := range set.Ranges {
-			n := new(big.Int).Sub(new(big.Int).SetBytes(r.End.AsSlice()), new(big.Int).SetBytes(r.Start.AsSlice()))
-			n.Add(n, big.NewInt(1))
-			if r.Gateway.IsValid() && r.Start.Compare(r.Gateway) <= 0 && r.Gateway.Compare(r.End) <= 0 {
-				n.Sub(n, big.NewInt(1))
+			size := new(big.Int).Sub(new(big.Int).SetBytes(r.End.AsSlice()), new(big.Int).SetBytes(r.Start.AsSlice()))
+			size.Add(size, big.NewInt(1))
+			if inRange(r, r.Gateway) {
+				size.Sub(size, big.NewInt(1))
 			}
-			total.Add(total, n)
+			n.Add(n, size)
+		}
+		for _, rv := range res {
+			a, err := netip.ParseAddr(rv.IP)
+			if err != nil {
+				continue
+			}
+			for _, r := range set.Ranges {
+				if inRange(r, a) && a != r.Gateway {
+					n.Sub(n, big.NewInt(1))
+					break
+				}
+			}
+		}
+		if n.Sign() < 0 {
+			n.SetInt64(0)
+		}
+		perSet = append(perSet, n.String())
+		if least == nil || n.Cmp(least) < 0 {
+			least = n
 		}
 	}
-	return total.Sub(total, big.NewInt(int64(used))).String()
+	if least == nil {
+		return "", nil
+	}
+	if len(perSet) < 2 {
+		perSet = nil
+	}
+	return least.String(), perSet
+}
+
+func inRange(r hostlocal.Range, a netip.Addr) bool {
+	return a.IsValid() && a.BitLen() == r.Start.BitLen() && r.Start.Compare(a) <= 0 && a.Compare(r.End) <= 0
 }
 
 // cachedIPs reads the addresses of a cached result.
@@ -520,7 +555,11 @@ func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 		if n.hl != nil {
 			used = fmt.Sprint(n.Used)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(n.Name), q(n.CNIVersion), q(dash(n.IPAM)), used, dash(n.Free), q(n.File))
+		free := dash(n.Free)
+		if len(n.FreePerSet) > 1 {
+			free += " (by range set: " + strings.Join(n.FreePerSet, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(n.Name), q(n.CNIVersion), q(dash(n.IPAM)), used, free, q(n.File))
 	}
 	tw.Flush()
 	for _, w := range st.Warnings {
