@@ -186,7 +186,10 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 		}
 	}
 
-	var aliases map[string]bool // the host's veth aliases, read once
+	var (
+		aliases  map[string]bool // the host's veth aliases, read once
+		aliasErr error
+	)
 	for i := range st.Networks {
 		n := &st.Networks[i]
 		if o.only != "" && n.Name != o.only {
@@ -237,8 +240,12 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			if ifName == "" {
 				ifName = "eth0" // an ID-only reservation: host-local's DEL matches it with any ifname
 			}
-			if aliases == nil {
-				aliases = hostAliases()
+			if aliases == nil && aliasErr == nil {
+				aliases, aliasErr = hostAliases()
+			}
+			if aliasErr != nil {
+				lg.keep("%s: keeps %s (reservation(s) %s: cannot list this namespace's links to see whether its veth lives: %s)", net, who, g.ips(), q(aliasErr.Error()))
+				continue
 			}
 			if aliases[ip.AttachmentAlias(g.id, ifName)] {
 				lg.keep("%s: keeps %s (reservation(s) %s: its veth is still in this namespace, so its netns lives)", net, who, g.ips())
@@ -293,20 +300,24 @@ func lockHeld(path string) (bool, error) {
 
 // hostAliases are the aliases of this namespace's links: bridge and ptp
 // tag a host veth "cni:<containerID>:<ifname>", and a veth end lives only
-// while its peer's namespace does. A read error yields none: the other
-// rules still hold.
-func hostAliases() map[string]bool {
-	out := map[string]bool{}
-	links, err := netlink.LinkList()
+// while its peer's namespace does.
+func hostAliases() (map[string]bool, error) {
+	h, err := netlink.NewHandle()
 	if err != nil {
-		return out
+		return nil, err
 	}
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
 	for _, l := range links {
 		if a := l.Attrs().Alias; a != "" {
 			out[a] = true
 		}
 	}
-	return out
+	return out, nil
 }
 
 type ownerGroup struct {

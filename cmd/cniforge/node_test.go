@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
@@ -134,18 +135,19 @@ func (n *node) snapshot() string {
 	return b.String()
 }
 
-// links are the host netns's link names, sorted.
+// links are the host netns's link names, sorted, read over netlink: `ip`'s
+// text carries error lines for peers in namespaces being made or removed
+// by other processes on a busy node.
 func (n *node) links() []string {
-	var out []byte
-	must(n.t, n.hostNS.Do(func() error {
-		var err error
-		out, err = exec.Command("ip", "-br", "link", "show").Output()
-		return err
-	}))
+	n.t.Helper()
+	h, err := n.hostNS.Handle()
+	must(n.t, err)
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	must(n.t, err)
 	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		name, _, _ := strings.Cut(strings.Fields(l)[0], "@")
-		names = append(names, name)
+	for _, l := range links {
+		names = append(names, l.Attrs().Name)
 	}
 	sort.Strings(names)
 	return names
