@@ -142,7 +142,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 		if st.noResults {
 			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.cache)
 		}
-		if n := st.reservationCount(); len(st.Attachments) == 0 && n > 0 {
+		if n := st.reservationCount(); st.runtimeAttachments() == 0 && n > 0 {
 			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.cache, n)
 		}
 	}
@@ -158,6 +158,12 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			continue
 		}
 		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
+		if a.Cache != "" {
+			if a.NetnsState != nsLive {
+				lg.keep("%s: keeps %s (netns %s, but a delegate of Multus's: Multus DELs it when the runtime DELs the pod)", net, who, a.NetnsState)
+			}
+			continue
+		}
 		switch a.NetnsState {
 		case nsLive:
 			continue
@@ -393,6 +399,16 @@ func (st *nodeState) orphansOf(network string) []reservation {
 		}
 	}
 	return out
+}
+
+func (st *nodeState) runtimeAttachments() int {
+	n := 0
+	for _, a := range st.Attachments {
+		if a.Cache == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func (st *nodeState) reservationCount() int {

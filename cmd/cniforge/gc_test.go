@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cniforge/plugins/pkg/filelock"
+	"github.com/cniforge/plugins/pkg/ip"
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 )
 
@@ -458,5 +459,78 @@ func TestFreeAddressesPerRangeSet(t *testing.T) {
 		if free != c.free || fmt.Sprint(perSet) != fmt.Sprint(c.perSet) {
 			t.Errorf("%s: free %s %v, want %s %v", c.name, free, perSet, c.free, c.perSet)
 		}
+	}
+}
+
+// Multus runs libcni on each delegate with its own cache dir (its cniDir,
+// /var/lib/cni/multus), and keeps each pod's delegate list there under the
+// container ID: their reservations are Multus's, not leaked.
+func TestGCKeepsWhatMultusOwns(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	podM, _ := newNS(t)
+	podS, _ := newNS(t)
+	podG, rmG := newNS(t)
+	n.add("ctr-live", live)
+	n.addAs(n.multus, "pod-g", "net1", podG)
+	must(t, rmG()) // Multus's to DEL, with the pod's DEL
+	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
+	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
+	// pod-s is known only by the delegate list Multus keeps for its DEL.
+	must(t, os.Remove(filepath.Join(n.multus, "results", "nodenet-pod-s-net2")))
+	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
+	must(t, err)
+	delegates, err := json.Marshal([]map[string]any{{
+		"Conf":              map[string]any{"cniVersion": "1.1.0", "name": "nodenet"},
+		"ConfList":          map[string]any{"cniVersion": "1.1.0", "name": "nodenet", "plugins": []any{map[string]any{"type": "bridge"}}},
+		"Name":              "nodenet",
+		"ifnameRequest":     "net2",
+		"IsFilterV4Gateway": false,
+		"IsFilterV6Gateway": false,
+		"Bytes":             conf,
+	}})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(n.multus, "pod-s"), delegates, 0o600))
+	// A delegate such as macvlan or SR-IOV leaves no veth on the host,
+	// nothing else gc could see the pod by: take the bridge's away.
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	links, err := ip.LinkList(h)
+	must(t, err)
+	for _, l := range links {
+		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" {
+			must(t, h.LinkDel(l))
+		}
+	}
+	h.Close()
+	n.age(ipM)
+	n.age(ipS)
+
+	st := n.ls()
+	if len(st.Orphans) != 0 || fmt.Sprint(st.MultusPods) != "[pod-g pod-m pod-s]" {
+		t.Errorf("ls: orphans %+v, Multus pods %v; want none, and pod-g, pod-m and pod-s", st.Orphans, st.MultusPods)
+	}
+	var multus []string
+	for _, a := range st.Attachments {
+		if a.Cache == "multus" {
+			multus = append(multus, a.ContainerID+" "+a.IfName+" "+strings.Join(a.IPs, ","))
+		}
+	}
+	if len(multus) != 2 || multus[1] != "pod-m net1 "+ipM+"/24" {
+		t.Errorf("ls: Multus attachments %v, want pod-g's and pod-m's", multus)
+	}
+	text, _ := n.cli("ls")
+	t.Logf("cniforge ls:\n%s", text)
+	if !strings.Contains(text, "attachments Multus delegated (its cache "+n.multus+"; pods: 3):") ||
+		!strings.Contains(text, "nodenet  pod-m      net1") {
+		t.Errorf("ls does not show Multus's attachments:\n%s", text)
+	}
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL ") || !strings.Contains(out, "nodenet: keeps pod-g net1 (netns gone, but a delegate of Multus's") {
+		t.Errorf("gc --apply with Multus's reservations: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc took something of Multus's:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }

@@ -15,7 +15,7 @@
 //	cniforge gc [--apply] [--network NAME] [--min-age D] [--every D] [--allow-empty-cache]
 //	                                 DEL attachments whose netns is gone, and
 //	                                 old reservations nobody owns (gc.go)
-//	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir)
+//	                                 (ls and gc take --cache-dir, --conf-dir, --bin-dir, --multus-dir)
 package main
 
 import (
@@ -131,8 +131,9 @@ usage:
                         lock is free; what it cannot decide it keeps and says
                         so. A dry run without --apply; --every repeats it until
                         SIGTERM or SIGINT
-  ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
-  --bin-dir (/opt/cni/bin)
+  ls and gc take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d),
+  --bin-dir (/opt/cni/bin) and --multus-dir (/var/lib/cni/multus: Multus's
+  cache, whose attachments and reservations gc never takes)
 
 plugins: %s
 `, plugin.SuiteVersion(), strings.Join(names(plugins), " "))

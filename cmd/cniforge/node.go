@@ -26,7 +26,7 @@ import (
 // and Podman) says is attached, which host-local reservations nobody owns,
 // and a reclaim for runtimes that never send GC (gc.go).
 
-type nodeDirs struct{ cache, conf, bin string }
+type nodeDirs struct{ cache, conf, bin, multus string }
 
 func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
 	fl := flag.NewFlagSet("cniforge "+name, flag.ContinueOnError)
@@ -35,6 +35,7 @@ func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
 	fl.StringVar(&d.cache, "cache-dir", libcni.CacheDir, "libcni's cache (results/ below it)")
 	fl.StringVar(&d.conf, "conf-dir", "/etc/cni/net.d", "network configs")
 	fl.StringVar(&d.bin, "bin-dir", "/opt/cni/bin", "plugin binaries")
+	fl.StringVar(&d.multus, "multus-dir", defaultMultusDir, "Multus's cache (its cniDir), read when there")
 	return fl, d
 }
 
@@ -53,6 +54,10 @@ type attachment struct {
 	IPs         []string `json:"ips"`
 	NetnsState  string   `json:"netnsState"`
 	NetnsWhy    string   `json:"netnsWhy,omitempty"`
+	// Cache is "multus" for a delegate attachment Multus cached: reported,
+	// owning its reservations, never DELed here (Multus DELs it when the
+	// runtime DELs the pod's Multus attachment).
+	Cache string `json:"cache,omitempty"`
 
 	entry cacheEntry
 }
@@ -87,6 +92,8 @@ type nodeState struct {
 	Networks    []network     `json:"networks"`
 	Warnings    []string      `json:"warnings,omitempty"`
 
+	MultusPods []string `json:"multusPods,omitempty"` // container IDs Multus keeps delegates for
+
 	noResults  bool     // the cache dir has no results/ folder
 	unreadable []string // cache files that could not be read: their owners are unknown
 }
@@ -100,18 +107,27 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 	if err := st.loadNetworks(d.conf); err != nil {
 		return nil, err
 	}
-	entries, err := st.readCache(d.cache)
+	entries, noResults, err := st.readCache(d.cache)
+	if err != nil {
+		return nil, err
+	}
+	st.noResults = noResults
+	multusEntries, multusPods, err := st.readMultus(d.multus)
 	if err != nil {
 		return nil, err
 	}
 	view := probeHostView()
 	owned := map[[3]string]bool{}
-	for _, e := range entries {
+	for i, e := range append(entries, multusEntries...) {
 		state, why := netnsState(e.NetNS, view)
-		st.Attachments = append(st.Attachments, attachment{
+		a := attachment{
 			Network: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName, Netns: e.NetNS,
 			IPs: cachedIPs(e.Result), NetnsState: state, NetnsWhy: why, entry: e,
-		})
+		}
+		if i >= len(entries) {
+			a.Cache = "multus"
+		}
+		st.Attachments = append(st.Attachments, a)
 		owned[[3]string{e.NetworkName, e.ContainerID, e.IfName}] = true
 		owned[[3]string{e.NetworkName, e.ContainerID, ""}] = true // an old, ID-only reservation
 	}
@@ -129,7 +145,7 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 		n.Used = len(res)
 		n.Free, n.FreePerSet = freeAddresses(n.hl, res)
 		for _, r := range res {
-			if !owned[[3]string{r.Network, r.ContainerID, r.IfName}] {
+			if !owned[[3]string{r.Network, r.ContainerID, r.IfName}] && !multusPods[r.ContainerID] {
 				st.Orphans = append(st.Orphans, r)
 			}
 		}
@@ -163,17 +179,15 @@ type cacheEntry struct {
 // readCache reads <dir>/results. libcni's own reader skips what it cannot
 // parse; here such a file is recorded, because the attachment it stands
 // for may hold reservations that would otherwise look leaked.
-func (st *nodeState) readCache(dir string) ([]cacheEntry, error) {
+func (st *nodeState) readCache(dir string) (out []cacheEntry, noResults bool, err error) {
 	results := filepath.Join(dir, "results")
 	ents, err := os.ReadDir(results)
 	if errors.Is(err, fs.ErrNotExist) {
-		st.noResults = true
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read libcni cache %s: %w", results, err)
+		return nil, false, fmt.Errorf("read libcni cache %s: %w", results, err)
 	}
-	var out []cacheEntry
 	for _, de := range ents {
 		p := filepath.Join(results, de.Name())
 		b, err := readRegular(p, maxCacheFile)
@@ -193,7 +207,63 @@ func (st *nodeState) readCache(dir string) ([]cacheEntry, error) {
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, false, nil
+}
+
+// defaultMultusDir is Multus's cniDir default, on the host for the thin
+// plugin and the thick one's daemon alike.
+const defaultMultusDir = "/var/lib/cni/multus"
+
+// readMultus reads Multus's cache, laid out as Multus (thin, and the thick
+// daemon) writes it in its cniDir:
+//
+//	<dir>/results/<network>-<containerID>-<ifname>   libcni's cache of each delegate
+//	                                                (Multus runs libcni with cniDir as cache dir)
+//	<dir>/<containerID>                             the pod's delegates (a JSON array of their
+//	                                                configs), kept for Multus's own DEL
+//
+// Every reservation of a container listed either way is Multus's. A
+// missing dir is a node without Multus.
+func (st *nodeState) readMultus(dir string) (entries []cacheEntry, pods map[string]bool, err error) {
+	pods = map[string]bool{}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, pods, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read Multus cache %s: %w", dir, err)
+	}
+	entries, _, err = st.readCache(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		pods[e.ContainerID] = true
+	}
+	for _, de := range ents {
+		if de.IsDir() {
+			continue // results/, and whatever else Multus keeps there
+		}
+		p := filepath.Join(dir, de.Name())
+		b, err := readRegular(p, maxCacheFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // DELeted meanwhile
+		}
+		var delegates []map[string]json.RawMessage
+		if err == nil {
+			err = json.Unmarshal(b, &delegates)
+		}
+		if err != nil {
+			st.unreadable = append(st.unreadable, fmt.Sprintf("%s (%v)", p, err))
+			continue
+		}
+		pods[de.Name()] = true
+	}
+	for id := range pods {
+		st.MultusPods = append(st.MultusPods, id)
+	}
+	sort.Strings(st.MultusPods)
+	return entries, pods, nil
 }
 
 // readRegular reads at most max bytes of the regular file at path. A FIFO,
@@ -529,19 +599,29 @@ func ls(args []string, stdout, stderr io.Writer) int {
 // newline or an escape sequence must not fake rows on the terminal.
 func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	printAttachments := func(cache string) {
+		fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
+		for _, a := range st.Attachments {
+			if a.Cache != cache {
+				continue
+			}
+			state := a.NetnsState
+			if a.NetnsWhy != "" {
+				state += " (" + q(a.NetnsWhy) + ")"
+			}
+			ips := make([]string, len(a.IPs))
+			for i, ip := range a.IPs {
+				ips[i] = q(ip)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(a.Network), q(a.ContainerID), q(a.IfName), q(dash(a.Netns)),
+				dash(strings.Join(ips, ",")), state)
+		}
+	}
 	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", q(filepath.Join(d.cache, "results")))
-	fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
-	for _, a := range st.Attachments {
-		state := a.NetnsState
-		if a.NetnsWhy != "" {
-			state += " (" + q(a.NetnsWhy) + ")"
-		}
-		ips := make([]string, len(a.IPs))
-		for i, ip := range a.IPs {
-			ips[i] = q(ip)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(a.Network), q(a.ContainerID), q(a.IfName), q(dash(a.Netns)),
-			dash(strings.Join(ips, ",")), state)
+	printAttachments("")
+	if len(st.MultusPods) > 0 {
+		fmt.Fprintf(tw, "\nattachments Multus delegated (its cache %s; pods: %d):\n", q(d.multus), len(st.MultusPods))
+		printAttachments("multus")
 	}
 	fmt.Fprintln(tw, "\nhost-local reservations no cached attachment owns:")
 	fmt.Fprintln(tw, "NETWORK\tIP\tCONTAINER\tIFNAME\tFILE")

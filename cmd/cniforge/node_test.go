@@ -27,6 +27,7 @@ type node struct {
 	t                          *testing.T
 	hostNS                     *ns.NetNS
 	bin, conf, cache, ipamData string
+	multus                     string // Multus's cniDir (absent unless a test makes it)
 	list                       *libcni.NetworkConfigList
 }
 
@@ -50,7 +51,7 @@ func newNodeWith(t *testing.T, extra string) *node {
 	}
 	dir := t.TempDir()
 	n := &node{t: t, bin: filepath.Join(dir, "bin"), conf: filepath.Join(dir, "net.d"),
-		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam")}
+		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam"), multus: filepath.Join(dir, "multus")}
 	n.hostNS, _ = newNS(t)
 	if out, rc := runCLI(t, "install", "--dir", n.bin); rc != 0 {
 		t.Fatalf("install: %s", out)
@@ -72,11 +73,18 @@ func newNodeWith(t *testing.T, extra string) *node {
 // add attaches container id in contNS through libcni, as a runtime would.
 func (n *node) add(id string, contNS *ns.NetNS) string {
 	n.t.Helper()
-	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	return n.addAs(n.cache, id, "eth0", contNS)
+}
+
+// addAs attaches through libcni with cache as its cache dir: a runtime's,
+// or Multus's (it runs libcni on each delegate with its cniDir).
+func (n *node) addAs(cache, id, ifName string, contNS *ns.NetNS) string {
+	n.t.Helper()
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, cache, nil)
 	var res *current.Result
 	must(n.t, n.hostNS.Do(func() error {
 		r, err := cni.AddNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
-			ContainerID: id, NetNS: contNS.Path(), IfName: "eth0"})
+			ContainerID: id, NetNS: contNS.Path(), IfName: ifName})
 		if err != nil {
 			return err
 		}
@@ -94,7 +102,7 @@ func (n *node) cli(args ...string) (string, int) {
 }
 
 func (n *node) cliArgs(args ...string) []string {
-	return append([]string{args[0], "--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", n.bin}, args[1:]...)
+	return append([]string{args[0], "--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", n.bin, "--multus-dir", n.multus}, args[1:]...)
 }
 
 // run runs argv inside the node's host netns.
