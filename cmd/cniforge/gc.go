@@ -82,8 +82,9 @@ func gc(args []string, stdout, stderr io.Writer) int {
 	lg := &gcLog{w: stdout, loop: true}
 	for {
 		// A failed DEL has its line already; it is tried again next round.
+		// A refusal is printed when it is new, as "keeps" lines are.
 		if _, err := gcRound(d, o, lg); err != nil {
-			lg.act("round failed: %s", q(strings.ReplaceAll(err.Error(), "\n", "; ")))
+			lg.keep("round failed: %s", q(strings.ReplaceAll(err.Error(), "\n", "; ")))
 		}
 		lg.endRound()
 		select {

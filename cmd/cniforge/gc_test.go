@@ -17,6 +17,8 @@ import (
 
 	"github.com/cniforge/plugins/pkg/filelock"
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 )
 
@@ -532,5 +534,161 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	}
 	if after := n.snapshot(); after != before {
 		t.Errorf("gc took something of Multus's:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// gc looping at a short interval while pods come and go through libcni,
+// several at once as on a busy node: every ADD and DEL succeeds, no address
+// is held twice, the live pods keep everything, and every pod whose netns
+// was deleted without a DEL is reclaimed.
+func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
+	n := newNode(t)
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "10ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+
+	const pods, workers = 48, 8
+	type pod struct {
+		id   string
+		ns   *ns.NetNS
+		rm   func() error
+		ip   string
+		fate string // "live", "del" (a DEL), "leak" (netns deleted without one)
+		err  error
+	}
+	all := make([]*pod, pods)
+	for i := range all {
+		all[i] = &pod{id: fmt.Sprintf("pod-%02d", i), fate: [...]string{"live", "del", "leak"}[i%3]}
+	}
+	t.Cleanup(func() {
+		for _, p := range all {
+			if p.rm != nil {
+				_ = p.rm()
+			}
+		}
+	})
+	work := make(chan *pod)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for p := range work {
+				var err error
+				if p.ns, p.rm, err = testutil.CreateNS(); err != nil {
+					p.err = err
+					continue
+				}
+				if p.ip, p.err = n.tryAdd(n.cache, p.id, "eth0", p.ns); p.err != nil {
+					continue
+				}
+				switch p.fate {
+				case "del":
+					p.err = n.del(p.id, p.ns)
+				case "leak":
+					p.err = p.rm()
+				}
+			}
+		})
+	}
+	for _, p := range all {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	for _, p := range all {
+		if p.err != nil {
+			t.Errorf("%s (%s): %v", p.id, p.fate, p.err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Until gc has reclaimed every leaked pod: the cache holds the live ones.
+	var live []string
+	liveIP := map[string]string{}
+	for _, p := range all {
+		if p.fate == "live" {
+			live = append(live, p.id)
+			if other, dup := liveIP[p.ip]; dup {
+				t.Errorf("%s and %s both hold %s", other, p.id, p.ip)
+			}
+			liveIP[p.ip] = p.id
+		}
+	}
+	cached := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(n.cache, "results"))
+		var ids []string
+		for _, e := range ents {
+			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(e.Name(), "nodenet-"), "-eth0"))
+		}
+		return ids
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for fmt.Sprint(cached()) != fmt.Sprint(live) {
+		if time.Now().After(deadline) {
+			t.Fatalf("cache holds %v, want the live pods %v; gc printed:\n%s", cached(), live, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("gc --every after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("gc --every did not stop on SIGTERM")
+	}
+	text := out.String()
+	t.Logf("gc --apply --every 10ms:\n%s", text)
+
+	// The reservations are the live pods', each owned by its pod; each live
+	// pod still has its veth and its masquerade rule.
+	ents, err := os.ReadDir(filepath.Join(n.ipamData, "nodenet"))
+	must(t, err)
+	held := map[string]string{}
+	for _, e := range ents {
+		if strings.Count(e.Name(), ".") == 3 && !strings.HasPrefix(e.Name(), "last") {
+			b, err := os.ReadFile(filepath.Join(n.ipamData, "nodenet", e.Name()))
+			must(t, err)
+			id, _, _ := strings.Cut(string(b), "\r\n")
+			held[e.Name()] = id
+		}
+	}
+	if fmt.Sprint(held) != fmt.Sprint(liveIP) {
+		t.Errorf("reservations %v, want the live pods' %v", held, liveIP)
+	}
+	rules := n.nft()
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	must(t, err)
+	aliases := map[string]bool{}
+	for _, l := range links {
+		aliases[l.Attrs().Alias] = true
+	}
+	for _, p := range all {
+		hasRule := strings.Contains(rules, "id: "+p.id+"\"")
+		if hasRule != (p.fate == "live") {
+			t.Errorf("%s (%s): masquerade rule there: %v", p.id, p.fate, hasRule)
+		}
+		if aliases["cni:"+p.id+":eth0"] != (p.fate == "live") {
+			t.Errorf("%s (%s): host veth there: %v", p.id, p.fate, aliases["cni:"+p.id+":eth0"])
+		}
+		dels := strings.Count(text, "nodenet: DEL "+p.id+" eth0 (netns")
+		if want := map[string]int{"live": 0, "del": 0, "leak": 1}[p.fate]; dels != want {
+			t.Errorf("%s (%s): gc DELed it %d times, want %d", p.id, p.fate, dels, want)
+		}
+	}
+	if regexp.MustCompile(`: DEL \S+ \S+ failed`).MatchString(text) {
+		t.Errorf("a DEL of gc's failed:\n%s", text)
 	}
 }

@@ -80,9 +80,16 @@ func (n *node) add(id string, contNS *ns.NetNS) string {
 // or Multus's (it runs libcni on each delegate with its cniDir).
 func (n *node) addAs(cache, id, ifName string, contNS *ns.NetNS) string {
 	n.t.Helper()
+	ip, err := n.tryAdd(cache, id, ifName, contNS)
+	must(n.t, err)
+	return ip
+}
+
+// tryAdd is addAs for any goroutine: it returns its error.
+func (n *node) tryAdd(cache, id, ifName string, contNS *ns.NetNS) (string, error) {
 	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, cache, nil)
 	var res *current.Result
-	must(n.t, n.hostNS.Do(func() error {
+	err := n.hostNS.Do(func() error {
 		r, err := cni.AddNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
 			ContainerID: id, NetNS: contNS.Path(), IfName: ifName})
 		if err != nil {
@@ -90,8 +97,24 @@ func (n *node) addAs(cache, id, ifName string, contNS *ns.NetNS) string {
 		}
 		res, err = current.NewResultFromResult(r)
 		return err
-	}))
-	return res.IPs[0].Address.IP.String()
+	})
+	if err != nil {
+		return "", fmt.Errorf("ADD %s: %w", id, err)
+	}
+	return res.IPs[0].Address.IP.String(), nil
+}
+
+// del detaches container id through libcni, as a runtime would.
+func (n *node) del(id string, contNS *ns.NetNS) error {
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	err := n.hostNS.Do(func() error {
+		return cni.DelNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
+			ContainerID: id, NetNS: contNS.Path(), IfName: "eth0"})
+	})
+	if err != nil {
+		return fmt.Errorf("DEL %s: %w", id, err)
+	}
+	return nil
 }
 
 // cli runs the built cniforge with args (a verb, then its flags) inside
