@@ -228,6 +228,7 @@ func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
 	}
 
 	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply, a fresh unowned reservation:\n%s", out)
 	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-lost eth0 (reservation(s) "+ipLost+" ") ||
 		!strings.Contains(out, "under --min-age 5m0s") || !reserved() {
 		t.Errorf("gc --apply with a fresh unowned reservation: exit %d:\n%s", rc, out)
