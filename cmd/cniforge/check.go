@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -109,8 +108,8 @@ func check(args []string, stdout, stderr io.Writer) int {
 			}
 			detail = append(detail, msg)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", safeText(l.Network), safeText(l.ContainerID), safeText(l.IfName), l.Status,
-			dash(safeText(strings.Join(detail, "; "))))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q(l.Network), q(l.ContainerID), q(l.IfName), l.Status,
+			dash(q(strings.Join(detail, "; "))))
 	}
 	tw.Flush()
 	return rc
@@ -131,10 +130,16 @@ func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, 
 		l.Status, l.Reason = checkLeaked, fmt.Sprintf("netns %s is gone (cniforge gc reclaims it)", a.Netns)
 		return l
 	}
-	rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName}
-	if a.att != nil {
-		rt.Args, rt.CapabilityArgs = a.att.CniArgs, a.att.CapabilityArgs
+	if a.Cache != "" {
+		l.Status, l.Reason = checkSkipped, "a "+a.Cache+" delegate: "+a.Cache+" runs its CHECK"
+		return l
 	}
+	if a.NetnsState != nsLive {
+		l.Status, l.Reason = checkError, "netns undecidable: "+a.NetnsWhy
+		return l
+	}
+	rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
+		Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
 	list, err := cachedList(cni, st, a.Network, rt)
 	if err != nil {
 		l.Status, l.Reason = checkError, err.Error()
@@ -219,16 +224,4 @@ func cachedList(cni *libcni.CNIConfig, st *nodeState, name string, rt *libcni.Ru
 		err = errors.New("none cached")
 	}
 	return nil, fmt.Errorf("no config for network %q: not cached (%v) and not in the conf dir", name, err)
-}
-
-// safeText quotes s when it holds anything a terminal would act on (an
-// escape sequence, a newline that fakes a row): cache fields come from
-// files anyone with write access to the cache may have written.
-func safeText(s string) string {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

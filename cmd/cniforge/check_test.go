@@ -147,20 +147,6 @@ func TestCheckReportsDriftPerPlugin(t *testing.T) {
 	}
 }
 
-// safeText keeps what a terminal would act on out of check's table.
-func TestSafeTextQuotesControlCharacters(t *testing.T) {
-	for in, want := range map[string]string{
-		"ctr-1":             "ctr-1",
-		"a\nnodenet  x  ok": `"a\nnodenet  x  ok"`,
-		"\x1b[2J":           `"\x1b[2J"`,
-		"née":               "née",
-	} {
-		if got := safeText(in); got != want {
-			t.Errorf("safeText(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // hostVeth is the host end of id's veth, from the result libcni cached.
 func (n *node) hostVeth(id string) string {
 	n.t.Helper()

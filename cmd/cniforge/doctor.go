@@ -76,7 +76,7 @@ func doctor(args []string, stdout, stderr io.Writer) int {
 		for _, f := range found {
 			where := ""
 			if f.Network != "" {
-				where = safeText(f.Network) + ": "
+				where = q(f.Network) + ": "
 			}
 			fmt.Fprintf(stdout, "%s%s\n    fix: %s\n", where, f.Problem, f.Fix)
 		}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -96,7 +98,9 @@ func runInstall(src, dir string, pluginNames []string, force bool, out io.Writer
 }
 
 // classify tells whether path is absent, cniforge's (a symlink to a
-// cniforge binary or a cniforge binary) or anything else.
+// cniforge binary or a cniforge binary) or anything else. Only a regular
+// file is read, and only its first maxScan bytes: a FIFO named like a
+// plugin would block a read forever, a link to /dev/zero never end one.
 func classify(path string) (existing, error) {
 	lst, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -108,17 +112,68 @@ func classify(path string) (existing, error) {
 	if lst.IsDir() {
 		return 0, fmt.Errorf("%s is a directory", path)
 	}
-	b, err := os.ReadFile(path) // follows a symlink
+	ok, err := hasMark(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return foreign, nil // a dangling symlink: not ours to judge
-		}
 		return 0, err
 	}
-	if bytes.Contains(b, cniforgeMark) {
+	if ok {
 		return ours, nil
 	}
 	return foreign, nil
+}
+
+// maxScan bounds how much of a file hasMark reads: several times a
+// cniforge binary (about 5 MiB), whose mark lies in its data.
+const maxScan = 64 << 20
+
+// hasMark reports whether the file at path (a symlink followed) is a
+// regular file holding cniforgeMark in its first maxScan bytes. Anything
+// else (a dangling link, a FIFO, a device, a socket) is not cniforge's.
+func hasMark(path string) (bool, error) {
+	// A device is not even opened (opening some has effects: a tape
+	// rewinds). The name can change meanwhile, so the open does not wait
+	// either (O_NONBLOCK: a FIFO with no writer returns at once) and fstat
+	// tells what was opened.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+		return false, nil // a dangling or looping link, a socket: not ours to judge
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	buf := make([]byte, 1<<20)
+	keep := len(cniforgeMark) - 1 // a mark split across two reads
+	n, total := 0, 0
+	for total < maxScan {
+		m, err := f.Read(buf[n:])
+		total += m
+		n += m
+		if bytes.Contains(buf[:n], cniforgeMark) {
+			return true, nil
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", path, err)
+		}
+		if n > keep {
+			copy(buf, buf[n-keep:n])
+			n = keep
+		}
+	}
+	return false, nil
 }
 
 // copyAside writes src to dir/.name.new, then renames it over dir/name.

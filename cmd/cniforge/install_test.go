@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/plugins/all"
 )
@@ -125,4 +129,39 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A FIFO named like a plugin must not hang install, nor a link to
+// /dev/zero make it read without end: neither is a regular file, so
+// neither is cniforge's. (The run is bounded in time and memory so that
+// a regression fails instead of taking the machine.)
+func TestInstallReadsOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	must(t, unix.Mkfifo(filepath.Join(dir, "bridge"), 0o644))
+	must(t, os.Symlink("/dev/zero", filepath.Join(dir, "loopback")))
+	bounded := func(args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		argv := append([]string{"--as=2147483648", multicall(t)}, args...)
+		out, err := exec.CommandContext(ctx, "prlimit", argv...).CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("install %v hung: %s", args, out)
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	out, rc := bounded("install", "--dir", dir)
+	if rc != 1 || !strings.Contains(out, `["bridge" "loopback"] not cniforge's; nothing installed`) {
+		t.Fatalf("install over a FIFO and a link to /dev/zero: exit %d: %s", rc, out)
+	}
+	out, rc = bounded("install", "--force", "--dir", dir)
+	if rc != 0 {
+		t.Fatalf("install --force: exit %d: %s", rc, out)
+	}
+	installed(t, dir)
 }

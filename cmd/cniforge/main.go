@@ -1,6 +1,9 @@
 // Command cniforge is the multicall binary: every cniforge plugin in one
 // executable, plus the node tool. The basename of argv[0] picks the plugin,
 // so /opt/cni/bin/bridge can be a link to it; `cniforge <plugin>` works too.
+// Run under any other name with CNI_COMMAND set (a runtime whose config's
+// type is linked to cniforge, or is "cniforge"), it answers as a plugin
+// that does not exist: CNI error JSON, code 7, exit 1.
 //
 //	cniforge version                 the suite's version and the plugins it holds
 //	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
@@ -12,22 +15,27 @@
 //	                                 (default /host/opt/cni/bin), then stay up
 //	cniforge ls [--json]             cached attachments, unowned host-local
 //	                                 reservations, addresses used and free
-//	cniforge gc [--apply] [--network NAME]
-//	                                 DEL attachments whose netns is gone, then GC
+//	cniforge gc [--apply] [--network NAME] [--min-age D] [--every D] [--allow-empty-cache]
+//	                                 DEL attachments whose netns is gone, and
+//	                                 old reservations nobody owns (gc.go)
 //	cniforge check [--json] [--network NAME] [--repair]
 //	                                 CHECK every cached attachment, naming each
 //	                                 plugin whose part drifted; exit 1 if any;
 //	                                 --repair re-applies rules and qdiscs
 //	cniforge doctor [--json]         what makes the node misbehave, each with a fix
-//	                                 (ls, gc, check and doctor take --cache-dir, --conf-dir, --bin-dir)
+//	                                 (ls, gc, check and doctor take --cache-dir,
+//	                                 --conf-dir, --bin-dir, --multus-dir)
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/plugins/all"
@@ -37,11 +45,37 @@ func main() {
 	plugins := all.Plugins()
 	plugin.Register(plugins...)
 
-	if p, ok := plugin.Lookup(filepath.Base(os.Args[0])); ok {
+	name := filepath.Base(os.Args[0])
+	if p, ok := plugin.Lookup(name); ok {
 		plugin.Main(p) // exits
 		return
 	}
+	if len(os.Args) > 1 {
+		if p, ok := plugin.Lookup(os.Args[1]); ok {
+			plugin.MainArgs(p, os.Args[2:]) // exits
+			return
+		}
+	}
+	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" {
+		os.Exit(noSuchPlugin(name, cmd, plugins, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], plugins, os.Stdout, os.Stderr))
+}
+
+// noSuchPlugin answers a runtime that ran this binary under a name that
+// is no plugin of it (a config's "type" linked to cniforge, or "cniforge"
+// itself): CNI error JSON on stdout, code 7 (the config's type names
+// nothing this binary holds), exit 1, as a plugin fails.
+func noSuchPlugin(name, cmd string, plugins []plugin.Plugin, stdout io.Writer) int {
+	e := types.NewError(types.ErrInvalidNetworkConfig,
+		fmt.Sprintf("type %q: no such plugin in the cniforge multicall binary (CNI_COMMAND %s)", name, cmd),
+		fmt.Sprintf("it holds: %s; unset CNI_COMMAND to use its command line", strings.Join(names(plugins), " ")))
+	b, err := json.MarshalIndent(e, "", "    ")
+	if err != nil {
+		return 1
+	}
+	_, _ = fmt.Fprintf(stdout, "%s\n", b) // nothing else to do if stdout is gone
+	return 1
 }
 
 // run is the cniforge command line (argv[0] named no plugin); it returns the
@@ -106,10 +140,15 @@ usage:
   cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
                         host-local reservations no attachment owns, and per
                         network the addresses used and free
-  cniforge gc [--apply] [--network NAME]
-                        DEL (through libcni) every cached attachment whose netns
-                        is gone, then GC each network keeping those that remain;
-                        a dry run without --apply
+  cniforge gc [--apply] [--network NAME] [--min-age 5m] [--every DURATION]
+     [--allow-empty-cache]
+                        DEL (through libcni, with the config cached with it)
+                        every cached attachment whose netns is positively gone,
+                        then each host-local reservation no cached attachment
+                        owns that is older than --min-age, in a network whose
+                        lock is free; what it cannot decide it keeps and says
+                        so. A dry run without --apply; --every repeats it until
+                        SIGTERM or SIGINT
   cniforge check [--json] [--network NAME] [--repair]
                         CHECK (through libcni, with the cached config and result)
                         every cached attachment, one line each; exit 1 when one
@@ -121,8 +160,10 @@ usage:
                         VERSION, CNI rules in both iptables-legacy and -nft,
                         forwarding or br_netfilter off, a range nearly full),
                         each with what to do; exit 1 when it finds something
-  ls, gc, check and doctor take --cache-dir (/var/lib/cni), --conf-dir (/etc/cni/net.d) and
-  --bin-dir (/opt/cni/bin)
+  ls, gc, check and doctor take --cache-dir (/var/lib/cni), --conf-dir
+  (/etc/cni/net.d), --bin-dir (/opt/cni/bin) and --multus-dir
+  (/var/lib/cni/multus: Multus's cache, whose attachments and reservations gc
+  never takes)
 
 plugins: %s
 `, plugin.SuiteVersion(), strings.Join(names(plugins), " "))

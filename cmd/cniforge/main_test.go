@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +89,41 @@ func TestSubcommandsReachThePlugin(t *testing.T) {
 		out, _ := cmd.CombinedOutput() // -h exits non-zero by flag's convention
 		if !strings.Contains(string(out), "Usage of dhcp daemon") || !strings.Contains(string(out), "-socketpath") {
 			t.Errorf("%v printed %q, want the dhcp daemon's usage", cmd.Args, out)
+		}
+	}
+}
+
+// A runtime that runs the binary under a name that is no plugin of it (a
+// config's type linked to cniforge, or "cniforge" itself) gets CNI error
+// JSON with a code, not usage text.
+func TestUnknownNameAnswersARuntimeWithACodedError(t *testing.T) {
+	bin := multicall(t)
+	link := filepath.Join(t.TempDir(), "no-such-plugin")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		argv []string
+		name string
+	}{
+		{[]string{link}, "no-such-plugin"},
+		{[]string{bin}, "cniforge"},
+	} {
+		cmd := exec.Command(c.argv[0], c.argv[1:]...)
+		cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/run/netns/x", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"}
+		cmd.Stdin = strings.NewReader(`{"cniVersion":"1.0.0","name":"n","type":"` + c.name + `"}`)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Errorf("%s with CNI_COMMAND=ADD: %v, want exit 1", c.name, err)
+		}
+		var e struct {
+			Code uint   `json:"code"`
+			Msg  string `json:"msg"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &e); err != nil || e.Code != 7 || !strings.Contains(e.Msg, `type "`+c.name+`"`) {
+			t.Errorf("%s with CNI_COMMAND=ADD printed %q (%v), want CNI error JSON, code 7, naming the type", c.name, stdout.String(), err)
 		}
 	}
 }

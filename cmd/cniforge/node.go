@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,10 +14,9 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/version"
 	"golang.org/x/sys/unix"
 
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
@@ -26,9 +24,9 @@ import (
 
 // The node tool: what libcni's result cache (written by containerd, CRI-O
 // and Podman) says is attached, which host-local reservations nobody owns,
-// and a GC for runtimes that never send one.
+// and a reclaim for runtimes that never send GC (gc.go).
 
-type nodeDirs struct{ cache, conf, bin string }
+type nodeDirs struct{ cache, conf, bin, multus string }
 
 func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
 	fl := flag.NewFlagSet("cniforge "+name, flag.ContinueOnError)
@@ -37,6 +35,7 @@ func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
 	fl.StringVar(&d.cache, "cache-dir", libcni.CacheDir, "libcni's cache (results/ below it)")
 	fl.StringVar(&d.conf, "conf-dir", "/etc/cni/net.d", "network configs")
 	fl.StringVar(&d.bin, "bin-dir", "/opt/cni/bin", "plugin binaries")
+	fl.StringVar(&d.multus, "multus-dir", defaultMultusDir, "Multus's cache (its cniDir), read when there")
 	return fl, d
 }
 
@@ -44,7 +43,7 @@ func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
 const (
 	nsLive    = "live"
 	nsGone    = "gone"
-	nsUnknown = "unknown" // no path recorded, or it could not be checked
+	nsUnknown = "unknown" // undecidable: kept, with the reason in NetnsWhy
 )
 
 type attachment struct {
@@ -54,28 +53,37 @@ type attachment struct {
 	Netns       string   `json:"netns"`
 	IPs         []string `json:"ips"`
 	NetnsState  string   `json:"netnsState"`
+	NetnsWhy    string   `json:"netnsWhy,omitempty"`
+	// Cache is "multus" for a delegate attachment Multus cached: reported,
+	// owning its reservations, never DELed here (Multus DELs it when the
+	// runtime DELs the pod's Multus attachment).
+	Cache string `json:"cache,omitempty"`
 
-	att *libcni.NetworkAttachment
+	entry cacheEntry
 }
 
 type reservation struct {
-	Network     string `json:"network"`
-	IP          string `json:"ip"`
-	ContainerID string `json:"containerID"`
-	IfName      string `json:"ifname,omitempty"`
-	File        string `json:"file"`
+	Network     string    `json:"network"`
+	IP          string    `json:"ip"`
+	ContainerID string    `json:"containerID"`
+	IfName      string    `json:"ifname,omitempty"`
+	File        string    `json:"file"`
+	ModTime     time.Time `json:"modTime"`
 }
 
 type network struct {
-	Name       string `json:"name"`
-	File       string `json:"file"`
-	CNIVersion string `json:"cniVersion"`
-	IPAM       string `json:"ipam,omitempty"`
-	Used       int    `json:"used"`
-	Free       string `json:"free,omitempty"` // a decimal: IPv6 ranges exceed 64 bits
+	Name       string   `json:"name"`
+	File       string   `json:"file"`
+	CNIVersion string   `json:"cniVersion"`
+	IPAM       string   `json:"ipam,omitempty"`
+	DisableGC  bool     `json:"disableGC,omitempty"`
+	Used       int      `json:"used"`
+	Free       string   `json:"free,omitempty"`       // attachments that still fit (a decimal: IPv6 ranges exceed 64 bits)
+	FreePerSet []string `json:"freePerSet,omitempty"` // each range set's free addresses, when several
 
 	list *libcni.NetworkConfigList
 	hl   *hostlocal.Config
+	res  []reservation // every reservation, owned or not
 }
 
 type nodeState struct {
@@ -83,28 +91,45 @@ type nodeState struct {
 	Orphans     []reservation `json:"orphanReservations"`
 	Networks    []network     `json:"networks"`
 	Warnings    []string      `json:"warnings,omitempty"`
+
+	MultusPods []string `json:"multusPods,omitempty"` // container IDs Multus keeps delegates for
+
+	noResults  bool     // the cache dir has no results/ folder
+	unreadable []string // cache files that could not be read: their owners are unknown
 }
+
+// The largest file the node tool reads: a libcni cache entry holds a
+// conflist and a result; a reservation file a container ID and a name.
+const maxCacheFile = 16 << 20
 
 func loadNode(d *nodeDirs) (*nodeState, error) {
 	st := &nodeState{Attachments: []attachment{}, Orphans: []reservation{}, Networks: []network{}}
 	if err := st.loadNetworks(d.conf); err != nil {
 		return nil, err
 	}
-	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
-	atts, err := cni.GetCachedAttachments("")
+	entries, noResults, err := st.readCache(d.cache)
 	if err != nil {
-		return nil, fmt.Errorf("read libcni cache %s: %w", d.cache, err)
+		return nil, err
 	}
+	st.noResults = noResults
+	multusEntries, multusPods, err := st.readMultus(d.multus)
+	if err != nil {
+		return nil, err
+	}
+	view := probeHostView()
 	owned := map[[3]string]bool{}
-	for _, a := range atts {
-		st.Attachments = append(st.Attachments, attachment{
-			Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.NetNS,
-			IPs:        cachedIPs(d.cache, a),
-			NetnsState: netnsState(a.NetNS),
-			att:        a,
-		})
-		owned[[3]string{a.Network, a.ContainerID, a.IfName}] = true
-		owned[[3]string{a.Network, a.ContainerID, ""}] = true // an old, ID-only reservation
+	for i, e := range append(entries, multusEntries...) {
+		state, why := netnsState(e.NetNS, view)
+		a := attachment{
+			Network: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName, Netns: e.NetNS,
+			IPs: cachedIPs(e.Result), NetnsState: state, NetnsWhy: why, entry: e,
+		}
+		if i >= len(entries) {
+			a.Cache = "multus"
+		}
+		st.Attachments = append(st.Attachments, a)
+		owned[[3]string{e.NetworkName, e.ContainerID, e.IfName}] = true
+		owned[[3]string{e.NetworkName, e.ContainerID, ""}] = true // an old, ID-only reservation
 	}
 	for i := range st.Networks {
 		n := &st.Networks[i]
@@ -116,15 +141,155 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 			st.Warnings = append(st.Warnings, err.Error())
 			continue
 		}
+		n.res = res
 		n.Used = len(res)
-		n.Free = freeAddresses(n.hl, len(res))
+		n.Free, n.FreePerSet = freeAddresses(n.hl, res)
 		for _, r := range res {
-			if !owned[[3]string{r.Network, r.ContainerID, r.IfName}] {
+			if !owned[[3]string{r.Network, r.ContainerID, r.IfName}] && !multusPods[r.ContainerID] {
 				st.Orphans = append(st.Orphans, r)
 			}
 		}
 	}
+	if st.noResults {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s has no results/ folder: is --cache-dir right? Every reservation looks unowned", d.cache))
+	} else if len(entries) == 0 && len(st.Orphans) > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("libcni cache %s is empty while reservations exist: is --cache-dir right?", d.cache))
+	}
+	for _, f := range st.unreadable {
+		st.Warnings = append(st.Warnings, "unreadable cache entry "+f+": its attachment's reservations cannot be told from leaked ones")
+	}
 	return st, nil
+}
+
+// cacheEntry is one file of libcni's result cache,
+// <cache>/results/<network>-<containerID>-<ifname>, as libcni writes it:
+// what the runtime passed to ADD (config, netns, args) and the result.
+type cacheEntry struct {
+	Kind           string                 `json:"kind"`
+	ContainerID    string                 `json:"containerId"`
+	Config         []byte                 `json:"config"`
+	IfName         string                 `json:"ifName"`
+	NetworkName    string                 `json:"networkName"`
+	NetNS          string                 `json:"netns,omitempty"`
+	CniArgs        [][2]string            `json:"cniArgs,omitempty"`
+	CapabilityArgs map[string]interface{} `json:"capabilityArgs,omitempty"`
+	Result         json.RawMessage        `json:"result,omitempty"`
+}
+
+// readCache reads <dir>/results. libcni's own reader skips what it cannot
+// parse; here such a file is recorded, because the attachment it stands
+// for may hold reservations that would otherwise look leaked.
+func (st *nodeState) readCache(dir string) (out []cacheEntry, noResults bool, err error) {
+	results := filepath.Join(dir, "results")
+	ents, err := os.ReadDir(results)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read libcni cache %s: %w", results, err)
+	}
+	for _, de := range ents {
+		p := filepath.Join(results, de.Name())
+		b, err := readRegular(p, maxCacheFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // DELeted meanwhile
+		}
+		var e cacheEntry
+		if err == nil {
+			err = json.Unmarshal(b, &e)
+		}
+		if err == nil && (e.Kind != libcni.CNICacheV1 || e.ContainerID == "" || e.IfName == "" || e.NetworkName == "") {
+			err = fmt.Errorf("not a %s entry", libcni.CNICacheV1)
+		}
+		if err != nil {
+			st.unreadable = append(st.unreadable, fmt.Sprintf("%s (%v)", p, err))
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, false, nil
+}
+
+// defaultMultusDir is Multus's cniDir default, on the host for the thin
+// plugin and the thick one's daemon alike.
+const defaultMultusDir = "/var/lib/cni/multus"
+
+// readMultus reads Multus's cache, laid out as Multus (thin, and the thick
+// daemon) writes it in its cniDir:
+//
+//	<dir>/results/<network>-<containerID>-<ifname>   libcni's cache of each delegate
+//	                                                (Multus runs libcni with cniDir as cache dir)
+//	<dir>/<containerID>                             the pod's delegates (a JSON array of their
+//	                                                configs), kept for Multus's own DEL
+//
+// Every reservation of a container listed either way is Multus's. A
+// missing dir is a node without Multus.
+func (st *nodeState) readMultus(dir string) (entries []cacheEntry, pods map[string]bool, err error) {
+	pods = map[string]bool{}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, pods, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read Multus cache %s: %w", dir, err)
+	}
+	entries, _, err = st.readCache(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		pods[e.ContainerID] = true
+	}
+	for _, de := range ents {
+		if de.IsDir() {
+			continue // results/, and whatever else Multus keeps there
+		}
+		p := filepath.Join(dir, de.Name())
+		b, err := readRegular(p, maxCacheFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // DELeted meanwhile
+		}
+		var delegates []map[string]json.RawMessage
+		if err == nil {
+			err = json.Unmarshal(b, &delegates)
+		}
+		if err != nil {
+			st.unreadable = append(st.unreadable, fmt.Sprintf("%s (%v)", p, err))
+			continue
+		}
+		pods[de.Name()] = true
+	}
+	for id := range pods {
+		st.MultusPods = append(st.MultusPods, id)
+	}
+	sort.Strings(st.MultusPods)
+	return entries, pods, nil
+}
+
+// readRegular reads at most max bytes of the regular file at path. A FIFO,
+// device or socket is refused without blocking: the open does not wait
+// (O_NONBLOCK) and fstat checks what was opened.
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return b, nil
 }
 
 // loadNetworks reads every config in dir as libcni does (.conf, .conflist,
@@ -138,13 +303,9 @@ func (st *nodeState) loadNetworks(dir string) error {
 	seen := map[string]bool{}
 	for _, f := range files {
 		var list *libcni.NetworkConfigList
-		if strings.HasSuffix(f, ".conflist") {
-			list, err = libcni.ConfListFromFile(f)
-		} else {
-			var c *libcni.NetworkConfig
-			if c, err = libcni.ConfFromFile(f); err == nil {
-				list, err = libcni.ConfListFromConf(c)
-			}
+		b, err := readRegular(f, maxCacheFile)
+		if err == nil {
+			list, err = parseList(b)
 		}
 		if err != nil {
 			st.Warnings = append(st.Warnings, fmt.Sprintf("%s: %v", f, err))
@@ -154,7 +315,7 @@ func (st *nodeState) loadNetworks(dir string) error {
 			continue
 		}
 		seen[list.Name] = true
-		n := network{Name: list.Name, File: f, CNIVersion: list.CNIVersion, list: list}
+		n := network{Name: list.Name, File: f, CNIVersion: list.CNIVersion, DisableGC: list.DisableGC, list: list}
 		for _, p := range list.Plugins {
 			if p.Network.IPAM.Type == "" {
 				continue
@@ -171,6 +332,30 @@ func (st *nodeState) loadNetworks(dir string) error {
 		st.Networks = append(st.Networks, n)
 	}
 	return nil
+}
+
+// parseList reads a conflist, or a single plugin's config as a list of
+// one: the files of a conf dir, and the config libcni caches with an
+// attachment (a list's bytes for AddNetworkList, a plugin's for AddNetwork).
+func parseList(b []byte) (*libcni.NetworkConfigList, error) {
+	var probe struct {
+		Plugins json.RawMessage `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, err
+	}
+	if probe.Plugins != nil {
+		list, err := libcni.ConfListFromBytes(b)
+		if err == nil && len(list.Plugins) == 0 {
+			err = errors.New("no plugins")
+		}
+		return list, err
+	}
+	c, err := libcni.ConfFromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromConf(c)
 }
 
 // hostLocalConfig parses a plugin's host-local section the way the plugin
@@ -201,64 +386,97 @@ func reservations(c *hostlocal.Config) ([]reservation, error) {
 		if err != nil || !e.Type().IsRegular() {
 			continue // last_reserved_ip.N, lock, our index
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		p := filepath.Join(dir, e.Name())
+		fi, err := e.Info()
+		if err != nil {
+			continue // released meanwhile
+		}
+		b, err := readRegular(p, 4096)
 		if err != nil {
 			continue // released meanwhile
 		}
 		s := strings.TrimSpace(string(b))
 		id, ifName, _ := strings.Cut(s, "\r\n")
 		out = append(out, reservation{Network: c.Name, IP: a.String(), ContainerID: id, IfName: ifName,
-			File: filepath.Join(dir, e.Name())})
+			File: p, ModTime: fi.ModTime()})
 	}
 	return out, nil
 }
 
-// freeAddresses is what the ranges hold minus what is reserved: each
-// range from its start to its end, without its gateway.
-func freeAddresses(c *hostlocal.Config, used int) string {
-	total := new(big.Int)
+// freeAddresses says how many more attachments a network's ranges can
+// take. An ADD needs an address from every range set, so that is the
+// least, over the sets, of what the set's ranges hold (each from its start
+// to its end, without its gateway) minus the reservations inside them;
+// perSet is each set's figure in config order, when there are several.
+// Decimals: IPv6 ranges exceed 64 bits.
+func freeAddresses(c *hostlocal.Config, res []reservation) (free string, perSet []string) {
+	var least *big.Int
 	for _, set := range c.RangeSets {
+		n := new(big.Int)
 		for _, r := range set.Ranges {
-			n := new(big.Int).Sub(new(big.Int).SetBytes(r.End.AsSlice()), new(big.Int).SetBytes(r.Start.AsSlice()))
-			n.Add(n, big.NewInt(1))
-			if r.Gateway.IsValid() && r.Start.Compare(r.Gateway) <= 0 && r.Gateway.Compare(r.End) <= 0 {
-				n.Sub(n, big.NewInt(1))
+			size := new(big.Int).Sub(new(big.Int).SetBytes(r.End.AsSlice()), new(big.Int).SetBytes(r.Start.AsSlice()))
+			size.Add(size, big.NewInt(1))
+			if inRange(r, r.Gateway) {
+				size.Sub(size, big.NewInt(1))
 			}
-			total.Add(total, n)
+			n.Add(n, size)
+		}
+		for _, rv := range res {
+			a, err := netip.ParseAddr(rv.IP)
+			if err != nil {
+				continue
+			}
+			for _, r := range set.Ranges {
+				if inRange(r, a) && a != r.Gateway {
+					n.Sub(n, big.NewInt(1))
+					break
+				}
+			}
+		}
+		if n.Sign() < 0 {
+			n.SetInt64(0)
+		}
+		perSet = append(perSet, n.String())
+		if least == nil || n.Cmp(least) < 0 {
+			least = n
 		}
 	}
-	return total.Sub(total, big.NewInt(int64(used))).String()
+	if least == nil {
+		return "", nil
+	}
+	if len(perSet) < 2 {
+		perSet = nil
+	}
+	return least.String(), perSet
 }
 
-// cachedIPs reads the addresses of the result libcni cached for a.
-func cachedIPs(cacheDir string, a *libcni.NetworkAttachment) []string {
-	b, err := os.ReadFile(filepath.Join(cacheDir, "results", a.Network+"-"+a.ContainerID+"-"+a.IfName))
-	if err != nil {
-		return []string{}
+func inRange(r hostlocal.Range, a netip.Addr) bool {
+	return a.IsValid() && a.BitLen() == r.Start.BitLen() && r.Start.Compare(a) <= 0 && a.Compare(r.End) <= 0
+}
+
+// cachedIPs reads the addresses of a cached result.
+func cachedIPs(raw json.RawMessage) []string {
+	var r struct {
+		IPs []struct {
+			Address string `json:"address"`
+		} `json:"ips"`
+		IP4 *struct {
+			IP string `json:"ip"`
+		} `json:"ip4"`
+		IP6 *struct {
+			IP string `json:"ip"`
+		} `json:"ip6"`
 	}
-	var c struct {
-		Result struct {
-			IPs []struct {
-				Address string `json:"address"`
-			} `json:"ips"`
-			IP4 *struct {
-				IP string `json:"ip"`
-			} `json:"ip4"`
-			IP6 *struct {
-				IP string `json:"ip"`
-			} `json:"ip6"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(b, &c) != nil {
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return []string{}
 	}
 	ips := []string{}
-	for _, ip := range c.Result.IPs {
+	for _, ip := range r.IPs {
 		ips = append(ips, ip.Address)
 	}
 	for _, old := range []*struct {
 		IP string `json:"ip"`
-	}{c.Result.IP4, c.Result.IP6} {
+	}{r.IP4, r.IP6} {
 		if old != nil {
 			ips = append(ips, old.IP)
 		}
@@ -266,28 +484,91 @@ func cachedIPs(cacheDir string, a *libcni.NetworkAttachment) []string {
 	return ips
 }
 
-// netnsState says whether the netns at path still exists. Only a path
-// that is gone (or holds no namespace) is "gone"; anything in doubt is
-// "unknown", which gc treats as alive.
-func netnsState(path string) string {
+// hostView says whether a missing file can prove anything: only in the
+// mount namespace the runtime made its netns files in. That is taken to
+// be the kernel's initial one, or pid 1's (the host's; in a stand-in node
+// or a container with its own pid namespace, that namespace's init, beside
+// which its runtime runs).
+type hostView struct {
+	ok  bool
+	why string // when not ok
+}
+
+// The paths probeHostView compares (tests point them elsewhere).
+var selfMntNS, initMntNS = "/proc/self/ns/mnt", "/proc/1/ns/mnt"
+
+// initialMntNSIno is the inode of the kernel's initial mount namespace
+// since Linux 6.18 (MNT_NS_INIT_INO), fixed as the initial pid or net
+// namespace's are; on older kernels no namespace has it.
+const initialMntNSIno = 0xEFFFFFF8
+
+func probeHostView() hostView {
+	var self, init unix.Stat_t
+	if err := unix.Stat(selfMntNS, &self); err != nil {
+		return hostView{why: fmt.Sprintf("cannot tell this mount namespace from the host's: %v", err)}
+	}
+	if self.Ino == initialMntNSIno {
+		return hostView{ok: true}
+	}
+	// Reading pid 1's namespace links takes ptrace rights over it: root
+	// without some of pid 1's capabilities is refused (EACCES).
+	if err := unix.Stat(initMntNS, &init); err != nil {
+		return hostView{why: fmt.Sprintf("cannot tell this mount namespace from the host's: %v", err)}
+	}
+	if self.Dev != init.Dev || self.Ino != init.Ino {
+		return hostView{why: "not run in the host's mount namespace (pid 1's): a missing netns file proves nothing here"}
+	}
+	return hostView{ok: true}
+}
+
+// netnsState says whether the netns at path still exists, and when that
+// cannot be decided, why. Only "gone" lets gc DEL the attachment, and it
+// takes proof:
+//   - a path that names a namespace (nsfs) is live;
+//   - a path that exists but is no nsfs mount is undecidable: a netns file
+//     whose bind mount this mount namespace does not see (a container
+//     without mount propagation, a rootless Podman netns seen from the
+//     host) is a plain empty file;
+//   - a stat error other than ENOENT is undecidable;
+//   - ENOENT is proof only in the host's mount namespace (hostView), with
+//     the folder that held the file present and readable: in a mount
+//     namespace with a tmpfs over /run/netns, or without the host's
+//     /run/netns mounted at all, every path is missing;
+//   - a /proc/<pid>/ns/net path is never proof of absence: a gone process
+//     says nothing of the namespace, which the pod's other processes may
+//     hold, and in another pid namespace the number names someone else.
+func netnsState(path string, view hostView) (state, why string) {
 	if path == "" {
-		return nsUnknown
+		return nsUnknown, "no netns recorded"
 	}
 	var fsst unix.Statfs_t
 	err := unix.Statfs(path, &fsst)
+	isProc := strings.HasPrefix(filepath.Clean(path), "/proc/")
 	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nsGone
-	case err != nil:
-		return nsUnknown
-	case fsst.Type == unix.NSFS_MAGIC:
-		return nsLive
-	case fsst.Type == unix.PROC_SUPER_MAGIC:
-		// A /proc/<pid>/ns/net of a live process (statfs sees procfs).
-		return nsLive
+	case err == nil && fsst.Type == unix.NSFS_MAGIC:
+		return nsLive, ""
+	case err == nil:
+		return nsUnknown, "a file that is not a namespace mount (a mount this namespace does not see?)"
+	case isProc:
+		return nsUnknown, fmt.Sprintf("%v: a process gone says nothing of its namespace", err)
+	case !errors.Is(err, unix.ENOENT):
+		return nsUnknown, err.Error()
+	case !view.ok:
+		return nsUnknown, view.why
 	}
-	// A file left where a namespace was bind-mounted: the mount is gone.
-	return nsGone
+	dir := filepath.Dir(path)
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		_, err = f.Readdirnames(1)
+		f.Close()
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return nsUnknown, fmt.Sprintf("folder %s: %v", dir, err)
+	}
+	return nsGone, ""
 }
 
 func ls(args []string, stdout, stderr io.Writer) int {
@@ -313,31 +594,56 @@ func ls(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printNode prints st as tables. Every field read from the cache, a
+// reservation file or a config goes through q: a container ID holding a
+// newline or an escape sequence must not fake rows on the terminal.
 func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", filepath.Join(d.cache, "results"))
-	fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
-	for _, a := range st.Attachments {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Network, a.ContainerID, a.IfName, dash(a.Netns),
-			dash(strings.Join(a.IPs, ",")), a.NetnsState)
+	printAttachments := func(cache string) {
+		fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
+		for _, a := range st.Attachments {
+			if a.Cache != cache {
+				continue
+			}
+			state := a.NetnsState
+			if a.NetnsWhy != "" {
+				state += " (" + q(a.NetnsWhy) + ")"
+			}
+			ips := make([]string, len(a.IPs))
+			for i, ip := range a.IPs {
+				ips[i] = q(ip)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(a.Network), q(a.ContainerID), q(a.IfName), q(dash(a.Netns)),
+				dash(strings.Join(ips, ",")), state)
+		}
+	}
+	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", q(filepath.Join(d.cache, "results")))
+	printAttachments("")
+	if len(st.MultusPods) > 0 {
+		fmt.Fprintf(tw, "\nattachments Multus delegated (its cache %s; pods: %d):\n", q(d.multus), len(st.MultusPods))
+		printAttachments("multus")
 	}
 	fmt.Fprintln(tw, "\nhost-local reservations no cached attachment owns:")
 	fmt.Fprintln(tw, "NETWORK\tIP\tCONTAINER\tIFNAME\tFILE")
 	for _, r := range st.Orphans {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Network, r.IP, r.ContainerID, dash(r.IfName), r.File)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q(r.Network), r.IP, q(r.ContainerID), q(dash(r.IfName)), q(r.File))
 	}
-	fmt.Fprintf(tw, "\nnetworks (%s):\n", d.conf)
+	fmt.Fprintf(tw, "\nnetworks (%s):\n", q(d.conf))
 	fmt.Fprintln(tw, "NETWORK\tCNIVERSION\tIPAM\tUSED\tFREE\tFILE")
 	for _, n := range st.Networks {
 		used := "-"
 		if n.hl != nil {
 			used = fmt.Sprint(n.Used)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.CNIVersion, dash(n.IPAM), used, dash(n.Free), n.File)
+		free := dash(n.Free)
+		if len(n.FreePerSet) > 1 {
+			free += " (by range set: " + strings.Join(n.FreePerSet, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q(n.Name), q(n.CNIVersion), q(dash(n.IPAM)), used, free, q(n.File))
 	}
 	tw.Flush()
 	for _, w := range st.Warnings {
-		fmt.Fprintf(out, "warning: %s\n", w)
+		fmt.Fprintf(out, "warning: %s\n", q(w))
 	}
 }
 
@@ -346,122 +652,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// gc DELs, through libcni, every cached attachment whose netns is gone,
-// then GCs each network (cniVersion 1.1.0 and later) with every attachment
-// still cached as valid. Without --apply it only says what it would do.
-func gc(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("gc", stderr)
-	apply := fl.Bool("apply", false, "do it (default: a dry run)")
-	only := fl.String("network", "", "only this network")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	st, err := loadNode(d)
-	if err != nil {
-		fmt.Fprintf(stderr, "cniforge gc: %v\n", err)
-		return 1
-	}
-	if *only != "" && !st.hasNetwork(*only) {
-		fmt.Fprintf(stderr, "cniforge gc: no network %q in %s\n", *only, d.conf)
-		return 1
-	}
-	would := "would "
-	if *apply {
-		would = ""
-	}
-	ctx := context.Background()
-	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
-	var errs []error
-	for _, n := range st.Networks {
-		if *only != "" && n.Name != *only {
-			continue
-		}
-		for _, a := range st.Attachments {
-			if a.Network != n.Name || a.NetnsState != nsGone {
-				continue
-			}
-			fmt.Fprintf(stdout, "%s: %sDEL %s %s (netns %s is gone)\n", n.Name, would, a.ContainerID, a.IfName, a.Netns)
-			if !*apply {
-				continue
-			}
-			rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
-				Args: a.att.CniArgs, CapabilityArgs: a.att.CapabilityArgs}
-			if err := cni.DelNetworkList(ctx, n.list, rt); err != nil {
-				errs = append(errs, fmt.Errorf("%s: DEL %s %s: %w", n.Name, a.ContainerID, a.IfName, err))
-				fmt.Fprintf(stdout, "%s: DEL %s %s failed: %v\n", n.Name, a.ContainerID, a.IfName, err)
-			}
-		}
-		if ok, _ := version.GreaterThanOrEqualTo(n.CNIVersion, "1.1.0"); !ok {
-			fmt.Fprintf(stdout, "%s: no GC (cniVersion %s; GC needs 1.1.0)\n", n.Name, n.CNIVersion)
-			continue
-		}
-		if n.list.DisableGC {
-			fmt.Fprintf(stdout, "%s: no GC (disableGC)\n", n.Name)
-			continue
-		}
-		var orphans []string
-		for _, r := range st.Orphans {
-			if r.Network == n.Name {
-				orphans = append(orphans, r.IP)
-			}
-		}
-		// The valid list is read again now: what the DELs above removed is
-		// gone from the cache, and one that failed stays valid.
-		var valid []types.GCAttachment
-		if *apply {
-			valid, err = validAttachments(cni, n.Name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		} else {
-			for _, a := range st.Attachments { // what the DELs would leave
-				if a.Network == n.Name && a.NetnsState != nsGone {
-					valid = append(valid, types.GCAttachment{ContainerID: a.ContainerID, IfName: a.IfName})
-				}
-			}
-		}
-		msg := fmt.Sprintf("%s: %sGC keeping %d cached attachment(s)", n.Name, would, len(valid))
-		if len(orphans) > 0 {
-			msg += fmt.Sprintf("; releases unowned reservation(s) %s", strings.Join(orphans, ", "))
-		}
-		fmt.Fprintln(stdout, msg)
-		if !*apply {
-			continue
-		}
-		if err := cni.GCNetworkList(ctx, n.list, &libcni.GCArgs{ValidAttachments: valid}); err != nil {
-			errs = append(errs, fmt.Errorf("%s: GC: %w", n.Name, err))
-			fmt.Fprintf(stdout, "%s: GC failed: %v\n", n.Name, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintf(stderr, "cniforge gc: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-func validAttachments(cni *libcni.CNIConfig, network string) ([]types.GCAttachment, error) {
-	atts, err := cni.GetCachedAttachments("")
-	if err != nil {
-		return nil, err
-	}
-	valid := []types.GCAttachment{}
-	for _, a := range atts {
-		if a.Network == network {
-			valid = append(valid, types.GCAttachment{ContainerID: a.ContainerID, IfName: a.IfName})
-		}
-	}
-	return valid, nil
-}
-
-func (st *nodeState) hasNetwork(name string) bool {
-	for _, n := range st.Networks {
-		if n.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
@@ -26,6 +27,7 @@ type node struct {
 	t                          *testing.T
 	hostNS                     *ns.NetNS
 	bin, conf, cache, ipamData string
+	multus                     string // Multus's cniDir (absent unless a test makes it)
 	list                       *libcni.NetworkConfigList
 }
 
@@ -39,21 +41,25 @@ func newNS(t *testing.T) (*ns.NetNS, func() error) {
 	return n, remove
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t *testing.T) *node { return newNodeWith(t, "") }
+
+// newNodeWith: extra is JSON members put at the head of nodenet's conflist
+// (`"disableGC":true,`).
+func newNodeWith(t *testing.T, extra string) *node {
 	if os.Getuid() != 0 {
 		t.Fatal("needs root (network namespaces)")
 	}
 	dir := t.TempDir()
 	n := &node{t: t, bin: filepath.Join(dir, "bin"), conf: filepath.Join(dir, "net.d"),
-		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam")}
+		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam"), multus: filepath.Join(dir, "multus")}
 	n.hostNS, _ = newNS(t)
 	if out, rc := runCLI(t, "install", "--dir", n.bin); rc != 0 {
 		t.Fatalf("install: %s", out)
 	}
 	must(t, os.MkdirAll(n.conf, 0o755))
-	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[{"type":"bridge","bridge":"cnode0",
+	conf := fmt.Sprintf(`{%s"cniVersion":"1.1.0","name":"nodenet","plugins":[{"type":"bridge","bridge":"cnode0",
 		"isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
-		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}}]}`, n.ipamData)
+		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}}]}`, extra, n.ipamData)
 	path := filepath.Join(n.conf, "10-nodenet.conflist")
 	must(t, os.WriteFile(path, []byte(conf), 0o644))
 	var err error
@@ -67,28 +73,68 @@ func newNode(t *testing.T) *node {
 // add attaches container id in contNS through libcni, as a runtime would.
 func (n *node) add(id string, contNS *ns.NetNS) string {
 	n.t.Helper()
-	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	return n.addAs(n.cache, id, "eth0", contNS)
+}
+
+// addAs attaches through libcni with cache as its cache dir: a runtime's,
+// or Multus's (it runs libcni on each delegate with its cniDir).
+func (n *node) addAs(cache, id, ifName string, contNS *ns.NetNS) string {
+	n.t.Helper()
+	ip, err := n.tryAdd(cache, id, ifName, contNS)
+	must(n.t, err)
+	return ip
+}
+
+// tryAdd is addAs for any goroutine: it returns its error.
+func (n *node) tryAdd(cache, id, ifName string, contNS *ns.NetNS) (string, error) {
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, cache, nil)
 	var res *current.Result
-	must(n.t, n.hostNS.Do(func() error {
+	err := n.hostNS.Do(func() error {
 		r, err := cni.AddNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
-			ContainerID: id, NetNS: contNS.Path(), IfName: "eth0"})
+			ContainerID: id, NetNS: contNS.Path(), IfName: ifName})
 		if err != nil {
 			return err
 		}
 		res, err = current.NewResultFromResult(r)
 		return err
-	}))
-	return res.IPs[0].Address.IP.String()
+	})
+	if err != nil {
+		return "", fmt.Errorf("ADD %s: %w", id, err)
+	}
+	return res.IPs[0].Address.IP.String(), nil
 }
 
-// cli runs the built cniforge with args inside the node's host netns.
+// del detaches container id through libcni, as a runtime would.
+func (n *node) del(id string, contNS *ns.NetNS) error {
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	err := n.hostNS.Do(func() error {
+		return cni.DelNetworkList(context.Background(), n.list, &libcni.RuntimeConf{
+			ContainerID: id, NetNS: contNS.Path(), IfName: "eth0"})
+	})
+	if err != nil {
+		return fmt.Errorf("DEL %s: %w", id, err)
+	}
+	return nil
+}
+
+// cli runs the built cniforge with args (a verb, then its flags) inside
+// the node's host netns, with the node's dirs; a --cache-dir in args wins.
 func (n *node) cli(args ...string) (string, int) {
 	n.t.Helper()
-	args = append(args, "--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", n.bin)
+	return n.run(append([]string{multicall(n.t)}, n.cliArgs(args...)...)...)
+}
+
+func (n *node) cliArgs(args ...string) []string {
+	return append([]string{args[0], "--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", n.bin, "--multus-dir", n.multus}, args[1:]...)
+}
+
+// run runs argv inside the node's host netns.
+func (n *node) run(argv ...string) (string, int) {
+	n.t.Helper()
 	var out string
 	var rc int
 	must(n.t, n.hostNS.Do(func() error {
-		cmd := exec.Command(multicall(n.t), args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -120,18 +166,19 @@ func (n *node) snapshot() string {
 	return b.String()
 }
 
-// links are the host netns's link names, sorted.
+// links are the host netns's link names, sorted, read over netlink: `ip`'s
+// text carries error lines for peers in namespaces being made or removed
+// by other processes on a busy node.
 func (n *node) links() []string {
-	var out []byte
-	must(n.t, n.hostNS.Do(func() error {
-		var err error
-		out, err = exec.Command("ip", "-br", "link", "show").Output()
-		return err
-	}))
+	n.t.Helper()
+	h, err := n.hostNS.Handle()
+	must(n.t, err)
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	must(n.t, err)
 	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		name, _, _ := strings.Cut(strings.Fields(l)[0], "@")
-		names = append(names, name)
+	for _, l := range links {
+		names = append(names, l.Attrs().Name)
 	}
 	sort.Strings(names)
 	return names
@@ -194,6 +241,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 	must(t, rm2())
 	must(t, rm3())
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	n.age(ipLost) // older than --min-age: no ADD can still be making it
 	// The kernel destroys a removed namespace (and the host ends of its
 	// veths) asynchronously; the snapshots below need it finished.
 	n.waitLinks(3) // lo, cnode0, the live container's veth
@@ -234,8 +282,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 	for _, line := range []string{
 		"nodenet: would DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)",
 		"nodenet: would DEL ctr-gone2 eth0",
-		"nodenet: would GC keeping 1 cached attachment(s); releases unowned reservation(s) " + ipLost,
-		"oldnet: no GC (cniVersion 0.4.0; GC needs 1.1.0)",
+		"nodenet: would DEL ctr-lost eth0 (releases unowned reservation(s) " + ipLost + ", 10m",
 	} {
 		if !strings.Contains(out, line) {
 			t.Errorf("gc dry run lacks %q:\n%s", line, out)
@@ -250,7 +297,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 		t.Fatalf("gc --apply: exit %d: %s", rc, out)
 	}
 	t.Logf("cniforge gc --apply:\n%s", out)
-	if !strings.Contains(out, "nodenet: GC keeping 1 cached attachment(s)") || !strings.Contains(out, "nodenet: DEL ctr-gone2 eth0") {
+	if !strings.Contains(out, "nodenet: DEL ctr-lost eth0 (releases unowned reservation(s) "+ipLost) || !strings.Contains(out, "nodenet: DEL ctr-gone2 eth0") {
 		t.Errorf("gc --apply printed:\n%s", out)
 	}
 	st = n.ls()
@@ -280,9 +327,16 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 	}
 }
 
+// age makes the reservation file of ip look 10 minutes old.
+func (n *node) age(ip string) {
+	n.t.Helper()
+	old := time.Now().Add(-10 * time.Minute)
+	must(n.t, os.Chtimes(filepath.Join(n.ipamData, "nodenet", ip), old, old))
+}
+
 func TestGCUnknownNetwork(t *testing.T) {
 	n := newNode(t)
-	if out, rc := n.cli("gc", "--network", "nope"); rc != 1 || !strings.Contains(out, `no network "nope"`) {
+	if out, rc := n.cli("gc", "--network", "nope"); rc != 1 || !strings.Contains(out, `no network nope`) {
 		t.Errorf("gc --network nope: exit %d: %s", rc, out)
 	}
 }

@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ip"
+)
+
+// defaultMinAge is how old a reservation no cached attachment owns must be
+// before gc releases it. Until the runtime caches the result, a running ADD's
+// reservation looks exactly like a leaked one; the kubelet gives a sandbox
+// 2 minutes (its runtime request timeout), and this leaves a wide margin.
+const defaultMinAge = 5 * time.Minute
+
+type gcOpts struct {
+	apply      bool
+	allowEmpty bool
+	only       string
+	minAge     time.Duration
+}
+
+// gc DELs, through libcni, every cached attachment whose netns is
+// positively gone, with the config cached with it; then every host-local
+// reservation no cached attachment owns, old enough that no ADD can still
+// be making it, in a network whose lock nobody holds: a DEL of exactly that
+// container ID and ifname, through the network's conflist. It never sends
+// the GC verb: GC names what to keep, so an ADD that started after the list
+// was read would lose what it has made so far. Without --apply it only says
+// what it would do; with --every it runs again at that interval until
+// SIGTERM or SIGINT.
+func gc(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("gc", stderr)
+	var o gcOpts
+	fl.BoolVar(&o.apply, "apply", false, "do it (default: a dry run)")
+	fl.StringVar(&o.only, "network", "", "only this network")
+	fl.DurationVar(&o.minAge, "min-age", defaultMinAge, "release an unowned reservation only when its file is this old")
+	fl.BoolVar(&o.allowEmpty, "allow-empty-cache", false, "go on when the cache has no results/ folder, or no attachment of a network with reservations")
+	every := fl.Duration("every", 0, "run again at this interval until SIGTERM or SIGINT")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "cniforge gc: unexpected argument %q\n", fl.Arg(0))
+		return 2
+	}
+	if o.minAge < 0 || *every < 0 {
+		fmt.Fprintln(stderr, "cniforge gc: --min-age and --every take a duration of 0 or more")
+		return 2
+	}
+	if *every == 0 {
+		failed, err := gcRound(d, o, &gcLog{w: stdout})
+		if err != nil {
+			fmt.Fprintf(stderr, "cniforge gc: %v\n", err)
+			return 1
+		}
+		if failed > 0 {
+			fmt.Fprintf(stderr, "cniforge gc: %d DEL(s) failed\n", failed)
+			return 1
+		}
+		return 0
+	}
+
+	// A signal ends the loop between rounds, never inside one: a plugin
+	// killed midway through a DEL leaves half an attachment.
+	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+	defer stop()
+	lg := &gcLog{w: stdout, loop: true}
+	for {
+		// A failed DEL has its line already; it is tried again next round.
+		// A refusal is printed when it is new, as "keeps" lines are.
+		if _, err := gcRound(d, o, lg); err != nil {
+			lg.keep("round failed: %s", q(strings.ReplaceAll(err.Error(), "\n", "; ")))
+		}
+		lg.endRound()
+		select {
+		case <-ctx.Done():
+			lg.act("stopped by a signal")
+			return 0
+		case <-time.After(*every):
+		}
+	}
+}
+
+// gcLog prints gc's lines: one per action (a DEL done or, in a dry run,
+// one it would do, and what failed) and one per thing kept that gc might
+// have been expected to take. In loop mode each line carries the time, and
+// a "kept" line printed in the round before is not printed again.
+type gcLog struct {
+	w          io.Writer
+	loop       bool
+	prev, this map[string]bool
+}
+
+func (l *gcLog) act(format string, args ...any) { l.print(fmt.Sprintf(format, args...)) }
+
+func (l *gcLog) keep(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if l.this == nil {
+		l.this = map[string]bool{}
+	}
+	l.this[line] = true
+	if l.loop && l.prev[line] {
+		return
+	}
+	l.print(line)
+}
+
+func (l *gcLog) print(line string) {
+	if l.loop {
+		line = time.Now().UTC().Format(time.RFC3339) + " " + line
+	}
+	fmt.Fprintln(l.w, line)
+}
+
+func (l *gcLog) endRound() { l.prev, l.this = l.this, nil }
+
+// gcRound is one pass of gc. err says why it did nothing; failed counts
+// the DELs that failed (each printed).
+func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
+	st, err := loadNode(d)
+	if err != nil {
+		return 0, err
+	}
+	if o.only != "" && !st.hasNetwork(o.only) {
+		return 0, fmt.Errorf("no network %s in %s or the cache", q(o.only), d.conf)
+	}
+	if !o.allowEmpty {
+		if st.noResults {
+			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.cache)
+		}
+		if n := st.reservationCount(); st.runtimeAttachments() == 0 && n > 0 {
+			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.cache, n)
+		}
+	}
+	would := "would "
+	if o.apply {
+		would = ""
+	}
+	ctx := context.Background() // a DEL is never cut short: see the loop in gc
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
+
+	for _, a := range st.Attachments {
+		if o.only != "" && a.Network != o.only {
+			continue
+		}
+		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
+		if a.Cache != "" {
+			if a.NetnsState != nsLive {
+				lg.keep("%s: keeps %s (netns %s, but a delegate of Multus's: Multus DELs it when the runtime DELs the pod)", net, who, a.NetnsState)
+			}
+			continue
+		}
+		switch a.NetnsState {
+		case nsLive:
+			continue
+		case nsUnknown:
+			lg.keep("%s: keeps %s (netns %s: %s)", net, who, q(dash(a.Netns)), q(a.NetnsWhy))
+			continue
+		}
+		list, note, err := st.delConfig(a)
+		if err != nil {
+			lg.keep("%s: keeps %s (netns gone, but %s)", net, who, q(err.Error()))
+			continue
+		}
+		if list.DisableGC || st.network(a.Network) != nil && st.network(a.Network).DisableGC {
+			lg.keep("%s: keeps %s (netns gone, but the network has disableGC)", net, who)
+			continue
+		}
+		lg.act("%s: %sDEL %s (netns %s is gone)%s", net, would, who, q(a.Netns), note)
+		if !o.apply {
+			continue
+		}
+		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
+			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
+		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+			failed++
+			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
+		}
+	}
+
+	var (
+		aliases  map[string]bool // the host's veth aliases, read once
+		aliasErr error
+	)
+	for i := range st.Networks {
+		n := &st.Networks[i]
+		if o.only != "" && n.Name != o.only {
+			continue
+		}
+		orphans := st.orphansOf(n.Name)
+		if len(orphans) == 0 {
+			continue
+		}
+		net := q(n.Name)
+		switch {
+		case n.DisableGC:
+			lg.keep("%s: keeps %d unowned reservation(s) (disableGC: another runtime may own them)", net, len(orphans))
+			continue
+		case len(st.unreadable) > 0:
+			lg.keep("%s: keeps %d unowned reservation(s) (unreadable cache entries: their owners are unknown)", net, len(orphans))
+			continue
+		case !o.allowEmpty && !st.hasAttachmentOn(n.Name):
+			lg.keep("%s: keeps %d unowned reservation(s): no cached attachment owns any of its %d (is --cache-dir the runtime's? --allow-empty-cache goes on)",
+				net, len(orphans), n.Used)
+			continue
+		}
+		lock := filepath.Join(n.hl.DataDir, n.Name, "lock")
+		if held, err := lockHeld(lock); err != nil || held {
+			why := "held: a command is running"
+			if err != nil {
+				why = err.Error()
+			}
+			lg.keep("%s: skips its unowned reservations this round (lock %s %s)", net, q(lock), q(why))
+			continue
+		}
+		for _, g := range groupByOwner(orphans) {
+			ifName := g.ifName
+			who := q(g.id) + " " + q(dash(ifName))
+			age := time.Since(g.newest)
+			switch {
+			case g.id == "":
+				lg.keep("%s: keeps %s (reservation(s) %s name no container)", net, who, g.ips())
+				continue
+			case age < o.minAge:
+				lg.keep("%s: keeps %s (reservation(s) %s %s old, under --min-age %s: an ADD may still be making them)",
+					net, who, g.ips(), age.Round(time.Second), o.minAge)
+				continue
+			case st.hasAttachmentID(n.Name, g.id):
+				lg.keep("%s: keeps %s (reservation(s) %s: the container has other cached attachments on this network, whose rules a DEL by its ID could take)", net, who, g.ips())
+				continue
+			}
+			if ifName == "" {
+				ifName = "eth0" // an ID-only reservation: host-local's DEL matches it with any ifname
+			}
+			if aliases == nil && aliasErr == nil {
+				aliases, aliasErr = hostAliases()
+			}
+			if aliasErr != nil {
+				lg.keep("%s: keeps %s (reservation(s) %s: cannot list this namespace's links to see whether its veth lives: %s)", net, who, g.ips(), q(aliasErr.Error()))
+				continue
+			}
+			if aliases[ip.AttachmentAlias(g.id, ifName)] {
+				lg.keep("%s: keeps %s (reservation(s) %s: its veth is still in this namespace, so its netns lives)", net, who, g.ips())
+				continue
+			}
+			lg.act("%s: %sDEL %s (releases unowned reservation(s) %s, %s old)", net, would, who, g.ips(), age.Round(time.Second))
+			if !o.apply {
+				continue
+			}
+			rt := &libcni.RuntimeConf{ContainerID: g.id, IfName: ifName}
+			if err := cni.DelNetworkList(ctx, n.list, rt); err != nil {
+				failed++
+				lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
+			}
+		}
+	}
+	return failed, nil
+}
+
+// delConfig is the config to DEL a with: the one libcni cached with it
+// (what its ADD ran), else today's file of that network, said in note.
+func (st *nodeState) delConfig(a attachment) (list *libcni.NetworkConfigList, note string, err error) {
+	if len(a.entry.Config) > 0 {
+		list, err := parseList(a.entry.Config)
+		if err == nil && list.Name == a.Network {
+			return list, "", nil
+		}
+	}
+	if n := st.network(a.Network); n != nil {
+		return n.list, fmt.Sprintf(" with today's %s (no usable config cached)", q(n.File)), nil
+	}
+	return nil, "", errors.New("no usable config cached, and none in the conf dir")
+}
+
+// lockHeld reports whether some command holds host-local's lock on a
+// network folder (upstream's and ours: flock on <folder>/lock) right now.
+func lockHeld(path string) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // no command ever ran there
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close() // drops the lock if we got it
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	return false, err
+}
+
+// hostAliases are the aliases of this namespace's links: bridge and ptp
+// tag a host veth "cni:<containerID>:<ifname>", and a veth end lives only
+// while its peer's namespace does.
+func hostAliases() (map[string]bool, error) {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, l := range links {
+		if a := l.Attrs().Alias; a != "" {
+			out[a] = true
+		}
+	}
+	return out, nil
+}
+
+type ownerGroup struct {
+	id, ifName string
+	res        []reservation
+	newest     time.Time
+}
+
+func (g ownerGroup) ips() string {
+	var s []string
+	for _, r := range g.res {
+		s = append(s, r.IP)
+	}
+	return strings.Join(s, ",")
+}
+
+// groupByOwner: one DEL per (container ID, ifname), aged by its newest file.
+func groupByOwner(res []reservation) []ownerGroup {
+	var out []ownerGroup
+	idx := map[[2]string]int{}
+	for _, r := range res {
+		k := [2]string{r.ContainerID, r.IfName}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, ownerGroup{id: r.ContainerID, ifName: r.IfName})
+		}
+		out[i].res = append(out[i].res, r)
+		if r.ModTime.After(out[i].newest) {
+			out[i].newest = r.ModTime
+		}
+	}
+	return out
+}
+
+func (st *nodeState) network(name string) *network {
+	for i := range st.Networks {
+		if st.Networks[i].Name == name {
+			return &st.Networks[i]
+		}
+	}
+	return nil
+}
+
+func (st *nodeState) hasNetwork(name string) bool {
+	return st.network(name) != nil || st.hasAttachmentOn(name)
+}
+
+func (st *nodeState) hasAttachmentOn(network string) bool {
+	for _, a := range st.Attachments {
+		if a.Network == network {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *nodeState) hasAttachmentID(network, id string) bool {
+	for _, a := range st.Attachments {
+		if a.Network == network && a.ContainerID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (st *nodeState) orphansOf(network string) []reservation {
+	var out []reservation
+	for _, r := range st.Orphans {
+		if r.Network == network {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (st *nodeState) runtimeAttachments() int {
+	n := 0
+	for _, a := range st.Attachments {
+		if a.Cache == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (st *nodeState) reservationCount() int {
+	n := 0
+	for _, nw := range st.Networks {
+		n += len(nw.res)
+	}
+	return n
+}
+
+// q prints a field read from the cache, a reservation file or a config as
+// it is when every rune is printable, and Go-quoted otherwise: a newline or
+// an escape sequence in a container ID must not reach the terminal, where it
+// could fake lines or table rows. A field that starts with a quote is quoted
+// too, so a quoted field is never ambiguous.
+func q(s string) string {
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

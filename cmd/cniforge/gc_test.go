@@ -1,0 +1,695 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cniforge/plugins/pkg/filelock"
+	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
+)
+
+// Only a path positively gone, seen from the host's mount namespace, in a
+// folder that is there, is "gone"; everything else gc must keep.
+func TestNetnsStateTakesProof(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("needs root (network namespaces)")
+	}
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain") // a netns file whose mount this namespace does not see
+	must(t, os.WriteFile(plain, nil, 0o444))
+	loop := filepath.Join(dir, "loop")
+	must(t, os.Symlink(loop, loop))
+	live, _ := newNS(t)
+	// A process that has exited: its /proc path is gone, but its netns
+	// may live on in other processes.
+	done := exec.Command("true")
+	must(t, done.Run())
+	deadProc := fmt.Sprintf("/proc/%d/ns/net", done.Process.Pid)
+
+	host := hostView{ok: true}
+	other := hostView{why: "not run in the host's mount namespace"}
+	for _, c := range []struct {
+		name, path string
+		view       hostView
+		want       string
+	}{
+		{"a live namespace", live.Path(), host, nsLive},
+		{"a live process's", "/proc/self/ns/net", host, nsLive},
+		{"missing, in a folder that is there, host view", filepath.Join(dir, "gone"), host, nsGone},
+		{"missing, not the host's mount namespace", filepath.Join(dir, "gone"), other, nsUnknown},
+		{"missing folder", filepath.Join(dir, "nodir", "ns"), host, nsUnknown},
+		{"plain file", plain, host, nsUnknown},
+		{"stat error ENOTDIR", filepath.Join(plain, "ns"), host, nsUnknown},
+		{"stat error ELOOP", loop, host, nsUnknown},
+		{"a process that exited", deadProc, host, nsUnknown},
+		{"none recorded", "", host, nsUnknown},
+	} {
+		got, why := netnsState(c.path, c.view)
+		if got != c.want {
+			t.Errorf("%s: netnsState(%q) = %s (%s), want %s", c.name, c.path, got, why, c.want)
+		}
+		if got == nsUnknown && why == "" {
+			t.Errorf("%s: unknown without a reason", c.name)
+		}
+	}
+}
+
+func TestHostViewComparesMountNamespaces(t *testing.T) {
+	defer func(s, i string) { selfMntNS, initMntNS = s, i }(selfMntNS, initMntNS)
+	// The net namespace links stand in for mount namespaces that are not
+	// the kernel's initial one.
+	for _, c := range []struct {
+		self, init string
+		ok         bool
+	}{
+		{"/proc/self/ns/net", "/proc/self/ns/net", true},
+		{"/proc/self/ns/net", "/proc/self/ns/uts", false},
+		{"/proc/self/ns/net", filepath.Join(t.TempDir(), "missing"), false},
+	} {
+		selfMntNS, initMntNS = c.self, c.init
+		if v := probeHostView(); v.ok != c.ok {
+			t.Errorf("self %s, init %s: host view %v (%s), want %v", c.self, c.init, v.ok, v.why, c.ok)
+		}
+	}
+}
+
+// A DaemonSet container whose /run/netns mount was forgotten sees every
+// netns file missing: gc run there must DEL nothing.
+func TestGCFromAnotherMountNamespaceKeepsAll(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	n.add("ctr-a", live)
+	before := n.snapshot()
+	script := `mount -t tmpfs cniforge-test /run/netns && exec "$@"`
+	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", multicall(t)},
+		n.cliArgs("gc", "--apply")...)
+	out, rc := n.run(argv...)
+	t.Logf("gc --apply under a tmpfs /run/netns:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-a eth0 (netns "+live.Path()) {
+		t.Errorf("gc --apply in another mount namespace: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc in another mount namespace changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A mistyped --cache-dir would make every reservation look leaked.
+func TestGCRefusesAnEmptyCache(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	lost, rmLost := newNS(t)
+	ipLive := n.add("ctr-live", live)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmLost())
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+	n.age(ipLive)
+	n.age(ipLost)
+	noResults := t.TempDir()
+	emptyResults := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(emptyResults, "results"), 0o755))
+	// A cache with an attachment of another network only.
+	otherNet := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(otherNet, "results"), 0o755))
+	must(t, os.WriteFile(filepath.Join(otherNet, "results", "othernet-c1-eth0"),
+		[]byte(`{"kind":"cniCacheV1","containerId":"c1","ifName":"eth0","networkName":"othernet","netns":"/run/netns/x"}`), 0o600))
+
+	before := n.snapshot()
+	for _, c := range []struct{ cache, want string }{
+		{noResults, noResults + " has no results/ folder"},
+		{emptyResults, "holds no attachment while 2 reservation(s) exist"},
+	} {
+		out, rc := n.cli("gc", "--apply", "--cache-dir", c.cache)
+		if rc != 1 || !strings.Contains(out, c.want) || strings.Contains(out, "DEL") {
+			t.Errorf("gc --apply --cache-dir %s: exit %d, want 1 and %q:\n%s", c.cache, rc, c.want, out)
+		}
+	}
+	out, rc := n.cli("gc", "--apply", "--cache-dir", otherNet)
+	if rc != 0 || !strings.Contains(out, "nodenet: keeps 2 unowned reservation(s): no cached attachment owns any") || strings.Contains(out, "DEL") {
+		t.Errorf("gc --apply with another network's cache: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("a refused gc changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+
+	// Said explicitly: it goes on, and still keeps the live container,
+	// whose veth shows its netns lives.
+	out, rc = n.cli("gc", "--apply", "--cache-dir", emptyResults, "--allow-empty-cache")
+	t.Logf("gc --apply --allow-empty-cache:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-lost eth0 (releases unowned reservation(s) "+ipLost) ||
+		!strings.Contains(out, "nodenet: keeps ctr-live eth0 (reservation(s) "+ipLive+": its veth is still in this namespace") {
+		t.Errorf("gc --apply --allow-empty-cache: exit %d:\n%s", rc, out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n.ipamData, "nodenet")); !hasOnlyAddr(ents, ipLive) {
+		t.Errorf("reservations after gc: %v, want only %s", ents, ipLive)
+	}
+}
+
+// disableGC: other runtimes share the network; gc leaves it alone.
+func TestGCHonoursDisableGC(t *testing.T) {
+	n := newNodeWith(t, `"disableGC":true,`)
+	gone, rmGone := newNS(t)
+	lost, rmLost := newNS(t)
+	live, _ := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmGone())
+	must(t, rmLost())
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	n.age(ipLost)
+	n.waitLinks(3)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") ||
+		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") ||
+		!strings.Contains(out, "nodenet: keeps 1 unowned reservation(s) (disableGC") {
+		t.Errorf("gc --apply on a disableGC network: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed a disableGC network:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// The conf dir's file changed since the ADD (here: to a plugin that does
+// not exist); DEL runs what the ADD ran, which libcni cached.
+func TestGCDeletesWithTheCachedConfig(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	gone, rmGone := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1), 0o644))
+	must(t, rmGone())
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-gone eth0 (netns "+gone.Path()+" is gone)\n") {
+		t.Errorf("gc --apply: exit %d:\n%s", rc, out)
+	}
+	if _, err := os.Stat(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0")); !os.IsNotExist(err) {
+		t.Errorf("ctr-gone's cache entry is still there (%v)", err)
+	}
+	if strings.Contains(n.nft(), "ctr-gone") {
+		t.Errorf("ctr-gone's rule is still there:\n%s", n.nft())
+	}
+}
+
+// A reservation without a cached attachment may be an ADD still running:
+// kept while younger than --min-age, and while the network's lock is held.
+func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	lost, rmLost := newNS(t)
+	ipLive := n.add("ctr-live", live)
+	ipLost := n.add("ctr-lost", lost)
+	must(t, rmLost())
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
+	n.waitLinks(3)
+	reserved := func() bool {
+		_, err := os.Stat(filepath.Join(n.ipamData, "nodenet", ipLost))
+		return err == nil
+	}
+
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply, a fresh unowned reservation:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-lost eth0 (reservation(s) "+ipLost+" ") ||
+		!strings.Contains(out, "under --min-age 5m0s") || !reserved() {
+		t.Errorf("gc --apply with a fresh unowned reservation: exit %d:\n%s", rc, out)
+	}
+	n.age(ipLost)
+	out, rc = n.cli("gc", "--apply", "--min-age", "1h")
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "under --min-age 1h0m0s") || !reserved() {
+		t.Errorf("gc --apply --min-age 1h with a 10 min old reservation: exit %d:\n%s", rc, out)
+	}
+
+	// Held while gc runs; a gc that DELs anyway would wait on it, so it
+	// is let go after a while at the latest, and the DEL then shows.
+	lock, err := filelock.Lock(filepath.Join(n.ipamData, "nodenet", "lock"), 0o600)
+	must(t, err)
+	gcDone := make(chan struct{})
+	go func() {
+		select {
+		case <-gcDone:
+		case <-time.After(20 * time.Second):
+		}
+		lock.Close()
+	}()
+	out, rc = n.cli("gc", "--apply")
+	close(gcDone)
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: skips its unowned reservations this round (lock ") || !reserved() {
+		t.Errorf("gc --apply while the network's lock is held: exit %d:\n%s", rc, out)
+	}
+
+	// A cache entry that cannot be read may be the owner.
+	garbage := filepath.Join(n.cache, "results", "nodenet-ctr-x-eth0")
+	must(t, os.WriteFile(garbage, []byte("{not json"), 0o600))
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps 1 unowned reservation(s) (unreadable cache entries") || !reserved() {
+		t.Errorf("gc --apply with an unreadable cache entry: exit %d:\n%s", rc, out)
+	}
+	must(t, os.Remove(garbage))
+
+	out, rc = n.cli("gc", "--apply")
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-lost eth0 (releases unowned reservation(s) "+ipLost+", 10m") || reserved() {
+		t.Errorf("gc --apply, lock free, reservation old: exit %d:\n%s", rc, out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(n.ipamData, "nodenet")); !hasOnlyAddr(ents, ipLive) {
+		t.Errorf("reservations after gc: %v, want only %s", ents, ipLive)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a running process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gc --every: one line per action, a failing DEL does not stop later
+// rounds, SIGTERM ends it.
+func TestGCLoop(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	bad, rmBad := newNS(t)
+	gone1, rm1 := newNS(t)
+	gone2, rm2 := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-bad", bad)
+	n.add("ctr-gone1", gone1)
+	n.add("ctr-gone2", gone2)
+	// ctr-bad's cached config names a plugin that does not exist: its DEL
+	// fails in every round.
+	cached := filepath.Join(n.cache, "results", "nodenet-ctr-bad-eth0")
+	b, err := os.ReadFile(cached)
+	must(t, err)
+	var entry map[string]any
+	must(t, json.Unmarshal(b, &entry))
+	var e cacheEntry
+	must(t, json.Unmarshal(b, &e))
+	entry["config"] = bytes.Replace(e.Config, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1)
+	b, err = json.Marshal(entry)
+	must(t, err)
+	must(t, os.WriteFile(cached, b, 0o600))
+	must(t, rmBad())
+	must(t, rm1())
+
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "100ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // the test failed before SIGTERM; harmless after exit
+	})
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("gc --every never printed %q:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)")
+	waitFor("nodenet: DEL ctr-bad eth0 failed: ")
+	// A later round still acts.
+	must(t, rm2())
+	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.Path() + " is gone)")
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("gc --every after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
+	}
+	text := out.String()
+	t.Logf("gc --apply --every 100ms:\n%s", text)
+	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `)
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if !stamp.MatchString(line) {
+			t.Errorf("line without a time: %q", line)
+		}
+	}
+	if !strings.HasSuffix(text, "stopped by a signal\n") {
+		t.Errorf("gc --every did not say it stopped:\n%s", text)
+	}
+	if strings.Contains(text, "round failed") {
+		t.Errorf("a failed DEL printed more than its own line:\n%s", text)
+	}
+	if strings.Count(text, "DEL ctr-gone1") != 1 {
+		t.Errorf("ctr-gone1 DELed more than once:\n%s", text)
+	}
+	st := n.ls()
+	var ids []string
+	for _, a := range st.Attachments {
+		ids = append(ids, a.ContainerID)
+	}
+	if fmt.Sprint(ids) != "[ctr-bad ctr-live]" {
+		t.Errorf("attachments left: %v, want ctr-bad (its DEL fails) and ctr-live", ids)
+	}
+}
+
+func TestQuoteUnprintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"ctr-1":              "ctr-1",
+		"/run/netns/cni-1 2": "/run/netns/cni-1 2",
+		"a\nb":               `"a\nb"`,
+		"\x1b[2Jx":           `"\x1b[2Jx"`,
+		"tab\there":          `"tab\there"`,
+		"\xff":               `"\xff"`,
+		"bidi\u202eevil":     `"bidi\u202eevil"`,
+		`"quoted"`:           `"\"quoted\""`,
+		"ünïcödé":            "ünïcödé",
+	} {
+		if got := q(in); got != want {
+			t.Errorf("q(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// Cache and reservation fields reach the terminal quoted when they hold
+// what is not printable: no escape sequence, no faked row.
+func TestLsQuotesCacheFields(t *testing.T) {
+	evil := "ctr\x1b[2J\nnodenet  fake-ctr  eth0  /run/netns/x  10.0.0.9/24  live"
+	st := &nodeState{
+		Attachments: []attachment{{Network: "nodenet", ContainerID: evil, IfName: "eth0\x1b]0;title\x07",
+			Netns: "/run/netns/a\nb", IPs: []string{"10.0.0.1/24\n"}, NetnsState: nsLive}},
+		Orphans: []reservation{{Network: "nodenet", IP: "10.0.0.2", ContainerID: "x\x1b[31mred", IfName: "eth0\r\nnodenet  10.0.0.3",
+			File: "/var/lib/cni/networks/nodenet/10.0.0.2"}},
+		Networks: []network{{Name: "nodenet\x1b[1m", File: "/etc/cni/net.d/10\n.conflist", CNIVersion: "1.0.0"}},
+		Warnings: []string{"bad\x1b[0m file"},
+	}
+	var b bytes.Buffer
+	printNode(st, &nodeDirs{cache: "/var/lib/cni", conf: "/etc/cni/net.d"}, &b)
+	out := b.String()
+	t.Logf("ls:\n%s", out)
+	if strings.ContainsAny(out, "\x1b\x07\r") {
+		t.Errorf("ls printed a control character:\n%q", out)
+	}
+	for _, fake := range []string{"\nnodenet  fake-ctr", "\nnodenet  10.0.0.3", "\nb "} {
+		if strings.Contains(out, fake) {
+			t.Errorf("ls printed a faked row %q:\n%s", fake, out)
+		}
+	}
+	if !strings.Contains(out, strconv.Quote(evil)) {
+		t.Errorf("ls did not print the container ID quoted:\n%s", out)
+	}
+	if n := strings.Count(out, "\n"); n != 12 {
+		t.Errorf("ls printed %d lines, want 12 (headers, one row each, the warning):\n%s", n, out)
+	}
+}
+
+// ls's FREE: how many more attachments fit. An ADD takes an address from
+// every range set, so a dual-stack network is as full as its fuller set.
+func TestFreeAddressesPerRangeSet(t *testing.T) {
+	for _, c := range []struct {
+		name, ranges string
+		res          []string
+		free         string
+		perSet       []string
+	}{
+		{"one /24 without its gateway", `[[{"subnet":"10.1.0.0/24"}]]`, []string{"10.1.0.2", "10.1.0.3"}, "251", nil},
+		{"dual stack: the fuller set", `[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/120"}]]`,
+			[]string{"10.1.0.2", "10.1.0.3", "fd00::2"}, "251", []string{"251", "253"}},
+		{"a reservation outside every range", `[[{"subnet":"10.1.0.0/24"}]]`, []string{"10.9.9.9"}, "253", nil},
+		{"two ranges in one set", `[[{"subnet":"10.1.0.0/29"},{"subnet":"10.2.0.0/29"}]]`, []string{"10.2.0.3"}, "9", nil},
+		{"IPv6 /64", `[[{"subnet":"fd00::/64"}]]`, nil, "18446744073709551614", nil},
+	} {
+		conf, err := hostlocal.ParseConfig([]byte(`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local","ranges":` + c.ranges + `}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var res []reservation
+		for _, ip := range c.res {
+			res = append(res, reservation{IP: ip})
+		}
+		free, perSet := freeAddresses(conf, res)
+		if free != c.free || fmt.Sprint(perSet) != fmt.Sprint(c.perSet) {
+			t.Errorf("%s: free %s %v, want %s %v", c.name, free, perSet, c.free, c.perSet)
+		}
+	}
+}
+
+// Multus runs libcni on each delegate with its own cache dir (its cniDir,
+// /var/lib/cni/multus), and keeps each pod's delegate list there under the
+// container ID: their reservations are Multus's, not leaked.
+func TestGCKeepsWhatMultusOwns(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	podM, _ := newNS(t)
+	podS, _ := newNS(t)
+	podG, rmG := newNS(t)
+	n.add("ctr-live", live)
+	n.addAs(n.multus, "pod-g", "net1", podG)
+	must(t, rmG()) // Multus's to DEL, with the pod's DEL
+	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
+	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
+	// pod-s is known only by the delegate list Multus keeps for its DEL.
+	must(t, os.Remove(filepath.Join(n.multus, "results", "nodenet-pod-s-net2")))
+	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
+	must(t, err)
+	delegates, err := json.Marshal([]map[string]any{{
+		"Conf":              map[string]any{"cniVersion": "1.1.0", "name": "nodenet"},
+		"ConfList":          map[string]any{"cniVersion": "1.1.0", "name": "nodenet", "plugins": []any{map[string]any{"type": "bridge"}}},
+		"Name":              "nodenet",
+		"ifnameRequest":     "net2",
+		"IsFilterV4Gateway": false,
+		"IsFilterV6Gateway": false,
+		"Bytes":             conf,
+	}})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(n.multus, "pod-s"), delegates, 0o600))
+	// A delegate such as macvlan or SR-IOV leaves no veth on the host,
+	// nothing else gc could see the pod by: take the bridge's away.
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	links, err := ip.LinkList(h)
+	must(t, err)
+	for _, l := range links {
+		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" {
+			must(t, h.LinkDel(l))
+		}
+	}
+	h.Close()
+	n.age(ipM)
+	n.age(ipS)
+
+	st := n.ls()
+	if len(st.Orphans) != 0 || fmt.Sprint(st.MultusPods) != "[pod-g pod-m pod-s]" {
+		t.Errorf("ls: orphans %+v, Multus pods %v; want none, and pod-g, pod-m and pod-s", st.Orphans, st.MultusPods)
+	}
+	var multus []string
+	for _, a := range st.Attachments {
+		if a.Cache == "multus" {
+			multus = append(multus, a.ContainerID+" "+a.IfName+" "+strings.Join(a.IPs, ","))
+		}
+	}
+	if len(multus) != 2 || multus[1] != "pod-m net1 "+ipM+"/24" {
+		t.Errorf("ls: Multus attachments %v, want pod-g's and pod-m's", multus)
+	}
+	text, _ := n.cli("ls")
+	t.Logf("cniforge ls:\n%s", text)
+	if !strings.Contains(text, "attachments Multus delegated (its cache "+n.multus+"; pods: 3):") ||
+		!strings.Contains(text, "nodenet  pod-m      net1") {
+		t.Errorf("ls does not show Multus's attachments:\n%s", text)
+	}
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	if rc != 0 || strings.Contains(out, "DEL ") || !strings.Contains(out, "nodenet: keeps pod-g net1 (netns gone, but a delegate of Multus's") {
+		t.Errorf("gc --apply with Multus's reservations: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc took something of Multus's:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// gc looping at a short interval while pods come and go through libcni,
+// several at once as on a busy node: every ADD and DEL succeeds, no address
+// is held twice, the live pods keep everything, and every pod whose netns
+// was deleted without a DEL is reclaimed.
+func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
+	n := newNode(t)
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "10ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+
+	const pods, workers = 48, 8
+	type pod struct {
+		id   string
+		ns   *ns.NetNS
+		rm   func() error
+		ip   string
+		fate string // "live", "del" (a DEL), "leak" (netns deleted without one)
+		err  error
+	}
+	all := make([]*pod, pods)
+	for i := range all {
+		all[i] = &pod{id: fmt.Sprintf("pod-%02d", i), fate: [...]string{"live", "del", "leak"}[i%3]}
+	}
+	t.Cleanup(func() {
+		for _, p := range all {
+			if p.rm != nil {
+				_ = p.rm()
+			}
+		}
+	})
+	work := make(chan *pod)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for p := range work {
+				var err error
+				if p.ns, p.rm, err = testutil.CreateNS(); err != nil {
+					p.err = err
+					continue
+				}
+				if p.ip, p.err = n.tryAdd(n.cache, p.id, "eth0", p.ns); p.err != nil {
+					continue
+				}
+				switch p.fate {
+				case "del":
+					p.err = n.del(p.id, p.ns)
+				case "leak":
+					p.err = p.rm()
+				}
+			}
+		})
+	}
+	for _, p := range all {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	for _, p := range all {
+		if p.err != nil {
+			t.Errorf("%s (%s): %v", p.id, p.fate, p.err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Until gc has reclaimed every leaked pod: the cache holds the live ones.
+	var live []string
+	liveIP := map[string]string{}
+	for _, p := range all {
+		if p.fate == "live" {
+			live = append(live, p.id)
+			if other, dup := liveIP[p.ip]; dup {
+				t.Errorf("%s and %s both hold %s", other, p.id, p.ip)
+			}
+			liveIP[p.ip] = p.id
+		}
+	}
+	cached := func() []string {
+		ents, _ := os.ReadDir(filepath.Join(n.cache, "results"))
+		var ids []string
+		for _, e := range ents {
+			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(e.Name(), "nodenet-"), "-eth0"))
+		}
+		return ids
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for fmt.Sprint(cached()) != fmt.Sprint(live) {
+		if time.Now().After(deadline) {
+			t.Fatalf("cache holds %v, want the live pods %v; gc printed:\n%s", cached(), live, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("gc --every after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("gc --every did not stop on SIGTERM")
+	}
+	text := out.String()
+	t.Logf("gc --apply --every 10ms:\n%s", text)
+
+	// The reservations are the live pods', each owned by its pod; each live
+	// pod still has its veth and its masquerade rule.
+	ents, err := os.ReadDir(filepath.Join(n.ipamData, "nodenet"))
+	must(t, err)
+	held := map[string]string{}
+	for _, e := range ents {
+		if strings.Count(e.Name(), ".") == 3 && !strings.HasPrefix(e.Name(), "last") {
+			b, err := os.ReadFile(filepath.Join(n.ipamData, "nodenet", e.Name()))
+			must(t, err)
+			id, _, _ := strings.Cut(string(b), "\r\n")
+			held[e.Name()] = id
+		}
+	}
+	if fmt.Sprint(held) != fmt.Sprint(liveIP) {
+		t.Errorf("reservations %v, want the live pods' %v", held, liveIP)
+	}
+	rules := n.nft()
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	defer h.Close()
+	links, err := ip.LinkList(h)
+	must(t, err)
+	aliases := map[string]bool{}
+	for _, l := range links {
+		aliases[l.Attrs().Alias] = true
+	}
+	for _, p := range all {
+		hasRule := strings.Contains(rules, "id: "+p.id+"\"")
+		if hasRule != (p.fate == "live") {
+			t.Errorf("%s (%s): masquerade rule there: %v", p.id, p.fate, hasRule)
+		}
+		if aliases["cni:"+p.id+":eth0"] != (p.fate == "live") {
+			t.Errorf("%s (%s): host veth there: %v", p.id, p.fate, aliases["cni:"+p.id+":eth0"])
+		}
+		dels := strings.Count(text, "nodenet: DEL "+p.id+" eth0 (netns")
+		if want := map[string]int{"live": 0, "del": 0, "leak": 1}[p.fate]; dels != want {
+			t.Errorf("%s (%s): gc DELed it %d times, want %d", p.id, p.fate, dels, want)
+		}
+	}
+	if regexp.MustCompile(`: DEL \S+ \S+ failed`).MatchString(text) {
+		t.Errorf("a DEL of gc's failed:\n%s", text)
+	}
+}
