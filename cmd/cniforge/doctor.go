@@ -60,7 +60,7 @@ func doctor(args []string, stdout, stderr io.Writer) int {
 			Fix: "write a .conflist there (the README's Kubernetes section has one), or point --conf-dir at the runtime's conf dir"})
 	}
 	for _, w := range st.Warnings {
-		found = append(found, finding{Problem: w, Fix: "fix or remove that file: runtimes skip a config they cannot read"})
+		found = append(found, finding{Problem: w, Fix: "check what it names: runtimes skip a config they cannot read, and a wrong --cache-dir makes every reservation look unowned"})
 	}
 	found = append(found, pluginFindings(st, d.bin)...)
 	found = append(found, sysctlFindings(st)...)

@@ -45,6 +45,7 @@ func (n *node) doctor() ([]finding, string, int) {
 // iptables backends. Each is found with its fix, and once fixed, gone.
 func TestDoctorFindsWhatBreaksANode(t *testing.T) {
 	n := newNode(t) // nodenet: bridge + host-local; its netns starts with ip_forward 0
+	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755)) // a runtime ran here
 	must(t, os.WriteFile(filepath.Join(n.conf, "30-fw.conflist"), []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"fwnet","plugins":[
 		{"type":"bridge","bridge":"cfw0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.124.0.0/29","rangeStart":"10.124.0.2","rangeEnd":"10.124.0.3"}]]}},
 		{"type":"firewall"}]}`, n.ipamData)), 0o644))
@@ -72,6 +73,7 @@ func TestDoctorFindsWhatBreaksANode(t *testing.T) {
 		{"brokennet", `plugin "nosuch" is not in ` + n.bin, "cniforge install --dir " + n.bin},
 		{"brokennet", `plugin "brokenplug": VERSION failed`, "answers VERSION"},
 		{"fwnet", "no address free (2 used)", "2 reservation(s) no cached attachment owns and 0 attachment(s) whose netns is gone: cniforge gc --apply"},
+		{"", "is empty while reservations exist", "a wrong --cache-dir makes every reservation look unowned"},
 		{"", "IPv4 CNI chains in both iptables-legacy (nat/CNI-LEGACY-TEST) and iptables-nft (nat/CNI-NFT-TEST)", "keep one backend"},
 	}
 	if brNF {
@@ -110,6 +112,7 @@ func TestDoctorFindsWhatBreaksANode(t *testing.T) {
 
 func TestDoctorWithoutNetworks(t *testing.T) {
 	n := newNode(t)
+	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755))
 	ents, _ := os.ReadDir(n.conf)
 	for _, e := range ents {
 		must(t, os.Remove(filepath.Join(n.conf, e.Name())))
