@@ -240,7 +240,9 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			miss = append(miss, "nat chain "+r.chain)
 		}
 		for _, s := range r.rules {
-			if !slices.Contains(nat.rules[r.chain], s) {
+			if !slices.Contains(nat.rules[r.chain], s) && !slices.ContainsFunc(r.alts[s], func(a string) bool {
+				return slices.Contains(nat.rules[r.chain], a)
+			}) {
 				miss = append(miss, "-A "+r.chain+" "+s)
 			}
 		}

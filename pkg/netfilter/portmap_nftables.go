@@ -96,8 +96,17 @@ func (s pmState) own(set, hash string) []nftables.SetElement {
 	return out
 }
 
+// hasOldHairpin reports whether s holds the hairpin element cniforge
+// added for opts before hairpin_nets existed (CHECK accepts it).
+func (s pmState) hasOldHairpin(opts PortMapOptions, f family, hash string) bool {
+	old := oldHairpinElem(opts, f)
+	return slices.ContainsFunc(s.own(pmHairpin, hash), func(e nftables.SetElement) bool { return string(e.Key) == string(old) })
+}
+
 func sameElems(a, b []nftables.SetElement) bool {
-	key := func(e nftables.SetElement) string { return string(e.Key) + "=" + string(e.Val) }
+	key := func(e nftables.SetElement) string {
+		return string(e.Key) + "-" + string(e.KeyEnd) + "=" + string(e.Val)
+	}
 	ka, kb := make([]string, len(a)), make([]string, len(b))
 	for i := range a {
 		ka[i] = key(a[i])
@@ -282,8 +291,8 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 			have := s.own(set, hash)
 			for _, w := range want {
 				if !slices.ContainsFunc(have, func(h nftables.SetElement) bool {
-					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val)
-				}) {
+					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val) && string(h.KeyEnd) == string(w.KeyEnd)
+				}) && !(set == pmHairpinNets && s.hasOldHairpin(opts, f, hash)) {
 					miss = append(miss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
 				}
 			}

@@ -21,12 +21,12 @@ func manyMappings(n, first int) []PortMapping {
 var _ = DescribeTable("1000 port mappings of one attachment",
 	func(backend string) {
 		hostNS := testutil.NewNS()
-		opts := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IP{net.ParseIP("10.1.0.5")},
+		opts := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
 			SNAT: true, MarkMasqBit: DefaultMarkMasqBit, Mappings: manyMappings(1000, 20000)}
 		other := opts
 		other.Owner.ContainerID = "other"
 		other.Mappings = manyMappings(3, 40000)
-		other.ContainerIPs = []net.IP{net.ParseIP("10.1.0.6")}
+		other.ContainerIPs = []net.IPNet{{IP: net.ParseIP("10.1.0.6")}}
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
 			pm, err := NewPortMap(backend)

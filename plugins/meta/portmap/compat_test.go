@@ -32,6 +32,13 @@ func upstreamChain(network, id string) string {
 // 80 -> contIP4:8080 with snat (its default).
 func upstreamADD(n *ns.NetNS, id string) {
 	GinkgoHelper()
+	// The container's address with its prefix: iptables keeps the network.
+	hairpinADD(n, id, contIP4+"/24")
+}
+
+// hairpinADD is upstreamADD with the hairpin mark's source hairpinSrc.
+func hairpinADD(n *ns.NetNS, id, hairpinSrc string) {
+	GinkgoHelper()
 	chain := upstreamChain(netName, id)
 	comment := fmt.Sprintf(`dnat name: "%s" id: "%s"`, netName, id)
 	for _, c := range [][]string{
@@ -44,7 +51,7 @@ func upstreamADD(n *ns.NetNS, id string) {
 		{"-A", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
 		{"-A", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
 		{"-N", chain},
-		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", contIP4 + "/32", "-j", "CNI-HOSTPORT-SETMARK"},
+		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", hairpinSrc, "-j", "CNI-HOSTPORT-SETMARK"},
 		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"},
 		{"-A", chain, "-p", "tcp", "--dport", "80", "-j", "DNAT", "--to-destination", contIP4 + ":8080"},
 		{"-A", "CNI-HOSTPORT-DNAT", "-m", "comment", "--comment", comment, "-m", "multiport", "-p", "tcp", "--destination-ports", "80", "-j", chain},
@@ -109,6 +116,25 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 		Expect(forwards(e.host)).To(BeEmpty())
 	})
 
+	It("with masqAll, marks with one rule as upstream (v1.9.1 on): -s 0.0.0.0/0, which iptables prints without -s", func() {
+		stdin := confOpts{ver: "1.1.0", backend: "iptables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResultV4("1.1.0"), extra: map[string]any{"masqAll": true}}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		chain := upstreamChain(netName, "c1")
+		Expect(ipt(e.host, "iptables", "-t", "nat", "-S", chain)).To(Equal("-N " + chain + "\n" +
+			"-A " + chain + " -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK\n" +
+			"-A " + chain + " -p tcp -m tcp --dport 80 -j DNAT --to-destination " + contIP4 + ":8080\n"))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+	})
+
+	It("checks and deletes the /32 hairpin mark cniforge wrote before issue 22", func() {
+		hairpinADD(e.host, "c1", contIP4+"/32")
+		stdin := conf(mapping{HostPort: 80, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
 	It("GC collects an upstream ADD's rules of an attachment not listed", func() {
 		upstreamADD(e.host, "gone")
 		gc := []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"portmap","cni.dev/valid-attachments":[]}`, netName))
@@ -136,6 +162,22 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 })
 
 var _ = Describe("upstream compatibility (nftables)", func() {
+	It("checks and deletes the hairpin element cniforge added before issue 22 (container . container)", func() {
+		e := newEnv()
+		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResult("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		sum := sha512.Sum512([]byte(netName + "c1"))
+		comment := fmt.Sprintf(`"%s, net: %s, id: c1"`, hex.EncodeToString(sum[:])[:16], netName)
+		for _, f := range []struct{ fam, ip, subnet string }{{"ip", contIP4, "10.88.0.0/24"}, {"ip6", contIP6, "fd88::/64"}} {
+			ipt(e.host, "nft", "delete", "element", f.fam, "cni_hostport", "hairpin_nets", "{", f.subnet+" . "+f.ip, "}")
+			ipt(e.host, "nft", "add", "element", f.fam, "cni_hostport", "hairpin", "{", f.ip+" . "+f.ip, "comment", comment, "}")
+		}
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
 	It("DEL removes upstream's per-mapping rules, commented with the container ID", func() {
 		e := newEnv()
 		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},

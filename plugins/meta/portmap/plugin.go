@@ -122,15 +122,15 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 }
 
 // containerIPs returns prevResult's addresses on container interfaces (or
-// on no interface in particular), in order.
-func containerIPs(prev *current.Result) []net.IP {
-	var out []net.IP
+// on no interface in particular), in order, with their prefix lengths.
+func containerIPs(prev *current.Result) []net.IPNet {
+	var out []net.IPNet
 	for _, ipc := range prev.IPs {
 		if ipc.Interface != nil && *ipc.Interface >= 0 && *ipc.Interface < len(prev.Interfaces) &&
 			prev.Interfaces[*ipc.Interface].Sandbox == "" {
 			continue // a host-side address
 		}
-		out = append(out, ipc.Address.IP)
+		out = append(out, ipc.Address)
 	}
 	return out
 }
@@ -138,11 +138,11 @@ func containerIPs(prev *current.Result) []net.IP {
 // enableLocalnet sets route_localnet=1 on the host interface that routes
 // to the container's first IPv4 address, and pushes the restore of the
 // old value.
-func enableLocalnet(a *attach.Attachment, ips []net.IP) error {
+func enableLocalnet(a *attach.Attachment, ips []net.IPNet) error {
 	var v4 net.IP
 	for _, x := range ips {
-		if x.To4() != nil {
-			v4 = x
+		if x.IP.To4() != nil {
+			v4 = x.IP
 			break
 		}
 	}
