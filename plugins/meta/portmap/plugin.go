@@ -15,7 +15,8 @@
 //	localnet    with snat and an IPv4 address: route_localnet=1 on the
 //	            host interface that routes to the container, so that
 //	            127.0.0.1:hostPort works from the host (the guard in the
-//	            rules keeps neighbours' packets to 127.0.0.0/8 out)
+//	            rules keeps neighbours' packets to 127.0.0.0/8 out);
+//	            skipped, as upstream, when no host interface routes there
 //	conntrack   flush the UDP conntrack entries of the mapped host ports,
 //	            so that a flow that started before ADD is forwarded now
 //
@@ -154,7 +155,15 @@ func enableLocalnet(a *attach.Attachment, ips []net.IPNet) error {
 		return err
 	}
 	routes, err := h.RouteGet(v4)
-	if err != nil || len(routes) == 0 {
+	if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || err == nil && (len(routes) == 0 || routes[0].LinkIndex == 0) {
+		// The host cannot route to the container yet (a main plugin
+		// that routes later, another node agent): as upstream, skip
+		// this step. Every path but 127.0.0.1:hostPort from the host
+		// works without it.
+		a.Log.Info("no host interface routes to the container: route_localnet left alone", "addr", v4.String())
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("find the host interface routing to %s: %w", v4, err)
 	}
 	link, err := h.LinkByIndex(routes[0].LinkIndex)
