@@ -3,6 +3,7 @@ package netfilter
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -246,9 +247,12 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 				miss = append(miss, "-A "+r.chain+" "+s)
 			}
 		}
-		for _, e := range r.entries {
-			if !slices.Contains(nat.rules[pmDNATChain], e) {
-				miss = append(miss, "-A "+pmDNATChain+" "+e)
+		have := entryPorts(entriesTo(nat, r.chain))
+		for _, proto := range slices.Sorted(maps.Keys(r.ports)) {
+			for _, port := range r.ports[proto] {
+				if !have[proto][port] {
+					miss = append(miss, fmt.Sprintf("-A %s -p %s ... --dports %d -j %s", pmDNATChain, proto, port, r.chain))
+				}
 			}
 		}
 		for _, m := range miss {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -77,6 +78,8 @@ type pmRules struct {
 	// alts are the other forms of a rule CHECK accepts: what earlier
 	// releases wrote for it.
 	alts map[string][]string
+	// ports are the host ports the entries send to chain, per protocol.
+	ports map[string][]int
 }
 
 func desiredPortMap(opts PortMapOptions, f family) pmRules {
@@ -136,6 +139,7 @@ func desiredPortMap(opts PortMapOptions, f family) pmRules {
 			ports[m.Protocol] = append(ports[m.Protocol], m.HostPort)
 		}
 	}
+	r.ports = ports
 	comment := saveQuote(pmComment(o))
 	for _, proto := range protos {
 		for group := range slices.Chunk(ports[proto], pmMultiportMax) {
@@ -267,6 +271,42 @@ func tablesPayload(tables map[string][]string) []byte {
 		b.WriteString("COMMIT\n")
 	}
 	return b.Bytes()
+}
+
+var entryPortsRE = newLazyRE(`^-p (\S+) .*--dports (\S+) `)
+
+// entryPorts returns the host ports per protocol that entries (rules of
+// CNI-HOSTPORT-DNAT) send on. CHECK asks only that each mapped port is
+// among them: upstream 1.1.1 also lists an IPv4 hostIP's port in the IPv6
+// entry, and groups may differ.
+func entryPorts(entries []string) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	for _, e := range entries {
+		m := entryPortsRE.FindStringSubmatch(e)
+		if m == nil {
+			continue
+		}
+		if out[m[1]] == nil {
+			out[m[1]] = map[int]bool{}
+		}
+		for _, p := range strings.Split(m[2], ",") {
+			lo, hi, isRange := strings.Cut(p, ":")
+			a, err := strconv.Atoi(lo)
+			if err != nil {
+				continue
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(hi); err != nil {
+					continue
+				}
+			}
+			for port := a; port <= b && port <= 65535; port++ {
+				out[m[1]][port] = true
+			}
+		}
+	}
+	return out
 }
 
 var dnatTargetRE = newLazyRE(`-j DNAT --to-destination \[?([0-9a-fA-F.:]+?)\]?:\d+$`)

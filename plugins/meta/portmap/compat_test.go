@@ -1,9 +1,11 @@
 package portmap_test
 
 import (
+	"bytes"
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -195,5 +197,49 @@ var _ = Describe("upstream compatibility (nftables)", func() {
 		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
 		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).NotTo(ContainSubstring(`comment "c1"`))
 		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, stdin)).Err).To(BeNil(), "another container's mappings stay")
+	})
+})
+
+// upstreamBin is Debian's build of upstream's portmap (1.1.1), installed
+// with podman. A spec that needs it fails when it is missing: it is the
+// second source of upstream-made state (issue 22), never skipped.
+const upstreamBin = "/usr/lib/cni/portmap"
+
+// runUpstream runs upstream's portmap in n (the stand-in host) with cmd.
+func runUpstream(n *ns.NetNS, e env, cmd, id string, stdin []byte) {
+	GinkgoHelper()
+	_, err := os.Stat(upstreamBin)
+	Expect(err).NotTo(HaveOccurred(), "upstream's portmap (Debian's containernetworking-plugins) is needed here")
+	var out, stderr bytes.Buffer
+	err = n.Do(func() error {
+		c := exec.Command(upstreamBin)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + id,
+			"CNI_NETNS=" + e.cont.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
+		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
+		return c.Run()
+	})
+	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
+}
+
+var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
+	It("CHECK and DEL accept what upstream's ADD made, IPv4 and IPv6, and the forwards work in between", func() {
+		e := newEnv()
+		tcpServe(e.cont, ":8080", "by-upstream")
+		stdin := confOpts{ver: "1.0.0", backend: "", prev: e.prevResult("1.0.0"), mappings: []mapping{
+			// 1.1.1 has no default protocol.
+			{HostPort: 80, ContainerPort: 8080, Protocol: "tcp"}, {HostPort: 53, ContainerPort: 5353, Protocol: "udp"},
+			{HostPort: 81, ContainerPort: 8080, Protocol: "tcp", HostIP: hostIP4},
+		}}.json()
+		runUpstream(e.host, e, "ADD", "c1", stdin)
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("by-upstream"))
+		Expect(tcpGet(e.outside, hp6(80))).To(Equal("by-upstream"))
+		Expect(tcpGet(e.cont, hp(80))).To(Equal("by-upstream"), "hairpin")
+
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+		_, err := tcpGet(e.outside, hp(80))
+		Expect(err).To(HaveOccurred(), "nothing forwards after our DEL")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
 	})
 })
