@@ -15,9 +15,15 @@ import (
 
 // nftablesPortMap is the nftables backend of port forwarding (the layout
 // is in portmap_nftrules.go). Every call is one netlink socket, reads that
-// are generation-consistent, and at most one batch, for both families,
-// which the kernel applies entirely or not at all.
-type nftablesPortMap struct{}
+// are generation-consistent, and one batch for both families, which the
+// kernel applies entirely or not at all, unless the elements exceed what
+// one batch may carry (a few hundred mappings or more; portmap_nftbatch.go):
+// then Setup undoes the batches it sent when a later one fails.
+type nftablesPortMap struct {
+	// failBatch, when set, makes the kernel refuse the element batches
+	// it answers true for (tests; see pmBatch).
+	failBatch func(n int) bool
+}
 
 func newNFTablesPortMap() *nftablesPortMap { return &nftablesPortMap{} }
 
@@ -159,7 +165,9 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 		}
 		states[f] = s
 	}
-	// One batch for both families: all or nothing.
+	// One batch for both families, all or nothing, unless the elements
+	// need more (pmBatch): then a failed batch undoes the ones before it.
+	b := &pmBatch{c: c, failBatch: p.failBatch}
 	for _, f := range fams {
 		s := states[f]
 		c.AddTable(pmTableOf(f))
@@ -188,22 +196,28 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 			if sameElems(have, want[set.Name]) {
 				continue
 			}
-			if len(have) > 0 {
-				if err := setElems(c.SetDeleteElements, sets[set.Name], have); err != nil {
-					return err
-				}
+			if err := b.del(sets[set.Name], have); err != nil {
+				return p.undoSetup(b, opts.Owner, err)
 			}
-			if len(want[set.Name]) > 0 {
-				if err := setElems(c.SetAddElements, sets[set.Name], want[set.Name]); err != nil {
-					return err
-				}
+			if err := b.add(sets[set.Name], want[set.Name]); err != nil {
+				return p.undoSetup(b, opts.Owner, err)
 			}
 		}
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("set up nftables port forwards for %s in %s: %w", opts.Owner, pmTable, err)
+	if err := b.flush(); err != nil {
+		return p.undoSetup(b, opts.Owner, err)
 	}
 	return nil
+}
+
+// undoSetup reverts the batches Setup sent before err and returns err,
+// with the undo's own failure if any.
+func (p *nftablesPortMap) undoSetup(b *pmBatch, o Owner, err error) error {
+	err = fmt.Errorf("set up nftables port forwards for %s in %s: %w", o, pmTable, err)
+	if uerr := b.undo(); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("undo the %d batches sent before: %w", len(b.sent), uerr))
+	}
+	return err
 }
 
 func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) { return p.TeardownOf(o, nil) }
@@ -222,6 +236,7 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 	if err != nil {
 		return ips, fmt.Errorf("tear down nftables port forwards for %s: %w", o, err)
 	}
+	b := &pmBatch{c: c}
 	for _, f := range families {
 		s, err := p.read(c, f, true, !byKey)
 		if err != nil {
@@ -240,8 +255,8 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 					}
 				}
 			}
-			if err := setElems(c.SetDeleteElements, set, own); err != nil {
-				return ips, err
+			if err := b.del(set, own); err != nil {
+				return ips, fmt.Errorf("tear down nftables port forwards for %s in %s: %w", o, pmTable, err)
 			}
 			changed = true
 		}
@@ -260,7 +275,7 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 	if !changed {
 		return ips, nil
 	}
-	if err := c.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return ips, fmt.Errorf("tear down nftables port forwards for %s in %s: %w", o, pmTable, err)
 	}
 	return ips, nil
@@ -317,6 +332,7 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 		}
 	}
 	changed := false
+	b := &pmBatch{c: c}
 	for _, f := range families {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
@@ -330,8 +346,8 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 				}
 			}
 			if len(stale) > 0 {
-				if err := setElems(c.SetDeleteElements, set, stale); err != nil {
-					return err
+				if err := b.del(set, stale); err != nil {
+					return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
 				}
 				changed = true
 			}
@@ -340,24 +356,8 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 	if !changed {
 		return nil
 	}
-	if err := c.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
-	}
-	return nil
-}
-
-// pmElemChunk bounds the elements of one netlink message: the element
-// list is one nested attribute, whose length field has 16 bits, so 1000
-// elements in one message would be cut short without an error.
-const pmElemChunk = 200
-
-// setElems queues op (add or delete) for els in messages of at most
-// pmElemChunk elements; they stay in the one batch the next Flush sends.
-func setElems(op func(*nftables.Set, []nftables.SetElement) error, s *nftables.Set, els []nftables.SetElement) error {
-	for chunk := range slices.Chunk(els, pmElemChunk) {
-		if err := op(s, chunk); err != nil {
-			return fmt.Errorf("set %s: %w", s.Name, err)
-		}
 	}
 	return nil
 }

@@ -111,9 +111,10 @@ func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o Owner, mappings []Po
 			}
 		}
 	}
+	// At most pmLookupMax mappings' elements: one batch holds them.
 	for _, d := range dels {
-		if err := setElems(c.SetDeleteElements, d.set, d.els); err != nil {
-			return ips, false, true, err
+		if err := c.SetDeleteElements(d.set, d.els); err != nil {
+			return ips, false, true, fmt.Errorf("set %s: %w", d.set.Name, err)
 		}
 	}
 	return ips, len(dels) > 0, true, nil

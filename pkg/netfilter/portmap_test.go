@@ -54,3 +54,64 @@ var _ = DescribeTable("1000 port mappings of one attachment",
 	Entry("iptables", BackendIPTables),
 	Entry("nftables", BackendNFTables),
 )
+
+// Issue 22, defect 2: 5,000 mappings take several batches (portmap_nftbatch.go);
+// a batch the kernel refuses after others went through leaves the
+// attachment as it was before Setup.
+var _ = Describe("nftables Setup over several batches", func() {
+	ownElems := func(p *nftablesPortMap, o Owner) int {
+		GinkgoHelper()
+		c, err := p.conn()
+		Expect(err).NotTo(HaveOccurred())
+		defer c.CloseLasting()
+		n := 0
+		for _, f := range families {
+			s, err := p.read(c, f, false, true)
+			Expect(err).NotTo(HaveOccurred())
+			for _, set := range pmSets(f) {
+				n += len(s.own(set.Name, nftPMHash(o)))
+			}
+		}
+		return n
+	}
+	base := func(id string, ms []PortMapping) PortMapOptions {
+		return PortMapOptions{Owner: Owner{Network: "n", ContainerID: id}, SNAT: true, Mappings: ms,
+			ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}, {IP: net.ParseIP("fd00:1::5"), Mask: net.CIDRMask(64, 128)}}}
+	}
+
+	It("adds 5,000 mappings, and a refused later batch undoes the earlier ones, for a first ADD and a replacing one", func() {
+		hostNS := testutil.NewNS()
+		Expect(hostNS.Do(func() error {
+			defer GinkgoRecover()
+			other := base("other", manyMappings(3, 40000))
+			other.ContainerIPs = []net.IPNet{{IP: net.ParseIP("10.1.0.6")}}
+			p := newNFTablesPortMap()
+			Expect(p.Setup(other)).To(Succeed())
+
+			many := base("c", manyMappings(5000, 20000))
+			batches := 0
+			p.failBatch = func(n int) bool { batches = n; return false }
+			Expect(p.Setup(many)).To(Succeed())
+			Expect(batches).To(BeNumerically(">", 3), "5,000 mappings take several batches")
+			Expect(p.Check(many)).To(Succeed())
+			Expect(ownElems(p, many.Owner)).To(Equal(2*5000 + 2))
+			_, err := p.Teardown(many.Owner)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ownElems(p, many.Owner)).To(BeZero())
+
+			p.failBatch = func(n int) bool { return n == 3 }
+			Expect(p.Setup(many)).NotTo(Succeed())
+			Expect(ownElems(p, many.Owner)).To(BeZero(), "a first ADD leaves nothing")
+
+			few := base("c", manyMappings(10, 30000))
+			p.failBatch = nil
+			Expect(p.Setup(few)).To(Succeed())
+			p.failBatch = func(n int) bool { return n == 3 }
+			Expect(p.Setup(many)).NotTo(Succeed())
+			Expect(p.Check(few)).To(Succeed(), "a replacing ADD leaves the mappings it replaced")
+			Expect(ownElems(p, many.Owner)).To(Equal(2*10+2), "and nothing of the new ones")
+			Expect(p.Check(other)).To(Succeed(), "another attachment's mappings stay")
+			return nil
+		})).To(Succeed())
+	})
+})
