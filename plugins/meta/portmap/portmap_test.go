@@ -282,14 +282,15 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil())
 	})
 
-	DescribeTable("a failure after each ADD step leaves no rule",
+	DescribeTable("a failure after each ADD step leaves no rule, and route_localnet as it was",
 		func(step string) {
-			before := netfilterState(e.host)
+			localnet := "net.ipv4.conf." + hostIf + ".route_localnet"
+			Expect(ipt(e.host, "sysctl", "-n", localnet)).To(Equal("0\n"))
 			hooks := attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}
 			out := run(e, hooks, call("ADD", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 53, ContainerPort: 53, Protocol: "udp"})))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(forwards(e.host)).To(BeEmpty())
-			_ = before
+			Expect(ipt(e.host, "sysctl", "-n", localnet)).To(Equal("0\n"))
 		},
 		testutil.StepEntries(portmap.AddSteps),
 	)
