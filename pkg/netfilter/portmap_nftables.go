@@ -297,9 +297,10 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		if err != nil {
 			return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
 		}
+		var fmiss []error
 		for _, def := range pmChains(f) {
 			if !s.chains[def.chain.Name] {
-				miss = append(miss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
+				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
 			}
 		}
 		for set, want := range pmElements(opts, f) {
@@ -308,10 +309,21 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 				if !slices.ContainsFunc(have, func(h nftables.SetElement) bool {
 					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val) && string(h.KeyEnd) == string(w.KeyEnd)
 				}) && !(set == pmHairpinNets && s.hasOldHairpin(opts, f, hash)) {
-					miss = append(miss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
+					fmiss = append(fmiss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
 				}
 			}
 		}
+		if len(fmiss) > 0 {
+			// Upstream's nftables ADD made rules, not elements.
+			up, err := p.read(c, f, true, false)
+			if err != nil {
+				return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
+			}
+			if upstreamCovers(up, opts, f) {
+				fmiss = nil
+			}
+		}
+		miss = append(miss, fmiss...)
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))

@@ -180,6 +180,38 @@ var _ = Describe("upstream compatibility (nftables)", func() {
 		Expect(forwards(e.host)).To(BeEmpty())
 	})
 
+	// Upstream's nftables backend (v1.5 on) writes one rule per mapping in
+	// the shared chains, no elements: CHECK accepts them (issue 22).
+	It("CHECK accepts upstream's per-mapping rules, IPv4 and IPv6, and fails when one is missing; DEL removes them", func() {
+		e := newEnv()
+		conf := func(id string, ms ...mapping) []byte {
+			return confOpts{ver: "1.1.0", backend: "nftables", mappings: ms, prev: e.prevResult("1.1.0")}.json()
+		}
+		other := conf("other", mapping{HostPort: 90, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("ADD", "other", e, other)).Err).To(BeNil())
+		for _, r := range [][]string{
+			{"ip", "hostports", "tcp", "dport", "80", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"ip", "hostip_hostports", "ip", "daddr", hostIP4, "tcp", "dport", "81", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"ip", "masquerading", "ip", "saddr", contIP4, "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+			{"ip", "masquerading", "ip", "saddr", "127.0.0.1", "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+			{"ip6", "hostports", "tcp", "dport", "80", "dnat", "to", "[" + contIP6 + "]:8080", "comment", `"c1"`},
+			{"ip6", "masquerading", "ip6", "saddr", contIP6, "ip6", "daddr", contIP6, "masquerade", "comment", `"c1"`},
+		} {
+			ipt(e.host, append([]string{"nft", "add", "rule", r[0], "cni_hostport"}, r[1:]...)...)
+		}
+		tcpServe(e.cont, ":8080", "upstream-nft")
+		stdin := conf("c1", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 81, ContainerPort: 8080, HostIP: hostIP4})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("upstream-nft"))
+		Expect(tcpGet(e.outside, hp6(80))).To(Equal("upstream-nft"))
+		Expect(tcpGet(e.outside, hp(81))).To(Equal("upstream-nft"))
+		more := conf("c1", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 82, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, more)).Err).NotTo(BeNil(), "port 82 has no rule")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, other)).Err).To(BeNil())
+	})
+
 	It("DEL removes upstream's per-mapping rules, commented with the container ID", func() {
 		e := newEnv()
 		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
