@@ -123,6 +123,9 @@ func desiredPortMap(opts PortMapOptions, f family) pmRules {
 			// masqueraded too, or the container's answer goes straight
 			// back over the bridge un-NATed (unless br_netfilter is on).
 			hairpin := "-s " + opts.hairpinNet(f).String() + " " + base + " -j " + r.setMark
+			if ones, _ := opts.hairpinNet(f).Mask.Size(); ones == 0 {
+				hairpin = base + " -j " + r.setMark // a /0 "subnet": iptables prints no -s
+			}
 			r.rules = append(r.rules, hairpin)
 			if old := "-s " + host + " " + base + " -j " + r.setMark; old != hairpin {
 				r.alts[hairpin] = []string{old} // what cniforge before issue 22 wrote
