@@ -20,9 +20,9 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/portmap"
 )
 
-// Two containers on one bridge, as bridge with isGateway and hairpinMode
-// leaves them: A (.2) and B (.3) behind veths on pmbr0, which holds the
-// gateway address (.1) in the stand-in host.
+// Two containers on one bridge, as bridge with isGateway, ipMasq and
+// hairpinMode leaves them: A (.2) and B (.3) behind veths on pmbr0, which
+// holds the gateway address (.1) in the stand-in host.
 const (
 	brGW4, brA4, brB4 = "10.77.0.1", "10.77.0.2", "10.77.0.3"
 	brGW6, brA6, brB6 = "fd77::1", "fd77::2", "fd77::3"
@@ -66,6 +66,23 @@ func newBridgeEnv(brNF bool) bridgeEnv {
 		for _, gw := range []string{brGW4, brGW6} {
 			Expect(ch.RouteAdd(&netlink.Route{Gw: net.ParseIP(gw)})).To(Succeed())
 		}
+	}
+	// bridge's ipMasq rules, made before portmap runs: traffic from a
+	// container to its own subnet is ACCEPTed unmasqueraded, the rest
+	// masqueraded.
+	for _, c := range [][]string{
+		{"iptables", "-N", "CNI-bridgemasq"},
+		{"iptables", "-A", "CNI-bridgemasq", "-d", "10.77.0.0/24", "-j", "ACCEPT"},
+		{"iptables", "-A", "CNI-bridgemasq", "!", "-d", "224.0.0.0/4", "-j", "MASQUERADE"},
+		{"iptables", "-A", "POSTROUTING", "-s", brA4 + "/32", "-j", "CNI-bridgemasq"},
+		{"iptables", "-A", "POSTROUTING", "-s", brB4 + "/32", "-j", "CNI-bridgemasq"},
+		{"ip6tables", "-N", "CNI-bridgemasq"},
+		{"ip6tables", "-A", "CNI-bridgemasq", "-d", "fd77::/64", "-j", "ACCEPT"},
+		{"ip6tables", "-A", "CNI-bridgemasq", "!", "-d", "ff00::/8", "-j", "MASQUERADE"},
+		{"ip6tables", "-A", "POSTROUTING", "-s", brA6 + "/128", "-j", "CNI-bridgemasq"},
+		{"ip6tables", "-A", "POSTROUTING", "-s", brB6 + "/128", "-j", "CNI-bridgemasq"},
+	} {
+		ipt(e.host, append([]string{c[0], "-t", "nat"}, c[1:]...)...)
 	}
 	Expect(e.host.Do(func() error {
 		if err := ip.SetSysctl("net/ipv4/ip_forward", "1"); err != nil {
