@@ -299,6 +299,11 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		}
 		var fmiss []error
 		for _, def := range pmChains(f) {
+			// A table made before issue 22 lacks masquerading_nets; its
+			// hairpin element is in hairpin, masqueraded by masquerading.
+			if def.chain.Name == pmMasqNetsChain && (!opts.SNAT || s.hasOldHairpin(opts, f, hash)) {
+				continue
+			}
 			if !s.chains[def.chain.Name] {
 				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
 			}

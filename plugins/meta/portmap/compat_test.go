@@ -164,19 +164,35 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 })
 
 var _ = Describe("upstream compatibility (nftables)", func() {
-	It("checks and deletes the hairpin element cniforge added before issue 22 (container . container)", func() {
+	It("checks and deletes the hairpin element cniforge added before issue 22 (container . container), in a table of then", func() {
 		e := newEnv()
 		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
 			prev: e.prevResult("1.1.0")}.json()
 		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
 		sum := sha512.Sum512([]byte(netName + "c1"))
 		comment := fmt.Sprintf(`"%s, net: %s, id: c1"`, hex.EncodeToString(sum[:])[:16], netName)
-		for _, f := range []struct{ fam, ip, subnet string }{{"ip", contIP4, "10.88.0.0/24"}, {"ip6", contIP6, "fd88::/64"}} {
-			ipt(e.host, "nft", "delete", "element", f.fam, "cni_hostport", "hairpin_nets", "{", f.subnet+" . "+f.ip, "}")
+		// The table as cniforge made it before: no hairpin_nets, no
+		// masquerading_nets; the hairpin element container . container.
+		for _, fam := range []string{"ip", "ip6"} {
+			ipt(e.host, "nft", "delete", "chain", fam, "cni_hostport", "masquerading_nets")
+			ipt(e.host, "nft", "delete", "set", fam, "cni_hostport", "hairpin_nets")
+		}
+		for _, f := range []struct{ fam, ip string }{{"ip", contIP4}, {"ip6", contIP6}} {
 			ipt(e.host, "nft", "add", "element", f.fam, "cni_hostport", "hairpin", "{", f.ip+" . "+f.ip, "comment", comment, "}")
 		}
 		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		tcpServe(e.cont, ":8080", "old-table")
+		Expect(tcpGet(e.cont, hp(80))).To(Equal("old-table"), "hairpin through the old element")
+
+		// The next ADD brings the table up to date.
+		c2 := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 81, ContainerPort: 8080}},
+			prev: e.prevResult("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c2", e, c2)).Err).To(BeNil())
+		Expect(ipt(e.host, "nft", "list", "chain", "ip", "cni_hostport", "masquerading_nets")).To(ContainSubstring("@hairpin_nets"))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c2", e, c2)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
 		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c2", e, c2)).Err).To(BeNil())
 		Expect(forwards(e.host)).To(BeEmpty())
 	})
 
