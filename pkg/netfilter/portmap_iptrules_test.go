@@ -1,10 +1,14 @@
 package netfilter
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The hairpin mark rules as upstream writes them (iptables-save's text),
@@ -45,5 +49,24 @@ func TestPortMapHairpinRules(t *testing.T) {
 				t.Errorf("mark rules\n got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRetryLegacyHairpin(t *testing.T) {
+	refused := fmt.Errorf("set up: %w", errors.Join(errors.New("other"), fmt.Errorf("conn.Receive: %w", unix.EOPNOTSUPP)))
+	for _, tc := range []struct {
+		name        string
+		err         error
+		netsMissing bool
+		want        bool
+	}{
+		{"refused while making hairpin_nets", refused, true, true},
+		{"refused, but hairpin_nets was there", refused, false, false},
+		{"another error", fmt.Errorf("x: %w", unix.ENOENT), true, false},
+		{"no error", nil, true, false},
+	} {
+		if got := retryLegacyHairpin(tc.err, tc.netsMissing); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/filelock"
 )
@@ -23,6 +24,9 @@ type nftablesPortMap struct {
 	// failBatch, when set, makes the kernel refuse the element batches
 	// it answers true for (tests; see pmBatch).
 	failBatch func(n int) bool
+	// legacyHairpin: this kernel cannot make hairpin_nets (see
+	// retryLegacyHairpin); hairpin goes by the set of before issue 22.
+	legacyHairpin bool
 }
 
 func newNFTablesPortMap() *nftablesPortMap { return &nftablesPortMap{} }
@@ -130,9 +134,48 @@ func sameElems(a, b []nftables.SetElement) bool {
 const pmLockFile = "/run/cniforge/nft-cni_hostport.lock"
 
 func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
+	netsMissing, err := p.setup(opts)
+	if !p.legacyHairpin && retryLegacyHairpin(err, netsMissing) {
+		q := *p
+		q.legacyHairpin = true
+		return q.Setup(opts)
+	}
+	return err
+}
+
+// retryLegacyHairpin reports whether Setup's err says the kernel cannot
+// make hairpin_nets (a concatenation with ranges, Linux 5.6 on; before,
+// NFT_SET_CONCAT is an unknown flag: EOPNOTSUPP) that Setup tried to
+// create. Setup then goes again with the hairpin set of before issue 22:
+// the container's own hairpin works, a neighbour's through the host needs
+// br_netfilter, as with upstream's nftables backend.
+func retryLegacyHairpin(err error, netsMissing bool) bool {
+	return err != nil && netsMissing && errors.Is(err, unix.EOPNOTSUPP)
+}
+
+// setupSets and setupChains are what Setup declares in family f: on a
+// kernel without hairpin_nets (legacyHairpin), neither it nor the chain
+// that reads it.
+func (p *nftablesPortMap) setupSets(f family) []*nftables.Set {
+	if !p.legacyHairpin {
+		return pmSets(f)
+	}
+	return slices.DeleteFunc(pmSets(f), func(s *nftables.Set) bool { return s.Name == pmHairpinNets })
+}
+
+func (p *nftablesPortMap) setupChains(f family) []pmChainDef {
+	if !p.legacyHairpin {
+		return pmChains(f)
+	}
+	return slices.DeleteFunc(pmChains(f), func(d pmChainDef) bool { return d.chain.Name == pmMasqNetsChain })
+}
+
+// setup is Setup's one try; netsMissing says whether some family's table
+// lacked the hairpin_nets set, which the try then declared.
+func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err error) {
 	c, err := p.conn()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer c.CloseLasting()
 	hash := nftPMHash(opts.Owner)
@@ -147,21 +190,24 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 	for _, f := range fams {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
-			return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
-		if len(s.chains) < len(pmChains(f)) {
+		if len(s.chains) < len(p.setupChains(f)) {
 			if !locked { // one flock: a second open of the file would wait for the first
 				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
 				lock, err := filelock.Lock(pmLockFile, 0o600)
 				if err != nil {
-					return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+					return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 				}
 				defer lock.Close()
 				locked = true
 			}
 			if s, err = p.read(c, f, false, true); err != nil {
-				return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
+		}
+		if _, ok := s.elems[pmHairpinNets]; !ok && !p.legacyHairpin {
+			netsMissing = true
 		}
 		states[f] = s
 	}
@@ -172,13 +218,13 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 		s := states[f]
 		c.AddTable(pmTableOf(f))
 		sets := map[string]*nftables.Set{}
-		for _, set := range pmSets(f) {
+		for _, set := range p.setupSets(f) {
 			if err := c.AddSet(set, nil); err != nil {
-				return fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
+				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
 			}
 			sets[set.Name] = set
 		}
-		for _, def := range pmChains(f) {
+		for _, def := range p.setupChains(f) {
 			// An existing chain is not declared again: that would be an
 			// update, whose cleanup after an RCU grace period the close
 			// of every nfnetlink socket then waits for (see nfconn.go).
@@ -191,23 +237,27 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 			}
 		}
 		want := pmElements(opts, f)
-		for _, set := range pmSets(f) {
+		if p.legacyHairpin && len(want[pmHairpinNets]) > 0 {
+			want[pmHairpin] = []nftables.SetElement{{Key: oldHairpinElem(opts, f), Comment: nftPMComment(opts.Owner)}}
+			delete(want, pmHairpinNets)
+		}
+		for _, set := range p.setupSets(f) {
 			have := s.own(set.Name, hash)
 			if sameElems(have, want[set.Name]) {
 				continue
 			}
 			if err := b.del(sets[set.Name], have); err != nil {
-				return p.undoSetup(b, opts.Owner, err)
+				return netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
 			if err := b.add(sets[set.Name], want[set.Name]); err != nil {
-				return p.undoSetup(b, opts.Owner, err)
+				return netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
 		}
 	}
 	if err := b.flush(); err != nil {
-		return p.undoSetup(b, opts.Owner, err)
+		return netsMissing, p.undoSetup(b, opts.Owner, err)
 	}
-	return nil
+	return netsMissing, nil
 }
 
 // undoSetup reverts the batches Setup sent before err and returns err,

@@ -115,3 +115,35 @@ var _ = Describe("nftables Setup over several batches", func() {
 		})).To(Succeed())
 	})
 })
+
+// A kernel before 5.6 cannot make hairpin_nets: Setup then adds the
+// hairpin element of before issue 22, and CHECK and DEL take it.
+var _ = Describe("nftables Setup on a kernel without hairpin_nets", func() {
+	It("uses the hairpin set, makes neither hairpin_nets nor masquerading_nets, and CHECK and Teardown take it", func() {
+		hostNS := testutil.NewNS()
+		Expect(hostNS.Do(func() error {
+			defer GinkgoRecover()
+			opts := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "c"}, SNAT: true, Mappings: manyMappings(2, 20000),
+				ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}}}
+			p := newNFTablesPortMap()
+			p.legacyHairpin = true
+			Expect(p.Setup(opts)).To(Succeed())
+			c, err := p.conn()
+			Expect(err).NotTo(HaveOccurred())
+			defer c.CloseLasting()
+			s, err := p.read(c, ipv4, false, true)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.elems).NotTo(HaveKey(pmHairpinNets))
+			Expect(s.chains).NotTo(HaveKey(pmMasqNetsChain))
+			Expect(s.own(pmHairpin, nftPMHash(opts.Owner))).To(HaveLen(1))
+			Expect(newNFTablesPortMap().Check(opts)).To(Succeed())
+			Expect(p.Setup(opts)).To(Succeed(), "again")
+			_, err = newNFTablesPortMap().Teardown(opts.Owner)
+			Expect(err).NotTo(HaveOccurred())
+			s, err = p.read(c, ipv4, false, true)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.own(pmHairpin, nftPMHash(opts.Owner))).To(BeEmpty())
+			return nil
+		})).To(Succeed())
+	})
+})
