@@ -61,6 +61,7 @@ func TestRetryLegacyHairpin(t *testing.T) {
 		want        bool
 	}{
 		{"refused while making hairpin_nets", refused, true, true},
+		{"refused as invalid (before 5.5)", fmt.Errorf("x: %w", unix.EINVAL), true, true},
 		{"refused, but hairpin_nets was there", refused, false, false},
 		{"another error", fmt.Errorf("x: %w", unix.ENOENT), true, false},
 		{"no error", nil, true, false},

@@ -143,14 +143,16 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 	return err
 }
 
-// retryLegacyHairpin reports whether Setup's err says the kernel cannot
+// retryLegacyHairpin reports whether Setup's err may say the kernel cannot
 // make hairpin_nets (a concatenation with ranges, Linux 5.6 on; before,
-// NFT_SET_CONCAT is an unknown flag: EOPNOTSUPP) that Setup tried to
-// create. Setup then goes again with the hairpin set of before issue 22:
-// the container's own hairpin works, a neighbour's through the host needs
-// br_netfilter, as with upstream's nftables backend.
+// NFT_SET_CONCAT is an unknown flag: EOPNOTSUPP since 5.5, EINVAL before)
+// that Setup tried to create. Setup then goes once more with the hairpin
+// set of before issue 22 (the retry differs only in that, so an error it
+// also meets is reported): the container's own hairpin works, a
+// neighbour's through the host needs br_netfilter, as with upstream's
+// nftables backend.
 func retryLegacyHairpin(err error, netsMissing bool) bool {
-	return err != nil && netsMissing && errors.Is(err, unix.EOPNOTSUPP)
+	return err != nil && netsMissing && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL))
 }
 
 // setupSets and setupChains are what Setup declares in family f: on a
