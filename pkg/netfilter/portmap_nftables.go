@@ -266,8 +266,12 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 // with the undo's own failure if any.
 func (p *nftablesPortMap) undoSetup(b *pmBatch, o Owner, err error) error {
 	err = fmt.Errorf("set up nftables port forwards for %s in %s: %w", o, pmTable, err)
+	if len(b.sent) == 0 {
+		return err
+	}
+	sent := b.batches - 1
 	if uerr := b.undo(); uerr != nil {
-		err = errors.Join(err, fmt.Errorf("undo the %d batches sent before: %w", len(b.sent), uerr))
+		err = errors.Join(err, fmt.Errorf("undo the %d batches sent before: %w", sent, uerr))
 	}
 	return err
 }
