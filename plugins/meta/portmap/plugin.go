@@ -10,8 +10,10 @@
 // step pushes its undo; a failure or panic runs them in reverse):
 //
 //	netfilter   DNAT for traffic to the host's own addresses, masquerade
-//	            marks for hairpin and localhost traffic (snat), one
-//	            transaction per family
+//	            for hairpin traffic (from the container's subnet) and
+//	            localhost traffic (snat); iptables: one transaction per
+//	            family; nftables: one for both, or batches that a failed
+//	            later one undoes (past about 500 mappings)
 //	localnet    with snat and an IPv4 address: route_localnet=1 on the
 //	            host interface that routes to the container, so that
 //	            127.0.0.1:hostPort works from the host (the guard in the
