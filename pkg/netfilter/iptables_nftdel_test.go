@@ -113,7 +113,7 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 			MarkMasqBit: DefaultMarkMasqBit, Mappings: append(manyMappings(20, 20000),
 				PortMapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")})}
 		for _, ip := range ips {
-			o.ContainerIPs = append(o.ContainerIPs, net.ParseIP(ip))
+			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: net.ParseIP(ip)})
 		}
 		return o
 	}
@@ -219,7 +219,7 @@ var _ = Describe("iptables-nft portmap setup read over netlink", func() {
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 				{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")}}}
 		for _, ip := range ips {
-			o.ContainerIPs = append(o.ContainerIPs, net.ParseIP(ip))
+			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: net.ParseIP(ip)})
 		}
 		return o
 	}

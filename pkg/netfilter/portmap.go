@@ -32,9 +32,13 @@ type PortMapping struct {
 // PortMapOptions is everything Setup and Check need of one attachment.
 type PortMapOptions struct {
 	Owner Owner
-	// ContainerIPs are the container's addresses; per family the first
-	// one is the DNAT target (as upstream).
-	ContainerIPs []net.IP
+	// ContainerIPs are the container's addresses with their prefix
+	// length, as prevResult gives them; per family the first one is the
+	// DNAT target (as upstream), and hairpin traffic from anywhere in its
+	// subnet is masqueraded (a neighbour on the same bridge, whose answer
+	// would otherwise go straight back un-NATed). A nil Mask is a host
+	// address (/32, /128).
+	ContainerIPs []net.IPNet
 	Mappings     []PortMapping
 	// SNAT masquerades hairpin (container to its own host port) and
 	// localhost (127.0.0.1:hostPort from the host) traffic.
@@ -57,15 +61,35 @@ const DefaultMarkMasqBit = 13
 
 // containerIP returns the first container address of f, nil when none.
 func (o PortMapOptions) containerIP(f family) net.IP {
-	for _, ip := range o.ContainerIPs {
-		if ip != nil && familyOf(ip) == f {
-			if f == ipv4 {
-				return ip.To4()
-			}
-			return ip.To16()
+	if n := o.containerNet(f); n != nil {
+		if f == ipv4 {
+			return n.IP.To4()
+		}
+		return n.IP.To16()
+	}
+	return nil
+}
+
+// containerNet returns the first container address of f with its
+// prefix, nil when none.
+func (o PortMapOptions) containerNet(f family) *net.IPNet {
+	for i := range o.ContainerIPs {
+		if n := &o.ContainerIPs[i]; n.IP != nil && familyOf(n.IP) == f {
+			return n
 		}
 	}
 	return nil
+}
+
+// hairpinNet returns the subnet hairpin traffic to the container of
+// family f comes from: the network of its address (10.88.0.2/24 ->
+// 10.88.0.0/24), as upstream's iptables rule matches it.
+func (o PortMapOptions) hairpinNet(f family) *net.IPNet {
+	n := o.containerNet(f)
+	if n == nil {
+		return nil
+	}
+	return subnetOf(n)
 }
 
 // mappings returns the mappings that apply to family f: those without a

@@ -3,6 +3,7 @@ package netfilter
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -240,13 +241,18 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			miss = append(miss, "nat chain "+r.chain)
 		}
 		for _, s := range r.rules {
-			if !slices.Contains(nat.rules[r.chain], s) {
+			if !slices.Contains(nat.rules[r.chain], s) && !slices.ContainsFunc(r.alts[s], func(a string) bool {
+				return slices.Contains(nat.rules[r.chain], a)
+			}) {
 				miss = append(miss, "-A "+r.chain+" "+s)
 			}
 		}
-		for _, e := range r.entries {
-			if !slices.Contains(nat.rules[pmDNATChain], e) {
-				miss = append(miss, "-A "+pmDNATChain+" "+e)
+		have := entryPorts(entriesTo(nat, r.chain))
+		for _, proto := range slices.Sorted(maps.Keys(r.ports)) {
+			for _, port := range r.ports[proto] {
+				if !have[proto][port] {
+					miss = append(miss, fmt.Sprintf("-A %s -p %s ... --dports %d -j %s", pmDNATChain, proto, port, r.chain))
+				}
 			}
 		}
 		for _, m := range miss {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,8 +18,9 @@ import (
 //	CNI-HOSTPORT-DNAT, per attachment and protocol, ports in groups of 15:
 //	  -p tcp -m comment --comment "dnat name: \"<net>\" id: \"<id>\"" -m multiport --dports 80,443 -j CNI-DN-<hash>
 //	CNI-DN-<21 hex of SHA-512(network + containerID)>, per mapping:
-//	  -s <container>/32 [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK   (snat: hairpin)
+//	  -s <container's subnet> [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK   (snat: hairpin)
 //	  -s 127.0.0.1/32 [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK     (snat, IPv4: localhost)
+//	  [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK                     (snat and masqAll: instead of both)
 //	  [-d <hostIP>/32] -p tcp -m tcp --dport 80 -j DNAT --to-destination <container>:8080
 //	CNI-HOSTPORT-SETMARK  -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000
 //	POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ   (inserted first)
@@ -73,6 +75,11 @@ type pmRules struct {
 	ownMark bool   // SETMARK and MASQ are ours to make
 	guard   bool   // the route_localnet guard (IPv4 with snat)
 	conds   []string
+	// alts are the other forms of a rule CHECK accepts: what earlier
+	// releases wrote for it.
+	alts map[string][]string
+	// ports are the host ports the entries send to chain, per protocol.
+	ports map[string][]int
 }
 
 func desiredPortMap(opts PortMapOptions, f family) pmRules {
@@ -86,6 +93,7 @@ func desiredPortMap(opts PortMapOptions, f family) pmRules {
 		ownMark: opts.ExternalSetMarkChain == "",
 		guard:   opts.SNAT && f == ipv4,
 		conds:   opts.ConditionsV4,
+		alts:    map[string][]string{},
 	}
 	if f == ipv6 {
 		r.conds = opts.ConditionsV6
@@ -103,11 +111,24 @@ func desiredPortMap(opts PortMapOptions, f family) pmRules {
 			dst = "-d " + hostAddr(&net.IPNet{IP: h}).String() + " "
 		}
 		base := fmt.Sprintf("%s-p %s -m %s --dport %d", dst, m.Protocol, m.Protocol, m.HostPort)
-		if opts.SNAT {
-			if opts.MasqAll {
-				r.rules = append(r.rules, base+" -j "+r.setMark)
-			} else {
-				r.rules = append(r.rules, "-s "+host+" "+base+" -j "+r.setMark)
+		switch {
+		case opts.SNAT && opts.MasqAll:
+			// Upstream (v1.9.1 on) marks "-s 0.0.0.0/0" (or ::/0),
+			// which iptables-save prints without -s; that covers
+			// localhost too, so there is no 127.0.0.1 rule.
+			r.rules = append(r.rules, base+" -j "+r.setMark)
+		case opts.SNAT:
+			// The container's whole subnet, as upstream: a neighbour on
+			// the same bridge reaching this port through the host must be
+			// masqueraded too, or the container's answer goes straight
+			// back over the bridge un-NATed (unless br_netfilter is on).
+			hairpin := "-s " + opts.hairpinNet(f).String() + " " + base + " -j " + r.setMark
+			if ones, _ := opts.hairpinNet(f).Mask.Size(); ones == 0 {
+				hairpin = base + " -j " + r.setMark // a /0 "subnet": iptables prints no -s
+			}
+			r.rules = append(r.rules, hairpin)
+			if old := "-s " + host + " " + base + " -j " + r.setMark; old != hairpin {
+				r.alts[hairpin] = []string{old} // what cniforge before issue 22 wrote
 			}
 			if f == ipv4 {
 				r.rules = append(r.rules, "-s 127.0.0.1/32 "+base+" -j "+r.setMark)
@@ -121,6 +142,7 @@ func desiredPortMap(opts PortMapOptions, f family) pmRules {
 			ports[m.Protocol] = append(ports[m.Protocol], m.HostPort)
 		}
 	}
+	r.ports = ports
 	comment := saveQuote(pmComment(o))
 	for _, proto := range protos {
 		for group := range slices.Chunk(ports[proto], pmMultiportMax) {
@@ -252,6 +274,42 @@ func tablesPayload(tables map[string][]string) []byte {
 		b.WriteString("COMMIT\n")
 	}
 	return b.Bytes()
+}
+
+var entryPortsRE = newLazyRE(`^-p (\S+) .*--dports (\S+) `)
+
+// entryPorts returns the host ports per protocol that entries (rules of
+// CNI-HOSTPORT-DNAT) send on. CHECK asks only that each mapped port is
+// among them: upstream 1.1.1 also lists an IPv4 hostIP's port in the IPv6
+// entry, and groups may differ.
+func entryPorts(entries []string) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	for _, e := range entries {
+		m := entryPortsRE.FindStringSubmatch(e)
+		if m == nil {
+			continue
+		}
+		if out[m[1]] == nil {
+			out[m[1]] = map[int]bool{}
+		}
+		for _, p := range strings.Split(m[2], ",") {
+			lo, hi, isRange := strings.Cut(p, ":")
+			a, err := strconv.Atoi(lo)
+			if err != nil {
+				continue
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(hi); err != nil {
+					continue
+				}
+			}
+			for port := a; port <= b && port <= 65535; port++ {
+				out[m[1]][port] = true
+			}
+		}
+	}
+	return out
 }
 
 var dnatTargetRE = newLazyRE(`-j DNAT --to-destination \[?([0-9a-fA-F.:]+?)\]?:\d+$`)

@@ -9,15 +9,25 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/filelock"
 )
 
 // nftablesPortMap is the nftables backend of port forwarding (the layout
 // is in portmap_nftrules.go). Every call is one netlink socket, reads that
-// are generation-consistent, and at most one batch, for both families,
-// which the kernel applies entirely or not at all.
-type nftablesPortMap struct{}
+// are generation-consistent, and one batch for both families, which the
+// kernel applies entirely or not at all, unless the elements exceed what
+// one batch may carry (a few hundred mappings or more; portmap_nftbatch.go):
+// then Setup undoes the batches it sent when a later one fails.
+type nftablesPortMap struct {
+	// failBatch, when set, makes the kernel refuse the element batches
+	// it answers true for (tests; see pmBatch).
+	failBatch func(n int) bool
+	// legacyHairpin: this kernel cannot make hairpin_nets (see
+	// retryLegacyHairpin); hairpin goes by the set of before issue 22.
+	legacyHairpin bool
+}
 
 func newNFTablesPortMap() *nftablesPortMap { return &nftablesPortMap{} }
 
@@ -96,8 +106,17 @@ func (s pmState) own(set, hash string) []nftables.SetElement {
 	return out
 }
 
+// hasOldHairpin reports whether s holds the hairpin element cniforge
+// added for opts before hairpin_nets existed (CHECK accepts it).
+func (s pmState) hasOldHairpin(opts PortMapOptions, f family, hash string) bool {
+	old := oldHairpinElem(opts, f)
+	return slices.ContainsFunc(s.own(pmHairpin, hash), func(e nftables.SetElement) bool { return string(e.Key) == string(old) })
+}
+
 func sameElems(a, b []nftables.SetElement) bool {
-	key := func(e nftables.SetElement) string { return string(e.Key) + "=" + string(e.Val) }
+	key := func(e nftables.SetElement) string {
+		return string(e.Key) + "-" + string(e.KeyEnd) + "=" + string(e.Val)
+	}
 	ka, kb := make([]string, len(a)), make([]string, len(b))
 	for i := range a {
 		ka[i] = key(a[i])
@@ -115,9 +134,50 @@ func sameElems(a, b []nftables.SetElement) bool {
 const pmLockFile = "/run/cniforge/nft-cni_hostport.lock"
 
 func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
+	netsMissing, err := p.setup(opts)
+	if !p.legacyHairpin && retryLegacyHairpin(err, netsMissing) {
+		q := *p
+		q.legacyHairpin = true
+		return q.Setup(opts)
+	}
+	return err
+}
+
+// retryLegacyHairpin reports whether Setup's err may say the kernel cannot
+// make hairpin_nets (a concatenation with ranges, Linux 5.6 on; before,
+// NFT_SET_CONCAT is an unknown flag: EOPNOTSUPP since 5.5, EINVAL before)
+// that Setup tried to create. Setup then goes once more with the hairpin
+// set of before issue 22 (the retry differs only in that, so an error it
+// also meets is reported): the container's own hairpin works, a
+// neighbour's through the host needs br_netfilter, as with upstream's
+// nftables backend.
+func retryLegacyHairpin(err error, netsMissing bool) bool {
+	return err != nil && netsMissing && (errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL))
+}
+
+// setupSets and setupChains are what Setup declares in family f: on a
+// kernel without hairpin_nets (legacyHairpin), neither it nor the chain
+// that reads it.
+func (p *nftablesPortMap) setupSets(f family) []*nftables.Set {
+	if !p.legacyHairpin {
+		return pmSets(f)
+	}
+	return slices.DeleteFunc(pmSets(f), func(s *nftables.Set) bool { return s.Name == pmHairpinNets })
+}
+
+func (p *nftablesPortMap) setupChains(f family) []pmChainDef {
+	if !p.legacyHairpin {
+		return pmChains(f)
+	}
+	return slices.DeleteFunc(pmChains(f), func(d pmChainDef) bool { return d.chain.Name == pmMasqNetsChain })
+}
+
+// setup is Setup's one try; netsMissing says whether some family's table
+// lacked the hairpin_nets set, which the try then declared.
+func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err error) {
 	c, err := p.conn()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer c.CloseLasting()
 	hash := nftPMHash(opts.Owner)
@@ -132,36 +192,41 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 	for _, f := range fams {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
-			return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
-		if len(s.chains) < len(pmChains(f)) {
+		if len(s.chains) < len(p.setupChains(f)) {
 			if !locked { // one flock: a second open of the file would wait for the first
 				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
 				lock, err := filelock.Lock(pmLockFile, 0o600)
 				if err != nil {
-					return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+					return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 				}
 				defer lock.Close()
 				locked = true
 			}
 			if s, err = p.read(c, f, false, true); err != nil {
-				return fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
+		}
+		if _, ok := s.elems[pmHairpinNets]; !ok && !p.legacyHairpin {
+			netsMissing = true
 		}
 		states[f] = s
 	}
-	// One batch for both families: all or nothing.
+	// One batch for both families, all or nothing, unless the elements
+	// need more (pmBatch): then a failed batch undoes the ones before it.
+	b := &pmBatch{c: c, failBatch: p.failBatch}
 	for _, f := range fams {
 		s := states[f]
 		c.AddTable(pmTableOf(f))
 		sets := map[string]*nftables.Set{}
-		for _, set := range pmSets(f) {
+		for _, set := range p.setupSets(f) {
 			if err := c.AddSet(set, nil); err != nil {
-				return fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
+				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
 			}
 			sets[set.Name] = set
 		}
-		for _, def := range pmChains(f) {
+		for _, def := range p.setupChains(f) {
 			// An existing chain is not declared again: that would be an
 			// update, whose cleanup after an RCU grace period the close
 			// of every nfnetlink socket then waits for (see nfconn.go).
@@ -174,27 +239,41 @@ func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
 			}
 		}
 		want := pmElements(opts, f)
-		for _, set := range pmSets(f) {
+		if p.legacyHairpin && len(want[pmHairpinNets]) > 0 {
+			want[pmHairpin] = []nftables.SetElement{{Key: oldHairpinElem(opts, f), Comment: nftPMComment(opts.Owner)}}
+			delete(want, pmHairpinNets)
+		}
+		for _, set := range p.setupSets(f) {
 			have := s.own(set.Name, hash)
 			if sameElems(have, want[set.Name]) {
 				continue
 			}
-			if len(have) > 0 {
-				if err := setElems(c.SetDeleteElements, sets[set.Name], have); err != nil {
-					return err
-				}
+			if err := b.del(sets[set.Name], have); err != nil {
+				return netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
-			if len(want[set.Name]) > 0 {
-				if err := setElems(c.SetAddElements, sets[set.Name], want[set.Name]); err != nil {
-					return err
-				}
+			if err := b.add(sets[set.Name], want[set.Name]); err != nil {
+				return netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
 		}
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("set up nftables port forwards for %s in %s: %w", opts.Owner, pmTable, err)
+	if err := b.flush(); err != nil {
+		return netsMissing, p.undoSetup(b, opts.Owner, err)
 	}
-	return nil
+	return netsMissing, nil
+}
+
+// undoSetup reverts the batches Setup sent before err and returns err,
+// with the undo's own failure if any.
+func (p *nftablesPortMap) undoSetup(b *pmBatch, o Owner, err error) error {
+	err = fmt.Errorf("set up nftables port forwards for %s in %s: %w", o, pmTable, err)
+	if len(b.sent) == 0 {
+		return err
+	}
+	sent := b.batches - 1
+	if uerr := b.undo(); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("undo the %d batches sent before: %w", sent, uerr))
+	}
+	return err
 }
 
 func (p *nftablesPortMap) Teardown(o Owner) ([]net.IP, error) { return p.TeardownOf(o, nil) }
@@ -213,6 +292,7 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 	if err != nil {
 		return ips, fmt.Errorf("tear down nftables port forwards for %s: %w", o, err)
 	}
+	b := &pmBatch{c: c}
 	for _, f := range families {
 		s, err := p.read(c, f, true, !byKey)
 		if err != nil {
@@ -231,8 +311,8 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 					}
 				}
 			}
-			if err := setElems(c.SetDeleteElements, set, own); err != nil {
-				return ips, err
+			if err := b.del(set, own); err != nil {
+				return ips, fmt.Errorf("tear down nftables port forwards for %s in %s: %w", o, pmTable, err)
 			}
 			changed = true
 		}
@@ -251,7 +331,7 @@ func (p *nftablesPortMap) TeardownOf(o Owner, mappings []PortMapping) ([]net.IP,
 	if !changed {
 		return ips, nil
 	}
-	if err := c.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return ips, fmt.Errorf("tear down nftables port forwards for %s in %s: %w", o, pmTable, err)
 	}
 	return ips, nil
@@ -273,21 +353,38 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		if err != nil {
 			return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
 		}
+		var fmiss []error
 		for _, def := range pmChains(f) {
+			// A table made before issue 22 lacks masquerading_nets; its
+			// hairpin element is in hairpin, masqueraded by masquerading.
+			if def.chain.Name == pmMasqNetsChain && (!opts.SNAT || s.hasOldHairpin(opts, f, hash)) {
+				continue
+			}
 			if !s.chains[def.chain.Name] {
-				miss = append(miss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
+				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
 			}
 		}
 		for set, want := range pmElements(opts, f) {
 			have := s.own(set, hash)
 			for _, w := range want {
 				if !slices.ContainsFunc(have, func(h nftables.SetElement) bool {
-					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val)
-				}) {
-					miss = append(miss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
+					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val) && string(h.KeyEnd) == string(w.KeyEnd)
+				}) && !(set == pmHairpinNets && s.hasOldHairpin(opts, f, hash)) {
+					fmiss = append(fmiss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
 				}
 			}
 		}
+		if len(fmiss) > 0 {
+			// Upstream's nftables ADD made rules, not elements.
+			up, err := p.read(c, f, true, false)
+			if err != nil {
+				return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
+			}
+			if upstreamCovers(up, opts, f) {
+				fmiss = nil
+			}
+		}
+		miss = append(miss, fmiss...)
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))
@@ -308,6 +405,7 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 		}
 	}
 	changed := false
+	b := &pmBatch{c: c}
 	for _, f := range families {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
@@ -321,8 +419,8 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 				}
 			}
 			if len(stale) > 0 {
-				if err := setElems(c.SetDeleteElements, set, stale); err != nil {
-					return err
+				if err := b.del(set, stale); err != nil {
+					return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
 				}
 				changed = true
 			}
@@ -331,24 +429,8 @@ func (p *nftablesPortMap) GC(network string, keep []Owner) error {
 	if !changed {
 		return nil
 	}
-	if err := c.Flush(); err != nil {
+	if err := b.flush(); err != nil {
 		return fmt.Errorf("gc nftables port forwards of network %q: %w", network, err)
-	}
-	return nil
-}
-
-// pmElemChunk bounds the elements of one netlink message: the element
-// list is one nested attribute, whose length field has 16 bits, so 1000
-// elements in one message would be cut short without an error.
-const pmElemChunk = 200
-
-// setElems queues op (add or delete) for els in messages of at most
-// pmElemChunk elements; they stay in the one batch the next Flush sends.
-func setElems(op func(*nftables.Set, []nftables.SetElement) error, s *nftables.Set, els []nftables.SetElement) error {
-	for chunk := range slices.Chunk(els, pmElemChunk) {
-		if err := op(s, chunk); err != nil {
-			return fmt.Errorf("set %s: %w", s.Name, err)
-		}
 	}
 	return nil
 }

@@ -98,17 +98,23 @@ func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o Owner, mappings []Po
 			if err := look(pmMasqAll, slices.Clone(a)); err != nil {
 				return nil, false, true, err
 			}
+			// A GET of an interval set answers the element whose
+			// ranges hold the key: the container's subnet . container.
+			if err := look(pmHairpinNets, append(slices.Clone(a), a...)); err != nil {
+				return nil, false, true, err
+			}
 		}
 		ips = append(ips, cips...)
-		for _, name := range []string{pmPortsMap, pmHostIPMap, pmHairpin, pmMasqAll} {
+		for _, name := range []string{pmPortsMap, pmHostIPMap, pmHairpin, pmMasqAll, pmHairpinNets} {
 			if len(found[name]) > 0 {
 				dels = append(dels, del{sets[name], found[name]})
 			}
 		}
 	}
+	// At most pmLookupMax mappings' elements: one batch holds them.
 	for _, d := range dels {
-		if err := setElems(c.SetDeleteElements, d.set, d.els); err != nil {
-			return ips, false, true, err
+		if err := c.SetDeleteElements(d.set, d.els); err != nil {
+			return ips, false, true, fmt.Errorf("set %s: %w", d.set.Name, err)
 		}
 	}
 	return ips, len(dels) > 0, true, nil
@@ -193,6 +199,8 @@ func decodeElemList(b []byte) (e nftables.SetElement, there bool, err error) {
 						switch el.Type() {
 						case unix.NFTA_SET_ELEM_KEY:
 							el.Nested(func(d *netlink.AttributeDecoder) error { e.Key = dataValue(d); return nil })
+						case nftaSetElemKeyEnd:
+							el.Nested(func(d *netlink.AttributeDecoder) error { e.KeyEnd = dataValue(d); return nil })
 						case unix.NFTA_SET_ELEM_DATA:
 							el.Nested(func(d *netlink.AttributeDecoder) error { e.Val = dataValue(d); return nil })
 						case unix.NFTA_SET_ELEM_USERDATA:
@@ -207,6 +215,10 @@ func decodeElemList(b []byte) (e nftables.SetElement, there bool, err error) {
 	}
 	return e, there, ad.Err()
 }
+
+// nftaSetElemKeyEnd is NFTA_SET_ELEM_KEY_END, the end of an interval
+// element's range (x/sys/unix lacks it).
+const nftaSetElemKeyEnd = 10
 
 // dataValue returns the NFTA_DATA_VALUE of a nested nft_data.
 func dataValue(d *netlink.AttributeDecoder) []byte {

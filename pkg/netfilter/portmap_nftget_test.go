@@ -13,12 +13,12 @@ import (
 var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 	It("finds its own elements by lookup and leaves others', even under the same key", func() {
 		hostNS := testutil.NewNS()
-		mine := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "mine"}, ContainerIPs: []net.IP{net.ParseIP("10.1.0.5")},
+		mine := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "mine"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
 			SNAT: true, MasqAll: true, Mappings: []PortMapping{
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("127.0.0.1")},
 			}}
-		other := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "other"}, ContainerIPs: []net.IP{net.ParseIP("10.1.0.6")},
+		other := PortMapOptions{Owner: Owner{Network: "n", ContainerID: "other"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.6")}},
 			SNAT: true, Mappings: manyMappings(50, 30000)}
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
@@ -40,7 +40,7 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 			Expect(ips[0].String()).To(Equal("10.1.0.5"))
 			Expect(c.Flush()).To(Succeed())
 
-			for set, want := range map[string]int{pmPortsMap: 50, pmHostIPMap: 0, pmHairpin: 1, pmMasqAll: 0} {
+			for set, want := range map[string]int{pmPortsMap: 50, pmHostIPMap: 0, pmHairpin: 0, pmMasqAll: 0, pmHairpinNets: 1} {
 				els, err := c.GetSetElements(&nftables.Set{Table: pmTableOf(ipv4), Name: set})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(els).To(HaveLen(want), set)

@@ -17,13 +17,14 @@ import (
 // The nftables layout of port forwarding, per family (ip and ip6), in
 // upstream's table and chain names. Mappings are map elements, so a
 // packet costs one lookup however many mappings there are, and an ADD or
-// DEL of 1000 mappings is one batch of elements:
+// DEL of 1000 mappings is a few batches of elements (portmap_nftbatch.go):
 //
 //	table ip cni_hostport {
 //		map hostports_map        { type inet_proto . inet_service : ipv4_addr . inet_service }
 //		map hostip_hostports_map { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service }
-//		set hairpin  { type ipv4_addr . ipv4_addr }   # container . container
+//		set hairpin  { type ipv4_addr . ipv4_addr }   # container . container (before issue 22; DEL, CHECK only)
 //		set masq_all { type ipv4_addr }               # containers with masqAll
+//		set hairpin_nets { type ipv4_addr . ipv4_addr; flags interval }   # container's subnet . container
 //		chain prerouting { type nat hook prerouting priority dstnat; fib daddr type local jump hostports_all }
 //		chain output     { type nat hook output priority dstnat; fib daddr type local jump hostports_all }
 //		chain hostports_all    { jump hostip_hostports; jump hostports }
@@ -33,6 +34,8 @@ import (
 //			ct status dnat ip saddr . ip daddr @hairpin masquerade
 //			ct status dnat ip saddr 127.0.0.0/8 masquerade
 //			ct status dnat ip daddr @masq_all masquerade }
+//		chain masquerading_nets { type nat hook postrouting priority srcnat;
+//			ct status dnat ip saddr . ip daddr @hairpin_nets masquerade }
 //		chain localnet_guard { type filter hook prerouting priority raw;   # IPv4 only
 //			iifname != "lo" ip daddr 127.0.0.0/8 drop }
 //	}
@@ -49,6 +52,13 @@ const (
 	pmHostIPMap = "hostip_hostports_map"
 	pmHairpin   = "hairpin"
 	pmMasqAll   = "masq_all"
+	// pmHairpinNets holds "container's subnet . container" ranges; its
+	// rule lives in a base chain of its own, masquerading_nets, so that a
+	// table made before it existed gains both on the next ADD (Setup adds
+	// missing chains, not missing rules). pmHairpin stays for DEL and
+	// CHECK of what earlier releases added.
+	pmHairpinNets   = "hairpin_nets"
+	pmMasqNetsChain = "masquerading_nets"
 )
 
 var pmUpstreamChains = []string{"hostports", "hostip_hostports", "masquerading"}
@@ -95,6 +105,7 @@ func pmSets(f family) []*nftables.Set {
 			DataType: nftables.MustConcatSetType(addr, nftables.TypeInetService)},
 		{Table: t, Name: pmHairpin, Concatenation: true, KeyType: nftables.MustConcatSetType(addr, addr)},
 		{Table: t, Name: pmMasqAll, KeyType: addr},
+		{Table: t, Name: pmHairpinNets, Concatenation: true, Interval: true, KeyType: nftables.MustConcatSetType(addr, addr)},
 	}
 }
 
@@ -163,6 +174,8 @@ func pmChains(f family) []pmChainDef {
 	hairpin := append(ctDNAT(), loadAddr(f, true, 1), loadAddr(f, false, reg32After(f, addrWords(f))),
 		&expr.Lookup{SourceRegister: 1, SetName: pmHairpin}, &expr.Masq{})
 	masqAll := append(ctDNAT(), loadAddr(f, false, 1), &expr.Lookup{SourceRegister: 1, SetName: pmMasqAll}, &expr.Masq{})
+	hairpinNets := append(ctDNAT(), loadAddr(f, true, 1), loadAddr(f, false, reg32After(f, addrWords(f))),
+		&expr.Lookup{SourceRegister: 1, SetName: pmHairpinNets}, &expr.Masq{})
 	masq := [][]expr.Any{hairpin}
 	if f == ipv4 {
 		masq = append(masq, append(ctDNAT(), matchAddr(f, true, expr.CmpOpEq, mustCIDR("127.0.0.0/8"))[0:3]...))
@@ -179,6 +192,8 @@ func pmChains(f family) []pmChainDef {
 			Priority: nftables.ChainPriorityNATDest}, [][]expr.Any{append(localOnly(), jump("hostports_all")...)}},
 		{&nftables.Chain{Name: "masquerading", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting,
 			Priority: nftables.ChainPriorityNATSource}, masq},
+		{&nftables.Chain{Name: pmMasqNetsChain, Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting,
+			Priority: nftables.ChainPriorityNATSource}, [][]expr.Any{hairpinNets}},
 	}
 	if f == ipv4 {
 		// route_localnet lets a neighbour's packet to 127.0.0.0/8 in:
@@ -225,7 +240,7 @@ func pmElements(opts PortMapOptions, f family) map[string][]nftables.SetElement 
 		}
 	}
 	if opts.SNAT {
-		out[pmHairpin] = []nftables.SetElement{{Key: append(slices.Clone(addrBytes(f, cip)), addrBytes(f, cip)...), Comment: c}}
+		out[pmHairpinNets] = []nftables.SetElement{hairpinNetsElem(opts, f, c)}
 		if opts.MasqAll {
 			out[pmMasqAll] = []nftables.SetElement{{Key: slices.Clone(addrBytes(f, cip)), Comment: c}}
 		}
@@ -235,3 +250,29 @@ func pmElements(opts PortMapOptions, f family) map[string][]nftables.SetElement 
 
 // ipsDstNAT is IPS_DST_NAT of the conntrack status bits.
 const ipsDstNAT = 1 << 5
+
+// hairpinNetsElem is the hairpin_nets element of opts in family f: from
+// anywhere in the container's subnet to the container. (Upstream's
+// nftables rule matches the container's own address only, and leaves a
+// neighbour on the same bridge without an answer when br_netfilter is
+// off: issue 22.)
+func hairpinNetsElem(opts PortMapOptions, f family, comment string) nftables.SetElement {
+	cip := addrBytes(f, opts.containerIP(f))
+	n := opts.hairpinNet(f)
+	first, last := addrBytes(f, n.IP), slices.Clone(addrBytes(f, n.IP))
+	for i := range last {
+		last[i] |= ^n.Mask[len(n.Mask)-len(last)+i]
+	}
+	return nftables.SetElement{
+		Key:     append(slices.Clone(first), cip...),
+		KeyEnd:  append(last, cip...),
+		Comment: comment,
+	}
+}
+
+// oldHairpinElem is the hairpin element cniforge added before
+// hairpin_nets: container . container.
+func oldHairpinElem(opts PortMapOptions, f family) []byte {
+	cip := addrBytes(f, opts.containerIP(f))
+	return append(slices.Clone(cip), cip...)
+}

@@ -1,9 +1,11 @@
 package portmap_test
 
 import (
+	"bytes"
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -32,6 +34,13 @@ func upstreamChain(network, id string) string {
 // 80 -> contIP4:8080 with snat (its default).
 func upstreamADD(n *ns.NetNS, id string) {
 	GinkgoHelper()
+	// The container's address with its prefix: iptables keeps the network.
+	hairpinADD(n, id, contIP4+"/24")
+}
+
+// hairpinADD is upstreamADD with the hairpin mark's source hairpinSrc.
+func hairpinADD(n *ns.NetNS, id, hairpinSrc string) {
+	GinkgoHelper()
 	chain := upstreamChain(netName, id)
 	comment := fmt.Sprintf(`dnat name: "%s" id: "%s"`, netName, id)
 	for _, c := range [][]string{
@@ -44,7 +53,7 @@ func upstreamADD(n *ns.NetNS, id string) {
 		{"-A", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
 		{"-A", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"},
 		{"-N", chain},
-		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", contIP4 + "/32", "-j", "CNI-HOSTPORT-SETMARK"},
+		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", hairpinSrc, "-j", "CNI-HOSTPORT-SETMARK"},
 		{"-A", chain, "-p", "tcp", "--dport", "80", "-s", "127.0.0.1", "-j", "CNI-HOSTPORT-SETMARK"},
 		{"-A", chain, "-p", "tcp", "--dport", "80", "-j", "DNAT", "--to-destination", contIP4 + ":8080"},
 		{"-A", "CNI-HOSTPORT-DNAT", "-m", "comment", "--comment", comment, "-m", "multiport", "-p", "tcp", "--destination-ports", "80", "-j", chain},
@@ -109,6 +118,25 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 		Expect(forwards(e.host)).To(BeEmpty())
 	})
 
+	It("with masqAll, marks with one rule as upstream (v1.9.1 on): -s 0.0.0.0/0, which iptables prints without -s", func() {
+		stdin := confOpts{ver: "1.1.0", backend: "iptables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResultV4("1.1.0"), extra: map[string]any{"masqAll": true}}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		chain := upstreamChain(netName, "c1")
+		Expect(ipt(e.host, "iptables", "-t", "nat", "-S", chain)).To(Equal("-N " + chain + "\n" +
+			"-A " + chain + " -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK\n" +
+			"-A " + chain + " -p tcp -m tcp --dport 80 -j DNAT --to-destination " + contIP4 + ":8080\n"))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+	})
+
+	It("checks and deletes the /32 hairpin mark cniforge wrote before issue 22", func() {
+		hairpinADD(e.host, "c1", contIP4+"/32")
+		stdin := conf(mapping{HostPort: 80, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
 	It("GC collects an upstream ADD's rules of an attachment not listed", func() {
 		upstreamADD(e.host, "gone")
 		gc := []byte(fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"type":"portmap","cni.dev/valid-attachments":[]}`, netName))
@@ -136,6 +164,70 @@ var _ = Describe("upstream compatibility (iptables)", func() {
 })
 
 var _ = Describe("upstream compatibility (nftables)", func() {
+	It("checks and deletes the hairpin element cniforge added before issue 22 (container . container), in a table of then", func() {
+		e := newEnv()
+		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+			prev: e.prevResult("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		sum := sha512.Sum512([]byte(netName + "c1"))
+		comment := fmt.Sprintf(`"%s, net: %s, id: c1"`, hex.EncodeToString(sum[:])[:16], netName)
+		// The table as cniforge made it before: no hairpin_nets, no
+		// masquerading_nets; the hairpin element container . container.
+		for _, fam := range []string{"ip", "ip6"} {
+			ipt(e.host, "nft", "delete", "chain", fam, "cni_hostport", "masquerading_nets")
+			ipt(e.host, "nft", "delete", "set", fam, "cni_hostport", "hairpin_nets")
+		}
+		for _, f := range []struct{ fam, ip string }{{"ip", contIP4}, {"ip6", contIP6}} {
+			ipt(e.host, "nft", "add", "element", f.fam, "cni_hostport", "hairpin", "{", f.ip+" . "+f.ip, "comment", comment, "}")
+		}
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		tcpServe(e.cont, ":8080", "old-table")
+		Expect(tcpGet(e.cont, hp(80))).To(Equal("old-table"), "hairpin through the old element")
+
+		// The next ADD brings the table up to date.
+		c2 := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 81, ContainerPort: 8080}},
+			prev: e.prevResult("1.1.0")}.json()
+		Expect(run(e, attach.Hooks{}, call("ADD", "c2", e, c2)).Err).To(BeNil())
+		Expect(ipt(e.host, "nft", "list", "chain", "ip", "cni_hostport", "masquerading_nets")).To(ContainSubstring("@hairpin_nets"))
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c2", e, c2)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c2", e, c2)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+	})
+
+	// Upstream's nftables backend (v1.5 on) writes one rule per mapping in
+	// the shared chains, no elements: CHECK accepts them (issue 22).
+	It("CHECK accepts upstream's per-mapping rules, IPv4 and IPv6, and fails when one is missing; DEL removes them", func() {
+		e := newEnv()
+		conf := func(id string, ms ...mapping) []byte {
+			return confOpts{ver: "1.1.0", backend: "nftables", mappings: ms, prev: e.prevResult("1.1.0")}.json()
+		}
+		other := conf("other", mapping{HostPort: 90, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("ADD", "other", e, other)).Err).To(BeNil())
+		for _, r := range [][]string{
+			{"ip", "hostports", "tcp", "dport", "80", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"ip", "hostip_hostports", "ip", "daddr", hostIP4, "tcp", "dport", "81", "dnat", "to", contIP4 + ":8080", "comment", `"c1"`},
+			{"ip", "masquerading", "ip", "saddr", contIP4, "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+			{"ip", "masquerading", "ip", "saddr", "127.0.0.1", "ip", "daddr", contIP4, "masquerade", "comment", `"c1"`},
+			{"ip6", "hostports", "tcp", "dport", "80", "dnat", "to", "[" + contIP6 + "]:8080", "comment", `"c1"`},
+			{"ip6", "masquerading", "ip6", "saddr", contIP6, "ip6", "daddr", contIP6, "masquerade", "comment", `"c1"`},
+		} {
+			ipt(e.host, append([]string{"nft", "add", "rule", r[0], "cni_hostport"}, r[1:]...)...)
+		}
+		tcpServe(e.cont, ":8080", "upstream-nft")
+		stdin := conf("c1", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 81, ContainerPort: 8080, HostIP: hostIP4})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("upstream-nft"))
+		Expect(tcpGet(e.outside, hp6(80))).To(Equal("upstream-nft"))
+		Expect(tcpGet(e.outside, hp(81))).To(Equal("upstream-nft"))
+		more := conf("c1", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 82, ContainerPort: 8080})
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, more)).Err).NotTo(BeNil(), "port 82 has no rule")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil())
+		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, other)).Err).To(BeNil())
+	})
+
 	It("DEL removes upstream's per-mapping rules, commented with the container ID", func() {
 		e := newEnv()
 		stdin := confOpts{ver: "1.1.0", backend: "nftables", mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
@@ -153,5 +245,49 @@ var _ = Describe("upstream compatibility (nftables)", func() {
 		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
 		Expect(ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")).NotTo(ContainSubstring(`comment "c1"`))
 		Expect(run(e, attach.Hooks{}, call("CHECK", "other", e, stdin)).Err).To(BeNil(), "another container's mappings stay")
+	})
+})
+
+// upstreamBin is Debian's build of upstream's portmap (1.1.1), installed
+// with podman. A spec that needs it fails when it is missing: it is the
+// second source of upstream-made state (issue 22), never skipped.
+const upstreamBin = "/usr/lib/cni/portmap"
+
+// runUpstream runs upstream's portmap in n (the stand-in host) with cmd.
+func runUpstream(n *ns.NetNS, e env, cmd, id string, stdin []byte) {
+	GinkgoHelper()
+	_, err := os.Stat(upstreamBin)
+	Expect(err).NotTo(HaveOccurred(), "upstream's portmap (Debian's containernetworking-plugins) is needed here")
+	var out, stderr bytes.Buffer
+	err = n.Do(func() error {
+		c := exec.Command(upstreamBin)
+		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + id,
+			"CNI_NETNS=" + e.cont.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
+		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
+		return c.Run()
+	})
+	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
+}
+
+var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
+	It("CHECK and DEL accept what upstream's ADD made, IPv4 and IPv6, and the forwards work in between", func() {
+		e := newEnv()
+		tcpServe(e.cont, ":8080", "by-upstream")
+		stdin := confOpts{ver: "1.0.0", backend: "", prev: e.prevResult("1.0.0"), mappings: []mapping{
+			// 1.1.1 has no default protocol.
+			{HostPort: 80, ContainerPort: 8080, Protocol: "tcp"}, {HostPort: 53, ContainerPort: 5353, Protocol: "udp"},
+			{HostPort: 81, ContainerPort: 8080, Protocol: "tcp", HostIP: hostIP4},
+		}}.json()
+		runUpstream(e.host, e, "ADD", "c1", stdin)
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("by-upstream"))
+		Expect(tcpGet(e.outside, hp6(80))).To(Equal("by-upstream"))
+		Expect(tcpGet(e.cont, hp(80))).To(Equal("by-upstream"), "hairpin")
+
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+		_, err := tcpGet(e.outside, hp(80))
+		Expect(err).To(HaveOccurred(), "nothing forwards after our DEL")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
 	})
 })

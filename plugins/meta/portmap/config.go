@@ -132,7 +132,7 @@ func (c *netConf) validate() error {
 
 // options returns the netfilter options for owner and the container's
 // addresses.
-func (c *netConf) options(owner netfilter.Owner, ips []net.IP) netfilter.PortMapOptions {
+func (c *netConf) options(owner netfilter.Owner, ips []net.IPNet) netfilter.PortMapOptions {
 	o := netfilter.PortMapOptions{
 		Owner:        owner,
 		ContainerIPs: ips,

@@ -31,6 +31,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "iptables conditions", conf: `{` + base + `,"conditionsV4":["-s","1.2.3.4"]}`},
 		{name: "nft conditions on iptables", conf: `{` + base + `,"backend":"iptables","conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: `conditionsV4/conditionsV6: nft syntax (not starting with "-"), but backend is "iptables"`},
 		{name: "empty condition", conf: `{` + base + `,"conditionsV4":["-s",""]}`, code: 7, want: "conditionsV4[1]: empty"},
+		// A line break would end the iptables-restore line the condition
+		// goes into, and start one of the runtime's choosing.
+		{name: "condition with a newline", conf: `{` + base + `,"conditionsV4":["-s","10.0.0.0/8\n-I PREROUTING 1 -j ACCEPT"]}`, code: 7,
+			want: `conditionsV4: "10.0.0.0/8\n-I PREROUTING 1 -j ACCEPT" holds a line break`},
+		{name: "condition with a carriage return", conf: `{` + base + `,"conditionsV6":["-d","fd00::/8\r"]}`, code: 7,
+			want: `conditionsV6: "fd00::/8\r" holds a line break`},
 		{name: "not JSON", conf: `{`, code: 6},
 		{name: "no name", conf: `{"cniVersion":"1.1.0","type":"portmap"}`, code: 7, want: "name: missing"},
 	} {

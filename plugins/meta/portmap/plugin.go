@@ -10,12 +10,15 @@
 // step pushes its undo; a failure or panic runs them in reverse):
 //
 //	netfilter   DNAT for traffic to the host's own addresses, masquerade
-//	            marks for hairpin and localhost traffic (snat), one
-//	            transaction per family
+//	            for hairpin traffic (from the container's subnet) and
+//	            localhost traffic (snat); iptables: one transaction per
+//	            family; nftables: one for both, or batches that a failed
+//	            later one undoes (past about 500 mappings)
 //	localnet    with snat and an IPv4 address: route_localnet=1 on the
 //	            host interface that routes to the container, so that
 //	            127.0.0.1:hostPort works from the host (the guard in the
-//	            rules keeps neighbours' packets to 127.0.0.0/8 out)
+//	            rules keeps neighbours' packets to 127.0.0.0/8 out);
+//	            skipped, as upstream, when no host interface routes there
 //	conntrack   flush the UDP conntrack entries of the mapped host ports,
 //	            so that a flow that started before ADD is forwarded now
 //
@@ -122,15 +125,15 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 }
 
 // containerIPs returns prevResult's addresses on container interfaces (or
-// on no interface in particular), in order.
-func containerIPs(prev *current.Result) []net.IP {
-	var out []net.IP
+// on no interface in particular), in order, with their prefix lengths.
+func containerIPs(prev *current.Result) []net.IPNet {
+	var out []net.IPNet
 	for _, ipc := range prev.IPs {
 		if ipc.Interface != nil && *ipc.Interface >= 0 && *ipc.Interface < len(prev.Interfaces) &&
 			prev.Interfaces[*ipc.Interface].Sandbox == "" {
 			continue // a host-side address
 		}
-		out = append(out, ipc.Address.IP)
+		out = append(out, ipc.Address)
 	}
 	return out
 }
@@ -138,11 +141,11 @@ func containerIPs(prev *current.Result) []net.IP {
 // enableLocalnet sets route_localnet=1 on the host interface that routes
 // to the container's first IPv4 address, and pushes the restore of the
 // old value.
-func enableLocalnet(a *attach.Attachment, ips []net.IP) error {
+func enableLocalnet(a *attach.Attachment, ips []net.IPNet) error {
 	var v4 net.IP
 	for _, x := range ips {
-		if x.To4() != nil {
-			v4 = x
+		if x.IP.To4() != nil {
+			v4 = x.IP
 			break
 		}
 	}
@@ -154,7 +157,15 @@ func enableLocalnet(a *attach.Attachment, ips []net.IP) error {
 		return err
 	}
 	routes, err := h.RouteGet(v4)
-	if err != nil || len(routes) == 0 {
+	if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH) || err == nil && (len(routes) == 0 || routes[0].LinkIndex == 0) {
+		// The host cannot route to the container yet (a main plugin
+		// that routes later, another node agent): as upstream, skip
+		// this step. Every path but 127.0.0.1:hostPort from the host
+		// works without it.
+		a.Log.Info("no host interface routes to the container: route_localnet left alone", "addr", v4.String())
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("find the host interface routing to %s: %w", v4, err)
 	}
 	link, err := h.LinkByIndex(routes[0].LinkIndex)

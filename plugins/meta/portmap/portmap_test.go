@@ -8,6 +8,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -84,6 +85,32 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		tcpServe(e.cont, ":8080", "hairpin")
 		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}))).Err).To(BeNil())
 		Expect(tcpGet(e.cont, hp(80))).To(Equal("hairpin"))
+	})
+
+	// Issue 22: a prevResult whose address the host cannot route yet (a
+	// plugin that routes later, another node agent). As upstream, ADD skips
+	// route_localnet and succeeds; every other path works once the route is
+	// there.
+	It("accepts a container address the host cannot route yet, skipping route_localnet", func() {
+		hh := testutil.Handle(e.host)
+		link, err := hh.LinkByName(hostIf)
+		Expect(err).NotTo(HaveOccurred())
+		subnet := &net.IPNet{IP: net.ParseIP("10.88.0.0").To4(), Mask: net.CIDRMask(24, 32)}
+		Expect(hh.RouteDel(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: subnet, Scope: netlink.SCOPE_LINK})).To(Succeed())
+		tcpServe(e.cont, ":8080", "routed-later")
+		stdin := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080})
+		out := run(e, attach.Hooks{}, call("ADD", "c1", e, stdin))
+		Expect(out.Err).To(BeNil())
+		Expect(ipt(e.host, "sysctl", "-n", "net.ipv4.conf."+hostIf+".route_localnet")).To(Equal("0\n"))
+
+		Expect(hh.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: subnet, Scope: netlink.SCOPE_LINK})).To(Succeed())
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("routed-later"))
+		Expect(tcpGet(e.outside, hp6(80))).To(Equal("routed-later"))
+		Expect(tcpGet(e.cont, hp(80))).To(Equal("routed-later"), "hairpin")
+		Expect(tcpGet(e.host, hp(80))).To(Equal("routed-later"), "from the host to its own address")
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
 	})
 
 	It("restricts a mapping with hostIP to that address", func() {
@@ -255,14 +282,15 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil())
 	})
 
-	DescribeTable("a failure after each ADD step leaves no rule",
+	DescribeTable("a failure after each ADD step leaves no rule, and route_localnet as it was",
 		func(step string) {
-			before := netfilterState(e.host)
+			localnet := "net.ipv4.conf." + hostIf + ".route_localnet"
+			Expect(ipt(e.host, "sysctl", "-n", localnet)).To(Equal("0\n"))
 			hooks := attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}
 			out := run(e, hooks, call("ADD", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 53, ContainerPort: 53, Protocol: "udp"})))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(forwards(e.host)).To(BeEmpty())
-			_ = before
+			Expect(ipt(e.host, "sysctl", "-n", localnet)).To(Equal("0\n"))
 		},
 		testutil.StepEntries(portmap.AddSteps),
 	)
