@@ -97,10 +97,14 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 	}
 	owned := map[[3]string]bool{}
 	for _, a := range atts {
+		netns := a.NetNS
+		if netns == "" {
+			netns = cachedSandbox(d.cache, a)
+		}
 		st.Attachments = append(st.Attachments, attachment{
-			Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, Netns: a.NetNS,
+			Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, Netns: netns,
 			IPs:        cachedIPs(d.cache, a),
-			NetnsState: netnsState(a.NetNS),
+			NetnsState: netnsState(netns),
 			att:        a,
 		})
 		owned[[3]string{a.Network, a.ContainerID, a.IfName}] = true
@@ -230,9 +234,41 @@ func freeAddresses(c *hostlocal.Config, used int) string {
 	return total.Sub(total, big.NewInt(int64(used))).String()
 }
 
+// cachedSandbox is the netns path that the result libcni cached for a
+// gives a's interface: libcni before 1.2 (containerd 1.6 and 1.7 among its
+// users) records no netns of its own in the cache entry, but the result's
+// interface carries it as "sandbox". "" if there is none.
+func cachedSandbox(cacheDir string, a *libcni.NetworkAttachment) string {
+	b, err := os.ReadFile(cacheFile(cacheDir, a))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Result struct {
+			Interfaces []struct {
+				Name    string `json:"name"`
+				Sandbox string `json:"sandbox"`
+			} `json:"interfaces"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	for _, i := range c.Result.Interfaces {
+		if i.Name == a.IfName && i.Sandbox != "" {
+			return i.Sandbox
+		}
+	}
+	return ""
+}
+
+func cacheFile(cacheDir string, a *libcni.NetworkAttachment) string {
+	return filepath.Join(cacheDir, "results", a.Network+"-"+a.ContainerID+"-"+a.IfName)
+}
+
 // cachedIPs reads the addresses of the result libcni cached for a.
 func cachedIPs(cacheDir string, a *libcni.NetworkAttachment) []string {
-	b, err := os.ReadFile(filepath.Join(cacheDir, "results", a.Network+"-"+a.ContainerID+"-"+a.IfName))
+	b, err := os.ReadFile(cacheFile(cacheDir, a))
 	if err != nil {
 		return []string{}
 	}
