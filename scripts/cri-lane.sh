@@ -612,9 +612,13 @@ inner() {
 	if [ "$runs" != 0 ]; then
 		timings "$runs" cniforge || fail "$label: timings"
 		if [ "${CNIFORGE_CRI_UPSTREAM:-}" = 1 ]; then
+			# Debian's upstream plugins (1.1.1) stop at cniVersion 1.0.0.
 			kill_containerd
 			sed -i "s|$cnidir|/usr/lib/cni|" "$pw/containerd.toml"
-			start_containerd && timings "$runs" "upstream plugins (/usr/lib/cni)" || fail "$label: upstream timings"
+			jq '.cniVersion = "1.0.0"' "$netdir/10-lane.conflist" >"$pw/conflist.tmp" &&
+				mv "$pw/conflist.tmp" "$netdir/10-lane.conflist"
+			start_containerd && timings "$runs" "upstream plugins (/usr/lib/cni, cniVersion 1.0.0)" ||
+				fail "$label: upstream timings"
 		fi
 	fi
 }
