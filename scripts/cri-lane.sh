@@ -103,6 +103,7 @@ start_containerd() {
 	until_ok 150 cri info >/dev/null 2>&1 || {
 		echo "containerd did not answer on $pw/containerd.sock; its log:"
 		tail -n 30 "$pw/containerd.log"
+		kill_containerd
 		return 1
 	}
 }
