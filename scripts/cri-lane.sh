@@ -13,7 +13,8 @@
 # sysfs for the new netns that keeps the cgroup tree) and a pid namespace
 # that ends containerd, the shims and the pods with the pass. containerd
 # gets `-c` on a config whose root, state, plugin dir, sockets and CNI dirs
-# are in the lane's temporary folder; pods get a relative cgroup parent. A
+# are in the lane's temporary folder; pods get a relative cgroup parent
+# (runc makes it below the lane's own cgroup; the lane removes it). A
 # second netns plays another machine on the node's LAN. The real host is
 # compared before and after (scripts/host-snapshot.sh).
 #
@@ -125,14 +126,14 @@ podconf() {
 	local name=$1 port=${2:-} bw=${3:-} mode=${4:-}
 	# runc sets no hostname in the node's UTS namespace (a kubelet's
 	# hostNetwork pod shares it).
-	jq -n --arg name "$name" --arg ns "$ns" --arg port "$port" --arg bw "$bw" --arg mode "$mode" --arg logs "$pw/logs" '
+	jq -n --arg name "$name" --arg ns "$ns" --arg port "$port" --arg bw "$bw" --arg mode "$mode" --arg logs "$pw/logs" --arg cg "$cgparent" '
 		{metadata: {name: $name, namespace: $ns, uid: ("uid-" + $name), attempt: 0},
 		 log_directory: $logs,
 		 annotations: (if $bw == "" then {} else
 			{"kubernetes.io/ingress-bandwidth": $bw, "kubernetes.io/egress-bandwidth": $bw} end),
 		 port_mappings: (if $port == "" then [] else
 			[{protocol: 0, container_port: 80, host_port: ($port | tonumber)}] end),
-		 linux: {cgroup_parent: "cniforge-cri-lane",
+		 linux: {cgroup_parent: $cg,
 			security_context: {namespace_options: {network: (if $mode == "node" then 2 else 0 end)}}}}
 		+ (if $mode == "node" then {} else {hostname: $name} end)' \
 		>"$pw/$name.pod.json"
@@ -663,6 +664,9 @@ export PATH=$PWD/.cache/cri/crictl-v1.37.0:$PATH
 work=$(mktemp -d /tmp/cniforge-cri.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 watched=(/var/lib/containerd /run/containerd /run/netns /etc/cni /opt/cni)
+# The pods' cgroup parent, relative (below the lane's own cgroup), one per run.
+cgparent=$(basename "$work")
+export cgparent
 host_snapshot "$work/host.before" "${watched[@]}"
 
 bin/cniforge install --dir "$work/cni" >"$work/install.log" 2>&1 || {
@@ -829,7 +833,23 @@ setup_pass() {
 	esac
 }
 
-total_passed=0 total_failed=0
+# remove_cgroups: the pods' cgroups (under the relative parent $cgparent,
+# which runc makes below its own cgroup in each hierarchy), once the pid
+# namespace has ended their processes; the kernel may still be reaping
+# them, hence the retries. Whatever is left is listed.
+remove_cgroups() {
+	local i d
+	for i in $(seq 25); do
+		for d in $(find /sys/fs/cgroup -type d -name "$cgparent" 2>/dev/null); do
+			find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		done
+		[ -n "$(find /sys/fs/cgroup -type d -name "$cgparent" 2>/dev/null)" ] || return 0
+		sleep 0.2
+	done
+	find /sys/fs/cgroup -type d -name "$cgparent"
+	return 1
+}
+
 for pass in $passes; do
 	setup_pass "$pass" || {
 		fail "containerd $pass: no such pass (CNIFORGE_CRI_RUNTIMES takes 1.6 and 2)"
@@ -847,7 +867,13 @@ for pass in $passes; do
 	else
 		fail "containerd $pass: the pass ended early (exit $rc)"
 	fi
-	if [ -n "$(cat "$work/$pass/counts" 2>/dev/null | awk '$2 != 0')" ] || [ ! -s "$work/$pass/counts" ]; then
+	if remove_cgroups >"$work/cgroups.left"; then
+		ok "containerd $pass: after the pass, no cgroup of its pods is left (parent $cgparent, below the lane's own)"
+	else
+		fail "containerd $pass: the pods' cgroups ($cgparent) are left:"
+		sed 's/^/    /' "$work/cgroups.left" >&2
+	fi
+	if [ -n "$(awk '$2 != 0' "$work/$pass/counts" 2>/dev/null)" ] || [ ! -s "$work/$pass/counts" ]; then
 		echo "cri-lane: containerd $pass's log:" >&2
 		tail -n 40 "$work/$pass/containerd.log" 2>/dev/null | sed 's/^/    /' >&2
 	fi
