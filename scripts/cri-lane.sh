@@ -34,6 +34,7 @@
 #   CNIFORGE_CRI_RUNTIMES="1.6 2"   the passes to run (default both)
 #   CNIFORGE_CRI_UPSTREAM=1         also time Debian's upstream plugins
 #                                   (/usr/lib/cni) with the same conflist
+#                                   at cniVersion 1.0.0
 set -uo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$0")/.."
@@ -326,7 +327,7 @@ warm_up() {
 # check_runp NAME HOSTPORT BANDWIDTH: the pod runs; the node's end of its
 # veth has a tbf at the ingress rate, and an ifb shapes its egress.
 check_runp() {
-	local name=$1 port=$2 bw=$3 id veth q rate
+	local name=$1 port=$2 bw=$3 id veth ifb q rate
 	id=$(runp "$name" "$port" "$bw") || return 1
 	echo "$id" >"$pw/$name.id"
 	veth=$(host_veth "$id") || return 1
@@ -336,9 +337,12 @@ check_runp() {
 		echo "no tbf at $rate on $veth: $q"
 		return 1
 	}
-	q=$(tc qdisc show | grep '^qdisc tbf .* dev bwp')
-	grep -q "rate $rate" <<<"$q" || {
-		echo "no ifb (bwp...) with a tbf at $rate: $(tc qdisc show)"
+	# The pod's ifb, as bandwidth's result names it (libcni's cache).
+	ifb=$(jq -r '.result.interfaces[].name | select(startswith("bwp"))' \
+		"/var/lib/cni/results/$net-$id-eth0") || return 1
+	q=$(tc qdisc show dev "$ifb")
+	grep -q "tbf .* rate $rate" <<<"$q" || {
+		echo "no tbf at $rate on the pod's ifb [$ifb]: $q"
 		return 1
 	}
 }
@@ -584,7 +588,7 @@ inner() {
 		finish
 	}
 
-	check "containerd $version up (-c on the lane's config), NetworkReady, CNI from $cnidir" start_containerd
+	check "containerd starts with -c on the lane's config and answers crictl" start_containerd
 	[ -n "${cpid:-}" ] || finish
 	check "CRI status: NetworkReady true, plugin dir $cnidir" check_ready
 	check "every plugin of the conflist is cniforge's and answers VERSION $(jq -r .cniVersion "$netdir/10-lane.conflist")" check_plugins
