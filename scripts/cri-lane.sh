@@ -19,8 +19,8 @@
 # compared before and after (scripts/host-snapshot.sh).
 #
 # No registry: the workload image (busybox-static, httpd via `busybox
-# httpd`) and the pause image (catatonit -P) are written here as a docker
-# archive (tar + sha256sum) and imported with `ctr -n k8s.io images import`.
+# httpd`) and the pause image (catatonit -P) are written as one archive by
+# scripts/criimages and imported with `ctr -n k8s.io images import`.
 #
 # Each check prints "ok - ..." or "not ok - ..."; the lane closes with
 # "cri-lane: N passed, M failed" (test_linux.sh adds it to its total) and
@@ -678,36 +678,18 @@ bin/cniforge install --dir "$work/cni" >"$work/install.log" 2>&1 || {
 	bail "cniforge install --dir $work/cni"
 }
 
-# The images, as a docker archive (manifest.json, a config and one layer
-# per image) that ctr imports: busybox-static with its applet links and a
-# page for httpd, and catatonit as the pause image.
-mkdir -p "$work/img" "$work/rootfs/bin" "$work/rootfs/www" "$work/pause"
+# The images, one archive for ctr (scripts/criimages): busybox-static
+# with its applet links and a page for httpd, and catatonit as the pause
+# image.
+mkdir -p "$work/rootfs/bin" "$work/rootfs/www"
 cp "$(command -v busybox)" "$work/rootfs/bin/busybox"
 for a in $("$work/rootfs/bin/busybox" --list); do
 	[ "$a" = busybox ] || ln -s busybox "$work/rootfs/bin/$a"
 done
 echo "$page" >"$work/rootfs/www/index.html"
-cp "$(command -v catatonit)" "$work/pause/catatonit"
-manifest=()
-# layer NAME:TAG ROOTFS ENTRYPOINT-JSON CMD-JSON
-layer() {
-	local ref=$1 dir=$2 ep=$3 cmd=$4 diff cfg
-	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir" -cf "$work/img/layer.tar" .
-	diff=$(sha256sum <"$work/img/layer.tar" | cut -d' ' -f1)
-	mkdir -p "$work/img/$diff"
-	mv "$work/img/layer.tar" "$work/img/$diff/layer.tar"
-	jq -n --arg diff "sha256:$diff" --argjson ep "$ep" --argjson cmd "$cmd" \
-		'{architecture: "amd64", os: "linux", config: {Entrypoint: $ep, Cmd: $cmd, Env: ["PATH=/bin"]},
-		  rootfs: {type: "layers", diff_ids: [$diff]}}' >"$work/img/config.json"
-	cfg=$(sha256sum <"$work/img/config.json" | cut -d' ' -f1)
-	mv "$work/img/config.json" "$work/img/$cfg.json"
-	manifest+=("$(jq -n --arg cfg "$cfg.json" --arg ref "$ref" --arg l "$diff/layer.tar" \
-		'{Config: $cfg, RepoTags: [$ref], Layers: [$l]}')")
-}
-layer localhost/cniforge-lane:1 "$work/rootfs" null '["/bin/sh"]'
-layer localhost/cniforge-pause:1 "$work/pause" '["/catatonit", "-P"]' null
-printf '%s\n' "${manifest[@]}" | jq -s . >"$work/img/manifest.json"
-tar -C "$work/img" -cf "$work/images.tar" . || bail "the image archive"
+go run ./scripts/criimages -o "$work/images.tar" -rootfs "$work/rootfs" \
+	-ref localhost/cniforge-lane:1 -catatonit "$(command -v catatonit)" \
+	-pause-ref localhost/cniforge-pause:1 || bail "the image archive (scripts/criimages)"
 
 # The conflist a Kubernetes node carries (cniVersion per pass).
 conflist() {
