@@ -3,7 +3,8 @@
 # as binaries), then `go test -race` over every package, as root, then the
 # kernel specs in the VM lane (scripts/vm/kernel-lane.sh), then every command
 # the README gives a newcomer (scripts/frontdoor.sh: the demo, the install,
-# the benchmarks), then Podman against our plugins (scripts/podman-lane.sh).
+# the benchmarks), then Podman against our plugins (scripts/podman-lane.sh),
+# then containerd's CRI plugin driven by crictl (scripts/cri-lane.sh).
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -75,6 +76,19 @@ if [ -z "${pl_passed:-}" ]; then
 	exit 1
 fi
 
+# The CRI lane: containerd 1.6 (Debian's) and 2.x driven by crictl as a
+# kubelet drives them, with a Kubernetes-shaped conflist over a `cniforge
+# install`, in namespaces and private mounts it makes, the real host
+# compared before and after. See scripts/cri-lane.sh.
+echo "== the CRI lane (scripts/cri-lane.sh)"
+cri_rc=0
+scripts/cri-lane.sh | tee "$work/cri" || cri_rc=$?
+read -r cl_passed cl_failed < <(awk '/^cri-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/cri")
+if [ -z "${cl_passed:-}" ]; then
+	echo "test_linux.sh: scripts/cri-lane.sh printed no count (exit $cri_rc)" >&2
+	exit 1
+fi
+
 # The closing count: host results, with the kernel specs that skipped on the
 # host credited as passed when the lane ran them (it fails unless all pass).
 # Only the specs that skipped on this host (kernelfeature logs each) are
@@ -86,6 +100,6 @@ if [ "$credited" -gt "$lane" ]; then
 	echo "test_linux.sh: $credited kernel specs skipped on the host but the VM lane passed only $lane" >&2
 	exit 1
 fi
-echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands; $pl_passed Podman lane checks)"
-echo "total: $((passed + credited + fd_passed + pl_passed)) passed, $((failed + fd_failed + pl_failed)) failed, $((skipped - credited)) skipped"
-[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ]
+echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks)"
+echo "total: $((passed + credited + fd_passed + pl_passed + cl_passed)) passed, $((failed + fd_failed + pl_failed + cl_failed)) failed, $((skipped - credited)) skipped"
+[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cri_rc" = 0 ] && [ "$cl_failed" = 0 ]

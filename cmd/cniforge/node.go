@@ -119,9 +119,13 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 	view := probeHostView()
 	owned := map[[3]string]bool{}
 	for i, e := range append(entries, multusEntries...) {
-		state, why := netnsState(e.NetNS, view)
+		netns := e.NetNS
+		if netns == "" {
+			netns = cachedSandbox(e.Result, e.IfName)
+		}
+		state, why := netnsState(netns, view)
 		a := attachment{
-			Network: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName, Netns: e.NetNS,
+			Network: e.NetworkName, ContainerID: e.ContainerID, IfName: e.IfName, Netns: netns,
 			IPs: cachedIPs(e.Result), NetnsState: state, NetnsWhy: why, entry: e,
 		}
 		if i >= len(entries) {
@@ -448,6 +452,28 @@ func freeAddresses(c *hostlocal.Config, res []reservation) (free string, perSet 
 		perSet = nil
 	}
 	return least.String(), perSet
+}
+
+// cachedSandbox is the netns path a cached result gives interface
+// ifName: libcni before 1.2 (containerd 1.6 and 1.7 among its users)
+// records no netns of its own in the cache entry, but the result's
+// interface carries it as "sandbox". "" if there is none.
+func cachedSandbox(raw json.RawMessage, ifName string) string {
+	var r struct {
+		Interfaces []struct {
+			Name    string `json:"name"`
+			Sandbox string `json:"sandbox"`
+		} `json:"interfaces"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	for _, i := range r.Interfaces {
+		if i.Name == ifName && i.Sandbox != "" {
+			return i.Sandbox
+		}
+	}
+	return ""
 }
 
 func inRange(r hostlocal.Range, a netip.Addr) bool {

@@ -351,3 +351,52 @@ func hasOnlyAddr(ents []os.DirEntry, want string) bool {
 	}
 	return len(addrs) == 1 && addrs[0] == want
 }
+
+// containerd 1.6 and 1.7 (libcni before 1.2) write no netns into libcni's
+// cache entry; the cached result's interface names it as "sandbox". gc
+// finds it there: a container whose netns file went away is DELed, a live
+// one is kept.
+func TestGCNetnsFromCachedResult(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	gone, rm := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	for _, id := range []string{"ctr-live", "ctr-gone"} {
+		path := filepath.Join(n.cache, "results", "nodenet-"+id+"-eth0")
+		b, err := os.ReadFile(path)
+		must(t, err)
+		var entry map[string]any
+		must(t, json.Unmarshal(b, &entry))
+		if entry["netns"] == nil {
+			t.Fatalf("libcni's cache entry of %s has no netns to remove: %s", id, b)
+		}
+		delete(entry, "netns") // as libcni 1.1 wrote it
+		b, err = json.Marshal(entry)
+		must(t, err)
+		must(t, os.WriteFile(path, b, 0o600))
+	}
+	must(t, rm())
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+
+	got := map[string]string{}
+	for _, a := range n.ls().Attachments {
+		got[a.ContainerID] = a.NetnsState + " " + a.Netns
+	}
+	want := map[string]string{"ctr-live": "live " + live.Path(), "ctr-gone": "gone " + gone.Path()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ls attachments: %v, want %v", got, want)
+	}
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("cniforge gc --apply:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-gone eth0 (netns "+gone.Path()+" is gone)") {
+		t.Fatalf("gc --apply: exit %d:\n%s", rc, out)
+	}
+	st := n.ls()
+	if len(st.Attachments) != 1 || st.Attachments[0].ContainerID != "ctr-live" || st.Networks[0].Used != 1 {
+		t.Errorf("after gc --apply: %+v", st)
+	}
+	if rules := n.nft(); strings.Contains(rules, "ctr-gone") || !strings.Contains(rules, "ctr-live") {
+		t.Errorf("rules after gc --apply (ctr-gone's must be gone, ctr-live's kept):\n%s", rules)
+	}
+}
