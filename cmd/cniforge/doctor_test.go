@@ -44,7 +44,8 @@ func (n *node) doctor() ([]finding, string, int) {
 // VERSION, a range full of leaked reservations, CNI chains in both
 // iptables backends. Each is found with its fix, and once fixed, gone.
 func TestDoctorFindsWhatBreaksANode(t *testing.T) {
-	n := newNode(t)                                                // nodenet: bridge + host-local; its netns starts with ip_forward 0
+	// nodenet: bridge + host-local; its netns starts with ip_forward 0.
+	n := newNode(t)
 	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755)) // a runtime ran here
 	must(t, os.WriteFile(filepath.Join(n.conf, "30-fw.conflist"), []byte(fmt.Sprintf(`{"cniVersion":"1.0.0","name":"fwnet","plugins":[
 		{"type":"bridge","bridge":"cfw0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.124.0.0/29","rangeStart":"10.124.0.2","rangeEnd":"10.124.0.3"}]]}},
