@@ -516,6 +516,121 @@ check_full_drain() {
 	return "$rc"
 }
 
+# --- the node image and its DaemonSet (deploy/) -------------------------------
+
+# dspod NAME: the DaemonSet's pod as a kubelet would run it: in the node's
+# netns (hostNetwork: the node may have no working CNI yet), the node image
+# (scripts/image) with the manifest's args, and the host folder containerd
+# takes its plugins from ($cnidir, the node's /opt/cni/bin) mounted where
+# the manifest mounts it. Prints the pod ID.
+dspod() {
+	local name=$1 pod id args
+	args=$(sed -n 's/^ *args: //p' deploy/cniforge-daemonset.yaml | jq -c .) || return 1
+	podconf "$name" "" "" node
+	pod=$(cri runp "$pw/$name.pod.json") || return 1
+	jq -n --arg name "$name" --argjson args "$args" --arg dir "$cnidir" '{metadata: {name: $name},
+		image: {image: "localhost/cniforge-node:lane"}, args: $args, log_path: ($name + ".log"),
+		mounts: [{container_path: "/host/opt/cni/bin", host_path: $dir}], linux: {}}' >"$pw/$name.ctr.json" &&
+		id=$(cri create "$pod" "$pw/$name.ctr.json" "$pw/$name.pod.json") && cri start "$id" >/dev/null || return 1
+	echo "$id" >"$pw/$name.ctrid"
+	echo "$pod"
+}
+
+# installed_from_image: $cnidir holds the image's binary and a link to it
+# per plugin, and nothing half-written.
+installed_from_image() {
+	cmp -s "$cnidir/cniforge" bin/cniforge || {
+		echo "$cnidir/cniforge is not the image's binary"
+		return 1
+	}
+	local t
+	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
+		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
+			echo "$cnidir/$t: $(ls -l "$cnidir/$t")"
+			return 1
+		}
+	done
+	! ls -A "$cnidir" | grep '^\.' || {
+		echo "temporary files left in $cnidir"
+		return 1
+	}
+}
+
+# check_daemonset: the image imported, its pod installs into the node's
+# plugin folder (the files replaced, not edited), stays up, stops on the
+# kubelet's SIGTERM; a second pod (a rollout) replaces them again while a
+# runtime keeps exec'ing a plugin, which never fails; and a pod started
+# afterwards gets its network from what it installed.
+check_daemonset() {
+	local ino0 ino1 ino2 pod1 pod2 web ip loop
+	"$ctr_bin" --address "$pw/containerd.sock" -n k8s.io images import --snapshotter overlayfs "$work/node-image.tar" >/dev/null || return 1
+	ino0=$(stat -c %i "$cnidir/cniforge")
+	pod1=$(dspod ds1) || return 1
+	until_ok 150 grep -q "installed into /host/opt/cni/bin" "$pw/logs/ds1.log" || {
+		echo "the DaemonSet pod never said it installed; its log:"
+		cat "$pw/logs/ds1.log"
+		return 1
+	}
+	ino1=$(stat -c %i "$cnidir/cniforge")
+	[ "$ino0" != "$ino1" ] || {
+		echo "$cnidir/cniforge was not replaced (inode $ino0)"
+		return 1
+	}
+	installed_from_image || return 1
+	# A kubelet stops the containers (SIGTERM, then SIGKILL after the
+	# grace period) before it stops the sandbox, which kills at once.
+	cri stop --timeout 5 "$(cat "$pw/ds1.ctrid")" >/dev/null &&
+		[ "$(cri inspect -o json "$(cat "$pw/ds1.ctrid")" | jq -r .status.exitCode)" = 0 ] &&
+		grep -q "cniforge daemon: stopping" "$pw/logs/ds1.log" || {
+		echo "the DaemonSet pod did not stop on SIGTERM with exit 0; its log:"
+		cat "$pw/logs/ds1.log"
+		return 1
+	}
+	rmpod "$pod1" || return 1
+
+	rm -f "$pw/ds.stop" "$pw/ds.execfail"
+	(
+		while [ ! -e "$pw/ds.stop" ]; do
+			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.0.0"}' >/dev/null 2>&1 ||
+				echo "exec of $cnidir/loopback failed" >>"$pw/ds.execfail"
+		done
+	) &
+	loop=$!
+	pod2=$(dspod ds2) || {
+		touch "$pw/ds.stop"
+		wait "$loop"
+		return 1
+	}
+	until_ok 150 grep -q "installed into /host/opt/cni/bin" "$pw/logs/ds2.log"
+	local rc=$?
+	touch "$pw/ds.stop"
+	wait "$loop"
+	[ "$rc" = 0 ] || {
+		echo "the second DaemonSet pod never said it installed; its log:"
+		cat "$pw/logs/ds2.log"
+		return 1
+	}
+	ino2=$(stat -c %i "$cnidir/cniforge")
+	[ "$ino1" != "$ino2" ] && installed_from_image || {
+		echo "the second pod did not replace $cnidir/cniforge (inode $ino1, now $ino2)"
+		return 1
+	}
+	[ ! -s "$pw/ds.execfail" ] || {
+		echo "a plugin exec failed while the DaemonSet replaced the files:"
+		sort | uniq -c <"$pw/ds.execfail"
+		return 1
+	}
+
+	web=$(runp dsweb) || return 1
+	ip=$(pod_ip "$web")
+	[ -n "$ip" ] && [ "$ip" != null ] || {
+		echo "the pod started after the DaemonSet got no address: $(inspectp "$web" | jq -c .status.network)"
+		return 1
+	}
+	rmpod "$web" && rmpod "$pod2" || return 1
+	same_state "after the DaemonSet's pods"
+}
+
 median() {
 	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
@@ -615,6 +730,7 @@ inner() {
 		sed 's/^/    /' "$pw/check.log" >&2
 	fi
 	check "the range-full pods stopped and removed: nothing left" check_full_drain
+	check "the node image's DaemonSet pod (deploy/) installs into the node's plugin folder, stops on SIGTERM; a second one replaces the files while a plugin is exec'd; a pod started after gets its network" check_daemonset
 	if [ "$runs" != 0 ]; then
 		timings "$runs" cniforge || fail "$label: timings"
 		if [ "${CNIFORGE_CRI_UPSTREAM:-}" = 1 ]; then
@@ -690,6 +806,11 @@ echo "$page" >"$work/rootfs/www/index.html"
 go run ./scripts/criimages -o "$work/images.tar" -rootfs "$work/rootfs" \
 	-ref localhost/cniforge-lane:1 -catatonit "$(command -v catatonit)" \
 	-pause-ref localhost/cniforge-pause:1 || bail "the image archive (scripts/criimages)"
+
+# The node image (scripts/image) of the binary just installed, as
+# scripts/release.sh writes it for the DaemonSet in deploy/.
+go run ./scripts/image -bin bin/cniforge -arch "$(go env GOARCH)" -version lane -epoch 0 \
+	-tag localhost/cniforge-node:lane -o "$work/node-image.tar" || bail "the node image (scripts/image)"
 
 # The conflist a Kubernetes node carries (cniVersion per pass).
 conflist() {
