@@ -797,11 +797,13 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	It("forwards STATUS to IPAM", func() {
-		c := call("STATUS", netConf("1.1.0", "", hostLocal(dataDir, "10.30.0.0/30")))
+		// host-local's STATUS fails on a full range only when asked to.
+		ipam := strings.Replace(hostLocal(dataDir, "10.30.0.0/30"), `{"type"`, `{"failStatusWhenFull": true, "type"`, 1)
+		c := call("STATUS", netConf("1.1.0", "", ipam))
 		c.Netns = ""
 		Expect(run(hostNS, c).Err).To(BeNil())
 		// A /30 has one usable address besides the gateway's: take it.
-		mustAdd(hostNS, call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.30.0.0/30"))))
+		mustAdd(hostNS, call("ADD", netConf("1.1.0", "", ipam)))
 		out := run(hostNS, c)
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeNumerically(">=", 50))
