@@ -52,13 +52,14 @@ func (c *NetConf) Prev() (*current.Result, error) {
 	return result.ParsePrev(&nc)
 }
 
-// Decode decodes stdin into conf (code 6 when it is not JSON of that
-// shape), keeps stdin in conf.Common().Raw and checks what every config
+// Decode decodes stdin into conf (code 6 when it is not JSON, code 7
+// naming the key and value when a value has the wrong type or range: see
+// result.DecodeConfig), keeps stdin in conf.Common().Raw and checks what every config
 // needs: a name, and an IPAM type that is a plugin name (code 7). It
 // touches no kernel state.
 func Decode(stdin []byte, conf Conf) error {
-	if err := json.Unmarshal(stdin, conf); err != nil {
-		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, conf); err != nil {
+		return err
 	}
 	c := conf.Common()
 	c.Raw = stdin

@@ -1,7 +1,6 @@
 package dhcp
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -102,12 +101,8 @@ type provideIn struct {
 // carry their CNI code (6 malformed JSON, 7 invalid config) and name the key.
 func parseConfig(stdin []byte) (*Config, error) {
 	var in netConf
-	if err := json.Unmarshal(stdin, &in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value))
-		}
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, err
 	}
 	conf, err := buildConfig(&in)
 	if err != nil {

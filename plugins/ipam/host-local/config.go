@@ -2,7 +2,6 @@ package hostlocal
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -117,14 +116,8 @@ func parseAddConfig(stdin []byte, cniArgs string) (*Config, error) {
 
 func decodeConfig(stdin []byte) (*Config, *netConf, error) {
 	var in netConf
-	if err := json.Unmarshal(stdin, &in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			// The legacy keys sit in an embedded struct; name them as users write them.
-			field := strings.ReplaceAll(typeErr.Field, ".rangeIn", "")
-			return nil, nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", field, typeErr.Type, typeErr.Value))
-		}
-		return nil, nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, nil, err
 	}
 	conf, err := buildConfig(&in)
 	if err != nil {

@@ -28,13 +28,14 @@ func TestParseConfig(t *testing.T) {
 		{name: "static", stdin: base + `, "ingressRate": 8000, "ingressBurst": 800}`, want: &Entry{IngressRate: 8000, IngressBurst: 800}},
 		{name: "runtime overrides static", stdin: base + `, "ingressRate": 8000, "ingressBurst": 800, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`,
 			want: &Entry{EgressRate: 16000, EgressBurst: 1600}},
-		{name: "not JSON", stdin: `{"name": 1}`, code: 6},
+		{name: "not JSON", stdin: `{"name": `, code: 6},
+		{name: "name not a string", stdin: `{"name": 1}`, code: 7, msg: "name: 1 is not a string"},
 		{name: "rate without burst", stdin: base + `, "ingressRate": 8000}`, code: 7, msg: "ingressBurst: missing"},
 		{name: "burst without rate", stdin: base + `, "egressBurst": 8000}`, code: 7, msg: "egressRate: missing"},
 		{name: "runtime rate without burst", stdin: base + `, "runtimeConfig": {"bandwidth": {"egressRate": 8000}}}`, code: 7, msg: "runtimeConfig.bandwidth.egressBurst"},
 		{name: "rate below a byte", stdin: base + `, "ingressRate": 7, "ingressBurst": 800}`, code: 7, msg: "ingressRate: 7"},
 		{name: "burst over 4 GiB", stdin: base + `, "egressRate": 8000, "egressBurst": 40000000000}`, code: 7, msg: "egressBurst: 40000000000"},
-		{name: "negative", stdin: base + `, "egressRate": -1, "egressBurst": 1}`, code: 6},
+		{name: "negative", stdin: base + `, "egressRate": -1, "egressBurst": 1}`, code: 7, msg: "egressRate: -1 is not a whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseConfig([]byte(tc.stdin))
