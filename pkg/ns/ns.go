@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -98,7 +99,10 @@ func (n *NetNS) Fd() uintptr { return n.file.Fd() }
 func (n *NetNS) Close() error { return n.file.Close() }
 
 // Do runs fn with the network namespace n entered, on a thread of its own,
-// and returns fn's error. The caller's thread is never switched.
+// and returns fn's error. The caller's thread is never switched. A panic
+// in fn is returned as a *PanicError, after the thread has left n: on a
+// goroutine of Do's own it would otherwise end the process, past every
+// recover and rollback of the caller.
 func (n *NetNS) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
@@ -114,7 +118,7 @@ func (n *NetNS) Do(fn func() error) error {
 			errc <- fmt.Errorf("enter netns %s: %w", n.path, err)
 			return
 		}
-		ferr := fn()
+		ferr := callRecovered(n.path, fn)
 		if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
 			// The thread stays locked and dies with this goroutine.
 			errc <- errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.path, err))
@@ -124,6 +128,32 @@ func (n *NetNS) Do(fn func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// PanicError is what Do returns when its function panicked.
+type PanicError struct {
+	NSPath string
+	Value  any    // what fn panicked with
+	Stack  []byte // the goroutine's stack at the panic, for a log
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic in netns %s: %v", e.NSPath, e.Value)
+}
+
+// Unwrap returns the value panicked with when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+func callRecovered(nsPath string, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{NSPath: nsPath, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
 }
 
 // Handle returns a netlink handle for rtnetlink (links, addresses, routes,
