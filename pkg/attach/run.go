@@ -404,7 +404,12 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	// while the plugin compares the kernel; its error still comes first.
 	defer pre.Cancel()
 	ipamErr := make(chan error, 1)
-	go func() { ipamErr <- checkIPAM(ipam.WithPrestarted(context.TODO(), pre)) }()
+	go func() {
+		var err error
+		defer func() { ipamErr <- err }()
+		defer recovered(&err, a.Log) // a goroutine's panic passes every other recover
+		err = checkIPAM(ipam.WithPrestarted(context.TODO(), pre))
+	}()
 	ownErr := r.checkOwn(a, c, prev)
 	if err := <-ipamErr; err != nil {
 		return err
