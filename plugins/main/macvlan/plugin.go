@@ -43,6 +43,7 @@ var frame = attach.Plugin[*config]{
 	Summary: "a macvlan link on a master interface",
 	Parse:   parse,
 	Add:     add,
+	Lenient: parseLenient,
 	Del:     del,
 	Check:   check,
 	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
