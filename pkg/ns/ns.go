@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -219,6 +220,42 @@ func OpenHost() (*NetNS, *netlink.Handle, error) {
 		return nil, nil, err
 	}
 	return n, h, nil
+}
+
+// RefuseOwn refuses (code 8) a CNI_NETNS, nsPath, that is the calling
+// thread's network namespace (the plugin's own), unless override
+// (CNI_NETNS_OVERRIDE) is "1" or "true": the runtime then means it. An
+// empty nsPath or one that cannot be opened passes; the command reports it
+// where it matters (DEL treats a namespace that is gone as done).
+//
+// skel makes the same check only after ADD or DEL ran, so a plugin that
+// does its work outside the namespace (an IPAM plugin) would reserve an
+// address, print the result, and then fail with a second JSON document.
+func RefuseOwn(nsPath, override string) error {
+	if nsPath == "" {
+		return nil
+	}
+	if o := strings.ToLower(override); o == "1" || o == "true" {
+		return nil
+	}
+	cont, err := Open(nsPath)
+	if err != nil {
+		return nil
+	}
+	defer cont.Close()
+	own, err := Current()
+	if err != nil {
+		return result.InvalidNetNS(fmt.Errorf("open the plugin's own netns: %w", err))
+	}
+	defer own.Close()
+	same, err := cont.Same(own)
+	if err != nil {
+		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", nsPath, own.Path(), err))
+	}
+	if same {
+		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace (%s)", nsPath, own.Path()))
+	}
+	return nil
 }
 
 // OpenContainer opens the container namespace a CNI command names in

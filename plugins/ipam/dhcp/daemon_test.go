@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/rpc"
@@ -93,6 +94,23 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
 		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
 		Expect(l.records()).To(BeEmpty())
+	})
+
+	It("refuses, before asking the daemon, a CNI_NETNS that is the plugin's own namespace", func() {
+		// skel checks it only after ADD: the lease was taken for an
+		// interface of the plugin's own namespace, the result printed,
+		// then the error (issue 22). Here the plugin runs in contNS.
+		for _, cmd := range []string{"ADD", "DEL"} {
+			out := testutil.RunIn(l.contNS, Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1",
+				Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("CNI_NETNS " + l.contNS.Path() + " is the plugin's own network namespace"))
+			var one map[string]any
+			Expect(json.Unmarshal(out.Stdout, &one)).To(Succeed(), "one JSON document: %s", out.Stdout)
+			Expect(l.records()).To(BeEmpty(), cmd)
+			Expect(l.leases()).To(BeEmpty(), cmd)
+		}
 	})
 
 	It("gives two attachments two addresses", func() {

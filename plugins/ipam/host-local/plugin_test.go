@@ -104,6 +104,29 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 	})
 }, versionEntries())
 
+var _ = It("refuses, before reserving, a CNI_NETNS that is the plugin's own namespace", func() {
+	// skel checks it only after ADD: the address was reserved, the result
+	// printed, then the error (issue 22).
+	dataDir := GinkgoT().TempDir()
+	stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
+	own := testutil.NewNS()
+	for _, cmd := range []string{"ADD", "DEL"} {
+		out := testutil.RunIn(own, Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0",
+			Netns: own.Path(), Stdin: stdin, Path: "/nonexistent"})
+		Expect(out.Err).NotTo(BeNil(), cmd)
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS), cmd)
+		Expect(out.Err.Msg).To(ContainSubstring("CNI_NETNS " + own.Path() + " is the plugin's own network namespace"))
+		var one map[string]any
+		Expect(json.Unmarshal(out.Stdout, &one)).To(Succeed(), "one JSON document: %s", out.Stdout)
+		Expect(reservations(dataDir)).To(BeEmpty(), cmd)
+	}
+	// CNI_NETNS_OVERRIDE: the runtime means the plugin's namespace.
+	out := testutil.RunIn(own, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
+		Netns: own.Path(), Stdin: stdin, Path: "/nonexistent", Env: map[string]string{"CNI_NETNS_OVERRIDE": "1"}})
+	Expect(out.Err).To(BeNil())
+	Expect(reservations(dataDir)).To(HaveLen(1))
+})
+
 var _ = Describe("bad input", func() {
 	var dataDir string
 	BeforeEach(func() { dataDir = GinkgoT().TempDir() })
