@@ -1,12 +1,14 @@
 package dhcp
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/rpc"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -22,6 +24,56 @@ func inPool(ip net.IP) bool {
 	v := ip.To4()
 	return v != nil && v[0] == 10 && v[1] == 99 && v[2] == 0 && v[3] >= 10 && v[3] <= 50
 }
+
+var _ = Describe("an Allocate whose plugin is gone", func() {
+	// A runtime's timeout kills the plugin mid-ADD: the runtime saw ADD
+	// fail and will never DEL. The daemon used to finish the ADD anyway
+	// and renew that lease for no one (issue 22).
+	DescribeTable("keeps no lease and no record", func(after bool) {
+		l := newLab()
+		l.startDnsmasq()
+		entered := make(chan struct{})
+		done := make(chan error, 1)
+		o := l.daemonOpts()
+		hook := &o.beforeAcquire
+		if after {
+			hook = &o.afterAcquire
+		}
+		*hook = func(call context.Context) {
+			close(entered)
+			// Hold the acquisition until the connection is seen gone; the
+			// bound only keeps a daemon without the fix from hanging.
+			select {
+			case <-call.Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
+		o.allocated = func(err error) { done <- err }
+		l.startDaemonWith(o)
+
+		c, err := rpc.DialHTTP("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		args := &skel.CmdArgs{ContainerID: "killed", Netns: l.contNS.Path(), IfName: "eth0",
+			Path: "/opt/cni/bin", StdinData: []byte(l.conf("1.1.0", ""))}
+		pending := c.Go("DHCP.Allocate", args, &current.Result{}, nil)
+		Eventually(entered).WithTimeout(30 * time.Second).Should(BeClosed())
+		Expect(c.Close()).To(Succeed()) // as the kernel does for a killed plugin
+		Eventually(pending.Done).Should(Receive())
+
+		var allocErr error
+		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&allocErr))
+		Expect(allocErr).To(MatchError(ContainSubstring("the plugin that asked for it is gone")))
+		Expect(l.records()).To(BeEmpty())
+		// Released, or never asked for.
+		Eventually(l.leases).Should(BeEmpty(), func() string { return "dnsmasq holds a lease:\n" + l.dnsmasqLog() })
+		if after {
+			Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRELEASE(" + labBridge + ")"))
+		}
+	},
+		Entry("gone before the lease is asked for: none is", false),
+		Entry("gone while the lease is acquired: it is released", true),
+	)
+})
 
 var _ = Describe("ADD and DEL against dnsmasq", func() {
 	var l *lab
