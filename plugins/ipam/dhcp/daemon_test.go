@@ -165,6 +165,34 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		}
 	})
 
+	It("does not hand an attachment's lease to the same IDs in another netns", func() {
+		// The same container ID, network and ifname from another netns is
+		// another interface (a runtime that reused an ID): its lease is
+		// asked for on that interface, and the old one released.
+		out := l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).To(BeNil())
+		first := testutil.ParseResult("1.1.0", out.Stdout).IPs[0].Address.IP.String()
+		other := testutil.NewNS()
+		l.addPort("vh1", other, "eth0")
+		otherMAC := testutil.Handle(other)
+		link, err := otherMAC.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		b := testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1",
+			Netns: other.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))})
+		Expect(b.Err).To(BeNil())
+		second := testutil.ParseResult("1.1.0", b.Stdout).IPs[0].Address.IP.String()
+		Expect(l.leases()).To(HaveKey(second))
+		Expect(l.leases()[second][1]).To(Equal(link.Attrs().HardwareAddr.String()), "the server leased it to the other netns's eth0")
+		Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRELEASE(" + labBridge + ") " + first))
+		recs := l.records()
+		Expect(recs).To(HaveLen(1))
+		raw, err := os.ReadFile(recs[0])
+		Expect(err).NotTo(HaveOccurred())
+		var rec record
+		Expect(json.Unmarshal(raw, &rec)).To(Succeed())
+		Expect(rec.Netns).To(Equal(other.Path()))
+	})
+
 	It("gives two attachments two addresses", func() {
 		other := testutil.NewNS()
 		l.addPort("vh1", other, "eth0")
