@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
@@ -72,6 +73,20 @@ func Decode(stdin []byte, conf Conf) error {
 		}
 	}
 	return nil
+}
+
+// DecodeOnly is a Lenient parse for a plugin whose DEL uses no key of its
+// own (it finds its state by CNI_IFNAME and the attachment's owner): the
+// config decoded, nothing checked. Use it as Lenient: DecodeOnly[config].
+func DecodeOnly[T any, PT interface {
+	*T
+	Conf
+}](args *skel.CmdArgs) (PT, error) {
+	c := PT(new(T))
+	if err := Decode(args.StdinData, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // RequireIPAM refuses a config without an IPAM plugin (code 7) and tells

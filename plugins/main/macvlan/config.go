@@ -42,17 +42,6 @@ var modes = map[string]netlink.MacvlanMode{
 
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData, args.Args) }
 
-// parseLenient is DEL's parse of a config that no longer validates: DEL
-// finds the link by CNI_IFNAME and its alias, and IPAM by ipam, so mode,
-// master, MTU and MAC are not checked.
-func parseLenient(args *skel.CmdArgs) (*config, error) {
-	c := &config{}
-	if err := attach.Decode(args.StdinData, &c.netConf); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // parseConfig decodes stdin and CNI_ARGS, applies defaults and validates
 // every key, the same way for every command. It touches no kernel state
 // and leaves prevResult unparsed. Codes: 6 undecodable, 4 bad CNI_ARGS, 7
