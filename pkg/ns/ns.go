@@ -253,7 +253,9 @@ func RefuseOwn(nsPath, override string) error {
 		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", nsPath, own.Path(), err))
 	}
 	if same {
-		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace (%s)", nsPath, own.Path()))
+		// Not naming own's path: it holds the process and thread IDs, so
+		// the message would differ between runs of the same call.
+		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace", nsPath))
 	}
 	return nil
 }
