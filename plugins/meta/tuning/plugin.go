@@ -68,6 +68,7 @@ func New(opts Options) plugin.Plugin {
 		Chained: true,
 		Parse:   parse,
 		Add:     t.add,
+		Lenient: parseLenient,
 		Del:     del,
 		Check:   check,
 		GC:      gc,
