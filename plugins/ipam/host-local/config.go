@@ -126,6 +126,30 @@ func decodeConfig(stdin []byte) (*Config, *netConf, error) {
 	return conf, &in, nil
 }
 
+// parseDelConfig is DEL's parse of a config that no longer validates: the
+// network's name and dataDir, which find the reservations, and nothing
+// else.
+func parseDelConfig(stdin []byte) (*Config, error) {
+	var in netConf
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, err
+	}
+	if err := validateNetworkName(in.Name); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	if in.IPAM == nil {
+		return nil, result.InvalidConfig(errors.New("ipam: missing"))
+	}
+	conf := &Config{CNIVersion: in.CNIVersion, Name: in.Name, DataDir: in.IPAM.DataDir}
+	if conf.DataDir == "" {
+		conf.DataDir = defaultDataDir
+	}
+	if !filepath.IsAbs(conf.DataDir) {
+		return nil, result.InvalidConfig(fmt.Errorf("ipam.dataDir: %q is not an absolute path", conf.DataDir))
+	}
+	return conf, nil
+}
+
 func buildConfig(in *netConf) (*Config, error) {
 	if err := validateNetworkName(in.Name); err != nil {
 		return nil, err
