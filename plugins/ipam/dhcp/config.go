@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/containernetworking/cni/pkg/types"
+
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -107,6 +109,32 @@ func parseConfig(stdin []byte) (*Config, error) {
 	conf, err := buildConfig(&in)
 	if err != nil {
 		return nil, result.InvalidConfig(err)
+	}
+	return conf, nil
+}
+
+// parseReleaseConfig is parseConfig for DEL: a config edited since ADD
+// whose options or families no longer validate must still release the
+// lease, which needs only the network's name (part of the client ID) and
+// the daemon's socket. Other values are checked only when it all parses.
+func parseReleaseConfig(stdin []byte) (*Config, error) {
+	conf, err := parseConfig(stdin)
+	if result.Code(err) != types.ErrInvalidNetworkConfig {
+		return conf, err
+	}
+	var in netConf
+	if derr := result.DecodeConfig(stdin, &in); derr != nil {
+		return nil, derr
+	}
+	if in.Name == "" || in.IPAM == nil {
+		return nil, err
+	}
+	conf = &Config{CNIVersion: in.CNIVersion, Name: in.Name, SocketPath: in.IPAM.DaemonSocketPath}
+	if conf.SocketPath == "" {
+		conf.SocketPath = DefaultSocketPath
+	}
+	if !strings.HasPrefix(conf.SocketPath, "/") {
+		return nil, err
 	}
 	return conf, nil
 }

@@ -165,6 +165,22 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		}
 	})
 
+	It("DEL releases the lease with a config whose options no longer validate", func() {
+		// A config edited between ADD and DEL must not keep the lease
+		// renewed for good (issue 22): DEL needs the name and the socket.
+		out := l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).To(BeNil())
+		ip := testutil.ParseResult("1.1.0", out.Stdout).IPs[0].Address.IP.String()
+		edited := l.conf("1.1.0", `, "request": [{"option": "no-such-option"}], "ipFamilies": ["ipx"]`)
+		bad := l.call("ADD", "ctr2", edited)
+		Expect(bad.Err).NotTo(BeNil())
+		Expect(bad.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		Expect(l.call("DEL", "ctr1", edited).Err).To(BeNil())
+		Expect(l.records()).To(BeEmpty())
+		Eventually(l.leases).Should(Not(HaveKey(ip)), func() string { return "dnsmasq saw no RELEASE:\n" + l.dnsmasqLog() })
+		Expect(l.call("DEL", "ctr1", edited).Err).To(BeNil())
+	})
+
 	It("does not hand an attachment's lease to the same IDs in another netns", func() {
 		// The same container ID, network and ifname from another netns is
 		// another interface (a runtime that reused an ID): its lease is

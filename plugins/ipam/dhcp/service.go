@@ -121,7 +121,7 @@ func errCallerGone(id string) error {
 // lease, or a netns that is gone, is success.
 func (s *Service) Release(args *skel.CmdArgs, reply *struct{}) error {
 	d := s.d
-	conf, err := parseConfig(args.StdinData)
+	conf, err := parseReleaseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}
