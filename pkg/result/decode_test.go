@@ -34,7 +34,7 @@ func TestDecodeConfig(t *testing.T) {
 		code     uint
 		want     string
 	}{
-		{`{"ingressRate": -1}`, "", types.ErrInvalidNetworkConfig, "ingressRate: -1 is not a whole number from 0 to"},
+		{`{"ingressRate": -1}`, "", types.ErrInvalidNetworkConfig, "ingressRate: -1 is not a whole number, 0 or more"},
 		{`{"ingressRate": "5"}`, "", types.ErrInvalidNetworkConfig, `ingressRate: "5" is not a whole number`},
 		{`{"table": "abc"}`, "", types.ErrInvalidNetworkConfig, `table: "abc" is not a whole number`},
 		{`{"hairpinMode": "yes"}`, "", types.ErrInvalidNetworkConfig, `hairpinMode: "yes" is not true or false`},
