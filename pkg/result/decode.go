@@ -60,8 +60,6 @@ func DecodeConfigAt(path string, data []byte, v any) error {
 			return InvalidConfig(fmt.Errorf("%s: %q is not %s", joinPath(path, key), parseErr.Text, article(parseErr.Type)))
 		}
 		return InvalidConfig(fmt.Errorf("%s%s", prefix(path), err))
-	case err.Error() == "unexpected end of JSON input":
-		return Decoding(fmt.Errorf("parse config: %s", err))
 	default:
 		// A key's own UnmarshalJSON or UnmarshalText refused its value.
 		return InvalidConfig(fmt.Errorf("%s%s", prefix(path), err))
