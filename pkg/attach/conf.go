@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
@@ -52,13 +53,14 @@ func (c *NetConf) Prev() (*current.Result, error) {
 	return result.ParsePrev(&nc)
 }
 
-// Decode decodes stdin into conf (code 6 when it is not JSON of that
-// shape), keeps stdin in conf.Common().Raw and checks what every config
+// Decode decodes stdin into conf (code 6 when it is not JSON, code 7
+// naming the key and value when a value has the wrong type or range: see
+// result.DecodeConfig), keeps stdin in conf.Common().Raw and checks what every config
 // needs: a name, and an IPAM type that is a plugin name (code 7). It
 // touches no kernel state.
 func Decode(stdin []byte, conf Conf) error {
-	if err := json.Unmarshal(stdin, conf); err != nil {
-		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, conf); err != nil {
+		return err
 	}
 	c := conf.Common()
 	c.Raw = stdin
@@ -71,6 +73,20 @@ func Decode(stdin []byte, conf Conf) error {
 		}
 	}
 	return nil
+}
+
+// DecodeOnly is a Lenient parse for a plugin whose DEL uses no key of its
+// own (it finds its state by CNI_IFNAME and the attachment's owner): the
+// config decoded, nothing checked. Use it as Lenient: DecodeOnly[config].
+func DecodeOnly[T any, PT interface {
+	*T
+	Conf
+}](args *skel.CmdArgs) (PT, error) {
+	c := PT(new(T))
+	if err := Decode(args.StdinData, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // RequireIPAM refuses a config without an IPAM plugin (code 7) and tells

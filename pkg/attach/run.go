@@ -45,6 +45,14 @@ type Plugin[C Conf] struct {
 	// files; errors carry their CNI code. It must not parse prevResult.
 	Parse func(args *skel.CmdArgs) (C, error)
 
+	// Lenient, optional, is DEL's parse when Parse refuses the config as
+	// invalid (code 7): it decodes and defaults what DEL needs to find
+	// the attachment's state and skips the checks of values DEL does not
+	// use. A config edited between ADD and DEL ("mode": "evil") must not
+	// make the attachment impossible to remove; the frame logs Parse's
+	// error and goes on. Errors of Lenient itself stop DEL.
+	Lenient func(args *skel.CmdArgs) (C, error)
+
 	// Add makes the attachment after the container namespace passed the
 	// own-namespace guard. Push the undo of every change onto a.Undo right
 	// after it succeeded, and call a.Step after each step. The runner
@@ -126,10 +134,20 @@ type runner[C Conf] struct {
 // start parses the config and makes the attachment (nothing opened yet).
 func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error) {
 	c, err := r.p.Parse(args)
+	var invalid error
+	if err != nil && cmd == "DEL" && r.p.Lenient != nil && result.Code(err) == types.ErrInvalidNetworkConfig {
+		if lc, lerr := r.p.Lenient(args); lerr == nil {
+			c, invalid, err = lc, err, nil
+		}
+	}
 	if err != nil {
 		return nil, c, err
 	}
-	return newAttachment(args, c.Common(), r.hooks, plugin.Logger(cmd, args)), c, nil
+	log := plugin.Logger(cmd, args)
+	if invalid != nil {
+		log.Warn("config no longer valid; DEL removes what it can identify", "err", invalid)
+	}
+	return newAttachment(args, c.Common(), r.hooks, log), c, nil
 }
 
 // recovered turns a panic into CNI error 999 carrying the panic's message;
@@ -404,7 +422,12 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	// while the plugin compares the kernel; its error still comes first.
 	defer pre.Cancel()
 	ipamErr := make(chan error, 1)
-	go func() { ipamErr <- checkIPAM(ipam.WithPrestarted(context.TODO(), pre)) }()
+	go func() {
+		var err error
+		defer func() { ipamErr <- err }()
+		defer recovered(&err, a.Log) // a goroutine's panic passes every other recover
+		err = checkIPAM(ipam.WithPrestarted(context.TODO(), pre))
+	}()
 	ownErr := r.checkOwn(a, c, prev)
 	if err := <-ipamErr; err != nil {
 		return err

@@ -26,7 +26,7 @@ type Server struct {
 
 type method struct {
 	newArgs func() any
-	call    func(args any) (reply any, err error)
+	call    func(ctx context.Context, args any) (reply any, err error)
 }
 
 // NewServer returns a server with no methods.
@@ -38,6 +38,14 @@ func NewServer() *Server {
 // its argument into a new A and answers with the R that fn filled, or
 // with fn's error. It fails when A or R is outside what gobrpc encodes.
 func Handle[A, R any](s *Server, serviceMethod string, fn func(*A, *R) error) error {
+	return HandleContext(s, serviceMethod, func(_ context.Context, args *A, reply *R) error { return fn(args, reply) })
+}
+
+// HandleContext is Handle for a method that wants to know when its
+// caller is gone: ctx ends when the client's connection ends (it hung up,
+// or was killed) or Serve's context does, so that the method can give up,
+// or undo what it did for an answer nobody will read.
+func HandleContext[A, R any](s *Server, serviceMethod string, fn func(context.Context, *A, *R) error) error {
 	dot := strings.LastIndex(serviceMethod, ".")
 	if dot < 0 {
 		return fmt.Errorf("method %q: want Service.Method", serviceMethod)
@@ -50,9 +58,9 @@ func Handle[A, R any](s *Server, serviceMethod string, fn func(*A, *R) error) er
 	s.services[serviceMethod[:dot]] = true
 	s.methods[serviceMethod] = method{
 		newArgs: func() any { return new(A) },
-		call: func(args any) (any, error) {
+		call: func(ctx context.Context, args any) (any, error) {
 			reply := new(R)
-			return reply, fn(args.(*A), reply)
+			return reply, fn(ctx, args.(*A), reply)
 		},
 	}
 	return nil
@@ -105,7 +113,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		conns[conn] = true
 		mu.Unlock()
 		go func() {
-			s.serveHTTP(conn)
+			s.serveHTTP(ctx, conn)
 			mu.Lock()
 			delete(conns, conn)
 			mu.Unlock()
@@ -116,7 +124,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 // serveHTTP answers the HTTP request that opens a connection as net/rpc's
 // server behind http.ServeMux does (CONNECT on DefaultPath: 200, then
 // RPC; another path: 404; another method: 405), then serves the calls.
-func (s *Server) serveHTTP(conn net.Conn) {
+func (s *Server) serveHTTP(ctx context.Context, conn net.Conn) {
 	timeout := s.HeaderTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
@@ -146,7 +154,7 @@ func (s *Server) serveHTTP(conn net.Conn) {
 		_, err = io.WriteString(conn, "HTTP/1.0 "+connected+"\n\n")
 		_ = conn.SetDeadline(time.Time{}) // an Allocate may take minutes
 		if err == nil {
-			s.serveConn(conn, br)
+			s.serveConn(ctx, conn, br)
 		}
 	}
 	conn.Close()
@@ -159,8 +167,13 @@ func answer(conn net.Conn, status, body string) {
 
 // serveConn reads calls until the client hangs up or sends what is not a
 // request header. Each call runs in its own goroutine, as net/rpc's do;
-// replies go out in the order the calls end.
-func (s *Server) serveConn(conn net.Conn, br *bufio.Reader) {
+// replies go out in the order the calls end. The calls' context ends
+// when reading the next call fails: a net/rpc client writes nothing more
+// while it waits, so that is its connection closing (the plugin exited or
+// was killed).
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, br *bufio.Reader) {
+	ctx, hungUp := context.WithCancel(ctx)
+	defer hungUp()
 	dec := NewDecoder(br)
 	bw := bufio.NewWriter(conn)
 	enc := NewEncoder(bw)
@@ -202,7 +215,7 @@ func (s *Server) serveConn(conn net.Conn, br *bufio.Reader) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := m.call(args)
+			reply, err := m.call(ctx, args)
 			errmsg := ""
 			if err != nil {
 				errmsg = err.Error()
@@ -210,6 +223,7 @@ func (s *Server) serveConn(conn net.Conn, br *bufio.Reader) {
 			send(req, reply, errmsg)
 		}()
 	}
+	hungUp()
 	wg.Wait()
 }
 

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -98,7 +100,10 @@ func (n *NetNS) Fd() uintptr { return n.file.Fd() }
 func (n *NetNS) Close() error { return n.file.Close() }
 
 // Do runs fn with the network namespace n entered, on a thread of its own,
-// and returns fn's error. The caller's thread is never switched.
+// and returns fn's error. The caller's thread is never switched. A panic
+// in fn is returned as a *PanicError, after the thread has left n: on a
+// goroutine of Do's own it would otherwise end the process, past every
+// recover and rollback of the caller.
 func (n *NetNS) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
@@ -114,7 +119,7 @@ func (n *NetNS) Do(fn func() error) error {
 			errc <- fmt.Errorf("enter netns %s: %w", n.path, err)
 			return
 		}
-		ferr := fn()
+		ferr := callRecovered(n.path, fn)
 		if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
 			// The thread stays locked and dies with this goroutine.
 			errc <- errors.Join(ferr, fmt.Errorf("leave netns %s: %w", n.path, err))
@@ -124,6 +129,32 @@ func (n *NetNS) Do(fn func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// PanicError is what Do returns when its function panicked.
+type PanicError struct {
+	NSPath string
+	Value  any    // what fn panicked with
+	Stack  []byte // the goroutine's stack at the panic, for a log
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic in netns %s: %v", e.NSPath, e.Value)
+}
+
+// Unwrap returns the value panicked with when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+func callRecovered(nsPath string, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{NSPath: nsPath, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
 }
 
 // Handle returns a netlink handle for rtnetlink (links, addresses, routes,
@@ -189,6 +220,44 @@ func OpenHost() (*NetNS, *netlink.Handle, error) {
 		return nil, nil, err
 	}
 	return n, h, nil
+}
+
+// RefuseOwn refuses (code 8) a CNI_NETNS, nsPath, that is the calling
+// thread's network namespace (the plugin's own), unless override
+// (CNI_NETNS_OVERRIDE) is "1" or "true": the runtime then means it. An
+// empty nsPath or one that cannot be opened passes; the command reports it
+// where it matters (DEL treats a namespace that is gone as done).
+//
+// skel makes the same check only after ADD or DEL ran, so a plugin that
+// does its work outside the namespace (an IPAM plugin) would reserve an
+// address, print the result, and then fail with a second JSON document.
+func RefuseOwn(nsPath, override string) error {
+	if nsPath == "" {
+		return nil
+	}
+	if o := strings.ToLower(override); o == "1" || o == "true" {
+		return nil
+	}
+	cont, err := Open(nsPath)
+	if err != nil {
+		return nil
+	}
+	defer cont.Close()
+	own, err := Current()
+	if err != nil {
+		return result.InvalidNetNS(fmt.Errorf("open the plugin's own netns: %w", err))
+	}
+	defer own.Close()
+	same, err := cont.Same(own)
+	if err != nil {
+		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", nsPath, own.Path(), err))
+	}
+	if same {
+		// Not naming own's path: it holds the process and thread IDs, so
+		// the message would differ between runs of the same call.
+		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace", nsPath))
+	}
+	return nil
 }
 
 // OpenContainer opens the container namespace a CNI command names in

@@ -52,6 +52,25 @@ var _ = Describe("NetNS", func() {
 		Expect(after.Same(before)).To(BeTrue())
 	})
 
+	It("returns a panic in Do's function as an error, from the caller's namespace", func() {
+		// Do runs fn on a goroutine of its own: a panic there would end
+		// the process past every recover of the caller (issue 22).
+		a := testutil.NewNS()
+		boom := errors.New("boom")
+		err := a.Do(func() error { panic(boom) })
+		var pe *ns.PanicError
+		Expect(errors.As(err, &pe)).To(BeTrue(), "%v", err)
+		Expect(errors.Is(err, boom)).To(BeTrue())
+		Expect(err.Error()).To(ContainSubstring("panic in netns " + a.Path() + ": boom"))
+		Expect(string(pe.Stack)).To(ContainSubstring("ns_test.go"))
+
+		err = a.Do(func() error { panic("not an error") })
+		Expect(err).To(MatchError(ContainSubstring("not an error")))
+
+		// The namespace is still usable, and this thread was never in it.
+		Expect(a.Do(func() error { return nil })).To(Succeed())
+	})
+
 	It("returns every thread it used to the namespace it came from", func() {
 		// A thread left in a test namespace and handed back to the Go
 		// scheduler would run unrelated goroutines there; Do must restore

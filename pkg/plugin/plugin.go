@@ -15,7 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
 
-	_ "github.com/cniforge/plugins/pkg/ns" // locks the main OS thread
+	"github.com/cniforge/plugins/pkg/ns" // its init locks the main OS thread
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -81,11 +81,27 @@ func MainArgs(p Plugin, args []string) {
 // the code of the CNI error inside it.
 func (p Plugin) SkelFuncs() skel.CNIFuncs {
 	return skel.CNIFuncs{
-		Add:    flattened(p.Funcs.Add),
-		Del:    flattened(p.Funcs.Del),
+		Add:    flattened(notOwnNetns(p.Funcs.Add)),
+		Del:    flattened(notOwnNetns(p.Funcs.Del)),
 		Check:  flattened(p.Funcs.Check),
 		GC:     flattened(p.Funcs.GC),
 		Status: flattened(p.Funcs.Status),
+	}
+}
+
+// notOwnNetns refuses (code 8), before fn acts, a CNI_NETNS that is the
+// plugin's own namespace. skel refuses it only after ADD or DEL ran: an
+// IPAM plugin had by then reserved an address or taken a DHCP lease for a
+// host interface, and printed its result before the error.
+func notOwnNetns(fn func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
+	if fn == nil {
+		return nil
+	}
+	return func(args *skel.CmdArgs) error {
+		if err := ns.RefuseOwn(args.Netns, args.NetnsOverride); err != nil {
+			return err
+		}
+		return fn(args)
 	}
 }
 

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/cniforge/plugins/pkg/result"
 )
 
 // maxNameBytes is the longest file name Linux file systems take (NAME_MAX).
@@ -46,8 +47,12 @@ func precheck(vi version.PluginInfo, getenv func(string) string, stdin []byte) *
 		CNIVersion string `json:"cniVersion"`
 		Name       string `json:"name"`
 	}
-	if json.Unmarshal(stdin, &conf) != nil {
-		return nil // skel reports it (code 6)
+	if err := result.DecodeConfig(stdin, &conf); err != nil {
+		if result.Code(err) == types.ErrInvalidNetworkConfig {
+			// skel would answer a wrong type with code 6 and a Go type name.
+			return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		}
+		return nil // not JSON: skel reports it (code 6)
 	}
 	// skel checks the name's characters, not its length: one longer than
 	// a file name may be cannot name host-local's folder, nor the dhcp

@@ -26,7 +26,9 @@ func TestPrecheck(t *testing.T) {
 		{"name longer than a file name", map[string]string{"CNI_COMMAND": "ADD"}, `{"cniVersion": "1.1.0", "name": "` + strings.Repeat("n", 256) + `"}`, 7, "name: 256 bytes"},
 		{"name of 255 bytes", map[string]string{"CNI_COMMAND": "ADD"}, `{"cniVersion": "1.1.0", "name": "` + strings.Repeat("n", 255) + `"}`, 0, ""},
 		{"no version is 0.1.0", map[string]string{"CNI_COMMAND": "ADD"}, `{"name": "n"}`, 0, ""},
-		{"undecodable: left to skel", map[string]string{"CNI_COMMAND": "ADD"}, `{"cniVersion": 1}`, 0, ""},
+		{"not JSON: left to skel", map[string]string{"CNI_COMMAND": "ADD"}, `{"cniVersion": `, 0, ""},
+		{"cniVersion of the wrong type", map[string]string{"CNI_COMMAND": "ADD"}, `{"cniVersion": 1}`, 7, "cniVersion: 1 is not a string"},
+		{"name of the wrong type", map[string]string{"CNI_COMMAND": "DEL"}, `{"cniVersion": "1.1.0", "name": ["n"]}`, 7, "name: a list is not a string"},
 		{"VERSION reads no stdin", map[string]string{"CNI_COMMAND": "VERSION"}, `{"cniVersion": "9.9.9"}`, 0, ""},
 		{"no command: about text", map[string]string{}, `{"cniVersion": "9.9.9"}`, 0, ""},
 	} {

@@ -50,6 +50,10 @@ type LinkPlugin struct {
 	// the shared ones (not JSON, no CNI_NETNS, unsupported version,
 	// missing master).
 	BadInput []BadInput
+	// EditedKeys, merged over Conf, make a config ADD refuses (code 7)
+	// and DEL must still accept: a config edited between ADD and DEL may
+	// not keep the attachment from being removed.
+	EditedKeys map[string]any
 }
 
 // BadInput is one row of the bad-input table: an ADD that is refused
@@ -264,6 +268,19 @@ func (e *LinkEnv) VersionSpecs(ver string) {
 // step, and bad input.
 func (e *LinkEnv) Specs() {
 	p := e.p
+	if p.EditedKeys != nil {
+		ginkgo.It("DEL removes the link and releases IPAM with a config that no longer validates", func() {
+			before := e.Snapshot()
+			e.Add("1.1.0", "c1", e.ContNS, e.Conf("1.1.0"))
+			edited := e.Conf("1.1.0", p.EditedKeys)
+			out := e.Run(e.Call("ADD", "c2", e.ContNS, edited))
+			gomega.Expect(out.Err).NotTo(gomega.BeNil())
+			gomega.Expect(out.Err.Code).To(gomega.BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+			e.MustRun(e.Call("DEL", "c1", e.ContNS, edited))
+			gomega.Expect(e.Snapshot()).To(gomega.Equal(before))
+			e.MustRun(e.Call("DEL", "c1", e.ContNS, edited))
+		})
+	}
 	if p.Master != "" {
 		ginkgo.It("refuses an mtu above the master's (code 7, both numbers) and creates nothing", func() {
 			before := e.Snapshot()

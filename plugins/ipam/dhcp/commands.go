@@ -77,7 +77,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 }
 
 func cmdDel(args *skel.CmdArgs) error {
-	conf, err := parseConfig(args.StdinData)
+	conf, err := parseReleaseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,13 @@
 package dhcp
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -102,16 +103,38 @@ type provideIn struct {
 // carry their CNI code (6 malformed JSON, 7 invalid config) and name the key.
 func parseConfig(stdin []byte) (*Config, error) {
 	var in netConf
-	if err := json.Unmarshal(stdin, &in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value))
-		}
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, err
 	}
 	conf, err := buildConfig(&in)
 	if err != nil {
 		return nil, result.InvalidConfig(err)
+	}
+	return conf, nil
+}
+
+// parseReleaseConfig is parseConfig for DEL: a config edited since ADD
+// whose options or families no longer validate must still release the
+// lease, which needs only the network's name (part of the client ID) and
+// the daemon's socket. Other values are checked only when it all parses.
+func parseReleaseConfig(stdin []byte) (*Config, error) {
+	conf, err := parseConfig(stdin)
+	if result.Code(err) != types.ErrInvalidNetworkConfig {
+		return conf, err
+	}
+	var in netConf
+	if derr := result.DecodeConfig(stdin, &in); derr != nil {
+		return nil, derr
+	}
+	if in.Name == "" || in.IPAM == nil {
+		return nil, err
+	}
+	conf = &Config{CNIVersion: in.CNIVersion, Name: in.Name, SocketPath: in.IPAM.DaemonSocketPath}
+	if conf.SocketPath == "" {
+		conf.SocketPath = DefaultSocketPath
+	}
+	if !strings.HasPrefix(conf.SocketPath, "/") {
+		return nil, err
 	}
 	return conf, nil
 }

@@ -45,6 +45,11 @@ type Options struct {
 	// they were granted (dnsmasq's shortest DHCPv6 lease is 2 minutes, so
 	// its T1 is at least 1). Zero (always, outside tests): the server's T1.
 	v6T1Cap time.Duration
+	// beforeAcquire, afterAcquire and allocated, test-only, run in
+	// Allocate once it holds the attachment's lock and once it holds the
+	// lease (with the call's context), and as it returns (with its error).
+	beforeAcquire, afterAcquire func(ctx context.Context)
+	allocated                   func(err error)
 }
 
 func (o *Options) defaults() {
@@ -156,7 +161,7 @@ func Run(ctx context.Context, o Options) error {
 	srv.HeaderTimeout = 10 * time.Second // a connected client that never asks holds a goroutine only this long
 	svc := &Service{d: d}
 	for _, err := range []error{
-		gobrpc.Handle(srv, "DHCP.Allocate", svc.Allocate),
+		gobrpc.HandleContext(srv, "DHCP.Allocate", svc.Allocate),
 		gobrpc.Handle(srv, "DHCP.Release", svc.Release),
 		gobrpc.Handle(srv, "DHCP.Check", svc.Check),
 		gobrpc.Handle(srv, "DHCP.GC", svc.GC),

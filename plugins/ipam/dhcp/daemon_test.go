@@ -1,11 +1,14 @@
 package dhcp
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/rpc"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -21,6 +24,56 @@ func inPool(ip net.IP) bool {
 	v := ip.To4()
 	return v != nil && v[0] == 10 && v[1] == 99 && v[2] == 0 && v[3] >= 10 && v[3] <= 50
 }
+
+var _ = Describe("an Allocate whose plugin is gone", func() {
+	// A runtime's timeout kills the plugin mid-ADD: the runtime saw ADD
+	// fail and will never DEL. The daemon used to finish the ADD anyway
+	// and renew that lease for no one (issue 22).
+	DescribeTable("keeps no lease and no record", func(after bool) {
+		l := newLab()
+		l.startDnsmasq()
+		entered := make(chan struct{})
+		done := make(chan error, 1)
+		o := l.daemonOpts()
+		hook := &o.beforeAcquire
+		if after {
+			hook = &o.afterAcquire
+		}
+		*hook = func(call context.Context) {
+			close(entered)
+			// Hold the acquisition until the connection is seen gone; the
+			// bound only keeps a daemon without the fix from hanging.
+			select {
+			case <-call.Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
+		o.allocated = func(err error) { done <- err }
+		l.startDaemonWith(o)
+
+		c, err := rpc.DialHTTP("unix", l.sock)
+		Expect(err).NotTo(HaveOccurred())
+		args := &skel.CmdArgs{ContainerID: "killed", Netns: l.contNS.Path(), IfName: "eth0",
+			Path: "/opt/cni/bin", StdinData: []byte(l.conf("1.1.0", ""))}
+		pending := c.Go("DHCP.Allocate", args, &current.Result{}, nil)
+		Eventually(entered).WithTimeout(30 * time.Second).Should(BeClosed())
+		Expect(c.Close()).To(Succeed()) // as the kernel does for a killed plugin
+		Eventually(pending.Done).Should(Receive())
+
+		var allocErr error
+		Eventually(done).WithTimeout(60 * time.Second).Should(Receive(&allocErr))
+		Expect(allocErr).To(MatchError(ContainSubstring("the plugin that asked for it is gone")))
+		Expect(l.records()).To(BeEmpty())
+		// Released, or never asked for.
+		Eventually(l.leases).Should(BeEmpty(), func() string { return "dnsmasq holds a lease:\n" + l.dnsmasqLog() })
+		if after {
+			Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRELEASE(" + labBridge + ")"))
+		}
+	},
+		Entry("gone before the lease is asked for: none is", false),
+		Entry("gone while the lease is acquired: it is released", true),
+	)
+})
 
 var _ = Describe("ADD and DEL against dnsmasq", func() {
 	var l *lab
@@ -93,6 +146,67 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
 		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
 		Expect(l.records()).To(BeEmpty())
+	})
+
+	It("refuses, before asking the daemon, a CNI_NETNS that is the plugin's own namespace", func() {
+		// skel checks it only after ADD: the lease was taken for an
+		// interface of the plugin's own namespace, the result printed,
+		// then the error (issue 22). Here the plugin runs in contNS.
+		for _, cmd := range []string{"ADD", "DEL"} {
+			out := testutil.RunIn(l.contNS, Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1",
+				Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("CNI_NETNS " + l.contNS.Path() + " is the plugin's own network namespace"))
+			var one map[string]any
+			Expect(json.Unmarshal(out.Stdout, &one)).To(Succeed(), "one JSON document: %s", out.Stdout)
+			Expect(l.records()).To(BeEmpty(), cmd)
+			Expect(l.leases()).To(BeEmpty(), cmd)
+		}
+	})
+
+	It("DEL releases the lease with a config whose options no longer validate", func() {
+		// A config edited between ADD and DEL must not keep the lease
+		// renewed for good (issue 22): DEL needs the name and the socket.
+		out := l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).To(BeNil())
+		ip := testutil.ParseResult("1.1.0", out.Stdout).IPs[0].Address.IP.String()
+		edited := l.conf("1.1.0", `, "request": [{"option": "no-such-option"}], "ipFamilies": ["ipx"]`)
+		bad := l.call("ADD", "ctr2", edited)
+		Expect(bad.Err).NotTo(BeNil())
+		Expect(bad.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		Expect(l.call("DEL", "ctr1", edited).Err).To(BeNil())
+		Expect(l.records()).To(BeEmpty())
+		Eventually(l.leases).Should(Not(HaveKey(ip)), func() string { return "dnsmasq saw no RELEASE:\n" + l.dnsmasqLog() })
+		Expect(l.call("DEL", "ctr1", edited).Err).To(BeNil())
+	})
+
+	It("does not hand an attachment's lease to the same IDs in another netns", func() {
+		// The same container ID, network and ifname from another netns is
+		// another interface (a runtime that reused an ID): its lease is
+		// asked for on that interface, and the old one released.
+		out := l.call("ADD", "ctr1", l.conf("1.1.0", ""))
+		Expect(out.Err).To(BeNil())
+		first := testutil.ParseResult("1.1.0", out.Stdout).IPs[0].Address.IP.String()
+		other := testutil.NewNS()
+		l.addPort("vh1", other, "eth0")
+		otherMAC := testutil.Handle(other)
+		link, err := otherMAC.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		b := testutil.RunIn(l.hostNS, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1",
+			Netns: other.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))})
+		Expect(b.Err).To(BeNil())
+		second := testutil.ParseResult("1.1.0", b.Stdout).IPs[0].Address.IP.String()
+		Expect(l.leases()).To(HaveKey(second))
+		Expect(l.leases()[second][1]).To(Equal(link.Attrs().HardwareAddr.String()), "the server leased it to the other netns's eth0")
+		Expect(l.dnsmasqLog()).To(ContainSubstring("DHCPRELEASE(" + labBridge + ") " + first))
+		recs := l.records()
+		Expect(recs).To(HaveLen(1))
+		raw, err := os.ReadFile(recs[0])
+		Expect(err).NotTo(HaveOccurred())
+		var rec record
+		Expect(json.Unmarshal(raw, &rec)).To(Succeed())
+		Expect(rec.Netns).To(Equal(other.Path()))
 	})
 
 	It("gives two attachments two addresses", func() {

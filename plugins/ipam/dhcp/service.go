@@ -23,8 +23,16 @@ type Service struct {
 // arguments; the netconf travels in StdinData), persists it and returns it.
 // An attachment that already holds a live lease gets it back unchanged, so
 // an ADD retried after a daemon restart returns the same address.
-func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
+//
+// call ends when the plugin that asked is gone (killed by a runtime's
+// timeout: the runtime saw the ADD fail and will not DEL what it never
+// got). Allocate then gives up, and releases a lease it acquired for that
+// plugin rather than renew it for no one.
+func (s *Service) Allocate(call context.Context, args *skel.CmdArgs, res *current.Result) (err error) {
 	d := s.d
+	if hook := d.opts.allocated; hook != nil {
+		defer func() { hook(err) }()
+	}
 	conf, err := parseConfig(args.StdinData)
 	if err != nil {
 		return err
@@ -36,6 +44,12 @@ func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
 	defer d.beginAlloc(id, conf.Name)() // before the lock: GC waits for this call
 	unlock := d.lock(id)
 	defer unlock()
+	if hook := d.opts.beforeAcquire; hook != nil {
+		hook(call)
+	}
+	if call.Err() != nil {
+		return errCallerGone(id)
+	}
 
 	if old := d.get(id); old != nil {
 		if old.rec.Netns == args.Netns && old.live(time.Now()) == nil {
@@ -60,6 +74,7 @@ func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
 	l := &lease{d: d, id: id, conf: conf, rec: rec}
 	ctx, cancel := context.WithTimeout(d.ctx, d.opts.ResendTimeout)
 	defer cancel()
+	defer context.AfterFunc(call, cancel)() // stop trying when the caller is gone
 	if conf.IPv4 {
 		v4, err := d.acquire4(ctx, rec, conf)
 		if err != nil {
@@ -75,6 +90,15 @@ func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
 		}
 		l.v6 = v6
 	}
+	if hook := d.opts.afterAcquire; hook != nil {
+		hook(call)
+	}
+	if call.Err() != nil {
+		if err := l.release(); err != nil {
+			d.log.Warn("release lease of a caller that is gone", "clientID", id, "err", err)
+		}
+		return errCallerGone(id)
+	}
 	l.mu.Lock()
 	err = l.persist()
 	l.mu.Unlock()
@@ -89,11 +113,15 @@ func (s *Service) Allocate(args *skel.CmdArgs, res *current.Result) error {
 	return nil
 }
 
+func errCallerGone(id string) error {
+	return fmt.Errorf("lease for %s: the plugin that asked for it is gone; nothing kept", id)
+}
+
 // Release sends a RELEASE for the attachment's lease and forgets it. No
 // lease, or a netns that is gone, is success.
 func (s *Service) Release(args *skel.CmdArgs, reply *struct{}) error {
 	d := s.d
-	conf, err := parseConfig(args.StdinData)
+	conf, err := parseReleaseConfig(args.StdinData)
 	if err != nil {
 		return err
 	}

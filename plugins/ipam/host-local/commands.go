@@ -31,6 +31,15 @@ func cmdAdd(args *skel.CmdArgs) error {
 
 func cmdDel(args *skel.CmdArgs) error {
 	conf, err := parseConfig(args.StdinData)
+	if result.Code(err) == types.ErrInvalidNetworkConfig {
+		// A config edited since ADD (a range that no longer parses) must
+		// not keep the addresses reserved for good: DEL needs only the
+		// network's name and dataDir.
+		if lc, lerr := parseDelConfig(args.StdinData); lerr == nil {
+			plugin.Logger("DEL", args).Warn("config no longer valid; DEL releases by name and dataDir", "err", err)
+			conf, err = lc, nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package hostlocal
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -125,20 +124,38 @@ func parseAddConfig(stdin []byte, cniArgs string) (*Config, error) {
 
 func decodeConfig(stdin []byte) (*Config, *netConf, error) {
 	var in netConf
-	if err := json.Unmarshal(stdin, &in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			// The legacy keys sit in an embedded struct; name them as users write them.
-			field := strings.ReplaceAll(typeErr.Field, ".rangeIn", "")
-			return nil, nil, result.InvalidConfig(fmt.Errorf("%s: want %s, got %s", field, typeErr.Type, typeErr.Value))
-		}
-		return nil, nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, nil, err
 	}
 	conf, err := buildConfig(&in)
 	if err != nil {
 		return nil, nil, result.InvalidConfig(err)
 	}
 	return conf, &in, nil
+}
+
+// parseDelConfig is DEL's parse of a config that no longer validates: the
+// network's name and dataDir, which find the reservations, and nothing
+// else.
+func parseDelConfig(stdin []byte) (*Config, error) {
+	var in netConf
+	if err := result.DecodeConfig(stdin, &in); err != nil {
+		return nil, err
+	}
+	if err := validateNetworkName(in.Name); err != nil {
+		return nil, result.InvalidConfig(err)
+	}
+	if in.IPAM == nil {
+		return nil, result.InvalidConfig(errors.New("ipam: missing"))
+	}
+	conf := &Config{CNIVersion: in.CNIVersion, Name: in.Name, DataDir: in.IPAM.DataDir}
+	if conf.DataDir == "" {
+		conf.DataDir = defaultDataDir
+	}
+	if !filepath.IsAbs(conf.DataDir) {
+		return nil, result.InvalidConfig(fmt.Errorf("ipam.dataDir: %q is not an absolute path", conf.DataDir))
+	}
+	return conf, nil
 }
 
 func buildConfig(in *netConf) (*Config, error) {

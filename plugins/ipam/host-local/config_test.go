@@ -151,7 +151,7 @@ func TestParseConfigInvalid(t *testing.T) {
 		msg     string // substring of the error
 	}{
 		{"malformed JSON", `{"name":`, "", types.ErrDecodingFailure, "parse config"},
-		{"wrong type", `{"name":"n","ipam":{"subnet":5}}`, "", types.ErrInvalidNetworkConfig, "ipam.subnet: want string"},
+		{"wrong type", `{"name":"n","ipam":{"subnet":5}}`, "", types.ErrInvalidNetworkConfig, "ipam.subnet: 5 is not a string"},
 		{"no ipam", `{"name":"n"}`, "", 7, "ipam: missing"},
 		{"no name", `{"ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, "name: missing"},
 		{"name with slash", `{"name":"a/b","ipam":{"subnet":"10.1.0.0/24"}}`, "", 7, `name: "a/b"`},

@@ -104,6 +104,44 @@ var _ = DescribeTableSubtree("every spec version", func(ver string) {
 	})
 }, versionEntries())
 
+var _ = It("DEL releases the addresses with a config whose ranges no longer validate", func() {
+	// A config edited between ADD and DEL must not keep the addresses
+	// reserved for good (issue 22): DEL needs only name and dataDir.
+	dataDir := GinkgoT().TempDir()
+	Expect(run("ADD", "ctr1", "eth0", conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), "").Err).To(BeNil())
+	Expect(reservations(dataDir)).To(HaveLen(1))
+	edited := conf("1.1.0", dataDir, ranges("10.1.0.0/33", map[string]any{"subnet": "10.2.0.0/24", "rangeStart": "10.9.0.1"}), nil)
+	out := run("ADD", "ctr2", "eth0", edited, "")
+	Expect(out.Err).NotTo(BeNil())
+	Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+	Expect(run("DEL", "ctr1", "eth0", edited, "").Err).To(BeNil())
+	Expect(reservations(dataDir)).To(BeEmpty())
+	Expect(run("DEL", "ctr1", "eth0", edited, "").Err).To(BeNil())
+})
+
+var _ = It("refuses, before reserving, a CNI_NETNS that is the plugin's own namespace", func() {
+	// skel checks it only after ADD: the address was reserved, the result
+	// printed, then the error (issue 22).
+	dataDir := GinkgoT().TempDir()
+	stdin := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil)
+	own := testutil.NewNS()
+	for _, cmd := range []string{"ADD", "DEL"} {
+		out := testutil.RunIn(own, Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0",
+			Netns: own.Path(), Stdin: stdin, Path: "/nonexistent"})
+		Expect(out.Err).NotTo(BeNil(), cmd)
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS), cmd)
+		Expect(out.Err.Msg).To(ContainSubstring("CNI_NETNS " + own.Path() + " is the plugin's own network namespace"))
+		var one map[string]any
+		Expect(json.Unmarshal(out.Stdout, &one)).To(Succeed(), "one JSON document: %s", out.Stdout)
+		Expect(reservations(dataDir)).To(BeEmpty(), cmd)
+	}
+	// CNI_NETNS_OVERRIDE: the runtime means the plugin's namespace.
+	out := testutil.RunIn(own, Plugin, testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
+		Netns: own.Path(), Stdin: stdin, Path: "/nonexistent", Env: map[string]string{"CNI_NETNS_OVERRIDE": "1"}})
+	Expect(out.Err).To(BeNil())
+	Expect(reservations(dataDir)).To(HaveLen(1))
+})
+
 var _ = Describe("bad input", func() {
 	var dataDir string
 	BeforeEach(func() { dataDir = GinkgoT().TempDir() })
@@ -136,14 +174,15 @@ var _ = Describe("bad input", func() {
 		expectNothingLeft()
 	})
 
-	DescribeTable("refuses invalid values with code 7 naming the key",
+	DescribeTable("refuses invalid values with code 7 naming the key; DEL releases by name and dataDir",
 		func(ipam map[string]any, top map[string]any, msg string) {
-			for _, cmd := range []string{"ADD", "DEL", "CHECK", "GC", "STATUS"} {
+			for _, cmd := range []string{"ADD", "CHECK", "GC", "STATUS"} {
 				out := run(cmd, "ctr1", "eth0", conf("1.1.0", dataDir, ipam, top), "")
 				Expect(out.Err).NotTo(BeNil(), cmd)
 				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), cmd)
 				Expect(out.Err.Msg).To(ContainSubstring(msg), cmd)
 			}
+			Expect(run("DEL", "ctr1", "eth0", conf("1.1.0", dataDir, ipam, top), "").Err).To(BeNil())
 			expectNothingLeft()
 		},
 		Entry("subnet", map[string]any{"subnet": "10.1.0.0/33"}, nil, `ipam.subnet: "10.1.0.0/33" is not a CIDR`),

@@ -74,8 +74,8 @@ func (a address) is4() bool { return a.net.IP.To4() != nil }
 // GATEWAY are ignored when args.cni.ips (or runtimeConfig.ips) is given.
 func parseConfig(stdin []byte, cniArgs string) (*netConf, error) {
 	var raw rawConf
-	if err := json.Unmarshal(stdin, &raw); err != nil {
-		return nil, result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(stdin, &raw); err != nil {
+		return nil, err
 	}
 	if raw.CNIVersion == "" {
 		raw.CNIVersion = "0.1.0" // the spec's reading of a config without cniVersion
@@ -100,10 +100,7 @@ func parseConfig(stdin []byte, cniArgs string) (*netConf, error) {
 // ADD and CHECK report those.
 func decodeOnly(stdin []byte) error {
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(stdin, &obj); err != nil {
-		return result.Decoding(fmt.Errorf("parse config: %w", err))
-	}
-	return nil
+	return result.DecodeConfig(stdin, &obj)
 }
 
 func (conf *netConf) validate(raw *rawConf, cniArgs string) error {
@@ -243,8 +240,8 @@ func parseRoutes(raws []json.RawMessage) ([]*types.Route, error) {
 			Dst string `json:"dst"`
 			GW  string `json:"gw"`
 		}
-		if err := json.Unmarshal(rawRoute, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+		if err := result.DecodeConfigAt(key, rawRoute, &r); err != nil {
+			return nil, err
 		}
 		if r.Dst == "" {
 			return nil, fmt.Errorf("%s.dst: missing", key)
@@ -266,8 +263,8 @@ func parseRoutes(raws []json.RawMessage) ([]*types.Route, error) {
 			}
 		}
 		route := &types.Route{}
-		if err := json.Unmarshal(rawRoute, route); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+		if err := result.DecodeConfigAt(key, rawRoute, route); err != nil {
+			return nil, err
 		}
 		routes = append(routes, route)
 	}

@@ -221,8 +221,18 @@ var _ = Describe("parseConfig", func() {
 			Expect(result.Code(err)).To(BeEquivalentTo(types.ErrDecodingFailure), err.Error())
 		},
 		Entry("truncated JSON", `{"cniVersion": "1.1.0", "name": `),
-		Entry("addresses of the wrong type", `{"cniVersion": "1.1.0", "name": "n", "ipam": {"addresses": "10.0.0.2/24"}}`),
-		Entry("runtimeConfig.ips of the wrong type", `{"cniVersion": "1.1.0", "name": "n", "ipam": {}, "runtimeConfig": {"ips": "10.0.0.2/24"}}`),
 		Entry("a prevResult that is not a result", `{"cniVersion": "1.1.0", "name": "n", "ipam": {}, "prevResult": {"ips": 5}}`),
+	)
+
+	DescribeTable("refuses a value of the wrong type with code 7, naming key and value",
+		func(stdin, names string) {
+			_, err := parseConfig([]byte(stdin), "")
+			Expect(err).To(HaveOccurred())
+			Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), err.Error())
+			Expect(err.Error()).To(ContainSubstring(names))
+		},
+		Entry("addresses", `{"cniVersion": "1.1.0", "name": "n", "ipam": {"addresses": "10.0.0.2/24"}}`, `ipam.addresses: "10.0.0.2/24" is not a list`),
+		Entry("runtimeConfig.ips", `{"cniVersion": "1.1.0", "name": "n", "ipam": {}, "runtimeConfig": {"ips": "10.0.0.2/24"}}`, `runtimeConfig.ips: "10.0.0.2/24" is not a list`),
+		Entry("a route's mtu", `{"cniVersion": "1.1.0", "name": "n", "ipam": {"addresses": [{"address": "10.0.0.2/24"}], "routes": [{"dst": "0.0.0.0/0"}, {"dst": "10.9.0.0/16", "mtu": "x"}]}}`, `ipam.routes[1].mtu: "x" is not a whole number`),
 	)
 })

@@ -93,8 +93,8 @@ func cmdGC(args *skel.CmdArgs) error {
 // (CNI_ARGS, runtimeConfig, args), which STATUS does not have.
 func cmdStatus(args *skel.CmdArgs) error {
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args.StdinData, &obj); err != nil {
-		return result.Decoding(fmt.Errorf("parse config: %w", err))
+	if err := result.DecodeConfig(args.StdinData, &obj); err != nil {
+		return err
 	}
 	for _, perCall := range []string{"runtimeConfig", "args", "prevResult"} {
 		delete(obj, perCall)

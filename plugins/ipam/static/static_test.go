@@ -283,7 +283,7 @@ var _ = Describe("static", func() {
 		Entry("a route dst with host bits", `, "routes": [{"dst": "10.0.0.5/24"}]`, "", "", `ipam.routes[0].dst: "10.0.0.5/24" has host bits set`, true),
 		Entry("an address without prefix", `, "addresses": [{"address": "10.0.0.1"}]`, "", "", `ipam.addresses[0].address: "10.0.0.1" has no prefix length`, true),
 		Entry("a bad runtimeConfig.ips", "", `, "runtimeConfig": {"ips": ["10.3.0.3"]}`, "", `runtimeConfig.ips[0]: "10.3.0.3" has no prefix length`, false),
-		Entry("a runtimeConfig.ips of the wrong type", "", `, "runtimeConfig": {"ips": "10.3.0.3/24"}`, "", "parse config", false),
+		Entry("a runtimeConfig.ips of the wrong type", "", `, "runtimeConfig": {"ips": "10.3.0.3/24"}`, "", `runtimeConfig.ips: "10.3.0.3/24" is not a list`, false),
 	)
 
 	It("works as the built binary", func() {

@@ -124,6 +124,24 @@ var _ = Describe("bridge", func() {
 		Expect(l.Announced(res.IPs[0].Address.IP.String(), 5*time.Second)).To(Equal(mac))
 	})
 
+	It("DEL removes the veth, the rules and the reservation with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed; upstream's DEL succeeds too (issue 22).
+		ipam := hostLocal(dataDir, "10.11.0.0/24")
+		Expect(run(hostNS, call("ADD", netConf("1.1.0", `"isGateway": true, "ipMasq": true`, ipam))).Err).To(BeNil())
+		Expect(rulesText(hostNS)).To(MatchRegexp(ownerRE("c1")))
+		edited := netConf("1.1.0", `"isGateway": true, "ipMasq": true, "ipMasqBackend": "pf", "vlan": 5000, "mtu": 5, "hairpinMode": true, "promiscMode": true`, ipam)
+		out := run(hostNS, call("ADD", edited))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		Expect(run(hostNS, call("DEL", edited)).Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		Expect(run(hostNS, call("DEL", edited)).Err).To(BeNil())
+	})
+
 	It("ends in the same state after ADD, DEL, ADD", func() {
 		stdin := netConf("1.1.0", `"isDefaultGateway": true`, hostLocal(dataDir, "10.13.0.0/24"))
 		r1 := mustAdd(hostNS, call("ADD", stdin))

@@ -90,10 +90,11 @@ var _ = Describe("parseConfig", func() {
 		Entry("missing name", `"name": ""`, "", uint(types.ErrInvalidNetworkConfig), "name: missing"),
 	)
 
-	It("refuses undecodable JSON with code 6", func() {
+	It("refuses undecodable JSON with code 6, a value of the wrong type with code 7", func() {
 		_, err := bridge.ParseConfig([]byte(`{"name": `), "")
 		Expect(result.Code(err)).To(BeEquivalentTo(types.ErrDecodingFailure))
 		_, err = bridge.ParseConfig(wrap(`"vlan": "ten"`), "")
-		Expect(result.Code(err)).To(BeEquivalentTo(types.ErrDecodingFailure))
+		Expect(result.Code(err)).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(err).To(MatchError(ContainSubstring(`vlan: "ten" is not a whole number`)))
 	})
 })

@@ -44,6 +44,10 @@ var frame = attach.Plugin[*config]{
 	Summary: "connects the container to a Linux bridge through a veth pair",
 	Parse:   parse,
 	Add:     add,
+	// DEL finds the veth by CNI_IFNAME and its alias, the rules by owner
+	// and IPAM by ipam: a config edited since ADD that no longer validates
+	// does not stop it.
+	Lenient: attach.DecodeOnly[config],
 	Del:     del,
 	Check:   check,
 	GC:      gc,

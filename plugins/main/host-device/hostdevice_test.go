@@ -167,6 +167,20 @@ var _ = Describe("host-device", func() {
 		}),
 	)
 
+	It("DEL returns the device and releases the address with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the device in
+		// the container for good (issue 22).
+		before := snapshot()
+		mustRun("ADD", contNS, conf("1.1.0", `"device": "dev0"`, false))
+		edited := conf("1.1.0", `"device": "dev0", "hwaddr": "nope"`, false)
+		out := run("ADD", contNS, edited)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		mustRun("DEL", contNS, edited)
+		Expect(snapshot()).To(Equal(before))
+		mustRun("DEL", contNS, edited)
+	})
+
 	It("moves a device whose name the container also uses, through a temporary name", func() {
 		h := testutil.Handle(contNS)
 		la := netlink.NewLinkAttrs()

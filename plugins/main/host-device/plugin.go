@@ -60,6 +60,10 @@ func New(hooks attach.Hooks, sysfsRoot string) plugin.Plugin {
 		Summary: "moves a host network device into the container",
 		Parse:   parse,
 		Add:     p.add,
+		// DEL finds the device by CNI_IFNAME and the attachment's
+		// temporary name, IPAM by ipam: a config edited since ADD that no
+		// longer validates does not stop it.
+		Lenient: attach.DecodeOnly[config],
 		Del:     p.del,
 		Check:   p.check,
 	}.Descriptor(hooks)

@@ -26,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{Name: "malformed", Stdin: `{"name": `, Code: 6, ErrHas: "parse config"},
-		{Name: "wrong type", Stdin: `{"name": "n", "mtu": "x"}`, Code: 6, ErrHas: "mtu"},
+		{Name: "wrong type", Stdin: `{"name": "n", "mtu": "x"}`, Code: 7, ErrHas: `mtu: "x" is not a whole number`},
 		{Name: "no name", Stdin: `{}`, Code: 7, ErrHas: "name: missing"},
 		{Name: "bad mode", Stdin: `{"name": "n", "mode": "bridge"}`, Code: 7, ErrHas: `mode: "bridge"`},
 		{Name: "bad master", Stdin: `{"name": "n", "master": "a b"}`, Code: 7, ErrHas: `master: "a b"`},

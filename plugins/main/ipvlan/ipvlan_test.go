@@ -46,6 +46,7 @@ var _ = Describe("ipvlan", Label(kernelfeature.Label), func() {
 			}, Code: 6, Msg: "prevResult"},
 			{Name: "bad mode (7)", Keys: map[string]any{"mode": "vepa"}, Code: 7, Msg: `mode: "vepa"`},
 		},
+		EditedKeys: map[string]any{"mode": "evil", "mtu": 5},
 	})
 	mode := func(n *ns.NetNS) netlink.IPVlanMode {
 		GinkgoHelper()

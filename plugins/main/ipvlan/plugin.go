@@ -46,6 +46,9 @@ var frame = attach.Plugin[*config]{
 	Summary: "an ipvlan link on a master interface",
 	Parse:   parse,
 	Add:     add,
+	// DEL finds the link by CNI_IFNAME and its alias, IPAM by ipam: a
+	// config edited since ADD that no longer validates does not stop it.
+	Lenient: attach.DecodeOnly[config],
 	Del:     del,
 	Check:   check,
 	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.

@@ -194,8 +194,8 @@ var _ = Describe("loopback", func() {
 		c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "dns": 7}`)
 		out := run(hostNS, c)
 		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-		Expect(out.Err.Msg).To(ContainSubstring("parse config"))
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		Expect(out.Err.Msg).To(ContainSubstring("dns: 7 is not an object"))
 	})
 
 	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {

@@ -59,7 +59,7 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{Name: "malformed", Stdin: `{"name": "n", `, Code: 6, ErrHas: "parse config"},
-		{Name: "wrong type", Stdin: `{"name": "n", "linkInContainer": "yes"}`, Code: 6, ErrHas: "linkInContainer"},
+		{Name: "wrong type", Stdin: `{"name": "n", "linkInContainer": "yes"}`, Code: 7, ErrHas: `linkInContainer: "yes" is not true or false`},
 		{Name: "no name", Stdin: `{"type": "macvlan"}`, Code: 7, ErrHas: "name: missing"},
 		{Name: "bad mode", Stdin: `{"name": "n", "mode": "l2"}`, Code: 7, ErrHas: `mode: "l2"`},
 		{Name: "bad master", Stdin: `{"name": "n", "master": "a/b"}`, Code: 7, ErrHas: `master: "a/b"`},

@@ -44,6 +44,7 @@ var _ = Describe("macvlan", func() {
 			{Name: "bad mode (7)", Keys: map[string]any{"mode": "l3"}, Code: 7, Msg: `mode: "l3"`},
 			{Name: "ipam type not in CNI_PATH (7)", Keys: map[string]any{"ipam": map[string]any{"type": "no-such-ipam"}}, Code: 7, Msg: "no-such-ipam"},
 		},
+		EditedKeys: map[string]any{"mode": "evil", "mtu": 5, "mac": "nope"},
 	})
 	macOf := func(n *ns.NetNS) string {
 		GinkgoHelper()

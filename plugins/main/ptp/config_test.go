@@ -55,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{Name: "malformed", Stdin: `{"name": "n", `, Code: 6, ErrHas: "parse config"},
-		{Name: "wrong type for mtu", Stdin: `{"name": "n", "mtu": "big", ` + ipam + `}`, Code: 6, ErrHas: "mtu"},
+		{Name: "wrong type for mtu", Stdin: `{"name": "n", "mtu": "big", ` + ipam + `}`, Code: 7, ErrHas: `mtu: "big" is not a whole number`},
 		{Name: "no name", Stdin: `{"type": "ptp", ` + ipam + `}`, Code: 7, ErrHas: "name: missing"},
 		{Name: "no ipam", Stdin: `{"name": "n", "type": "ptp"}`, Code: 7, ErrHas: "ipam: missing"},
 		{Name: "null ipam", Stdin: `{"name": "n", "type": "ptp", "ipam": null}`, Code: 7, ErrHas: "ipam: missing"},

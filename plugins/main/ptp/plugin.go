@@ -41,6 +41,10 @@ var frame = attach.Plugin[*netConf]{
 	Summary: "a veth pair per container, routed through the host",
 	Parse:   parse,
 	Add:     add,
+	// DEL finds the pair by CNI_IFNAME and its alias, IPAM by ipam, and
+	// masquerade rules by owner on both backends: a config edited since
+	// ADD that no longer validates does not stop it.
+	Lenient: attach.DecodeOnly[netConf],
 	Del:     del,
 	Check:   check,
 	// GC and STATUS: the frame's (IPAM, masquerade). Veths need no

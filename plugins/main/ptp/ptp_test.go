@@ -128,6 +128,21 @@ var _ = Describe("ptp", func() {
 		})
 	}, testutil.VersionEntries())
 
+	It("DEL removes the pair, the masquerade rules and the reservation with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed; upstream's DEL succeeds too (issue 22).
+		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
+		before := takeSnapshot(hostNS, contNS, dataDir)
+		add(o, "c1", contNS)
+		edited := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: "pf", mtu: 5}
+		out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c2", contNS, edited.json()))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, edited.json()))
+		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
+		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, edited.json()))
+	})
+
 	It("routes two containers to each other through the host", func() {
 		other := testutil.NewNS()
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}

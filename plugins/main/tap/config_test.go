@@ -77,7 +77,7 @@ var _ = Describe("parseConfig", func() {
 		Entry("selinuxContext with an empty part", `"selinuxContext": "a::c"`, "", uint(types.ErrInvalidNetworkConfig), `selinuxContext: "a::c"`),
 		Entry("owner", `"owner": 4294967295`, "", uint(types.ErrInvalidNetworkConfig), "owner: 4294967295"),
 		Entry("group", `"group": 4294967295`, "", uint(types.ErrInvalidNetworkConfig), "group: 4294967295"),
-		Entry("owner negative", `"owner": -1`, "", uint(types.ErrDecodingFailure), "owner"),
+		Entry("owner negative", `"owner": -1`, "", uint(types.ErrInvalidNetworkConfig), "owner: -1 is not a whole number from 0 to 4294967295"),
 		Entry("ipam.type", `"ipam": {"type": "../x"}`, "", uint(types.ErrInvalidNetworkConfig), "ipam"),
 		Entry("name", `"name": ""`, "", uint(types.ErrInvalidNetworkConfig), "name"),
 	)

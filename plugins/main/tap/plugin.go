@@ -52,6 +52,9 @@ func newPlugin(selinuxOn func() bool) attach.Plugin[*config] {
 		Summary: "a tap device in the container, optionally on a bridge there",
 		Parse:   parse,
 		Add:     t.add,
+		// DEL finds the tap by CNI_IFNAME and its alias, IPAM by ipam: a
+		// config edited since ADD that no longer validates does not stop it.
+		Lenient: attach.DecodeOnly[config],
 		Del:     del,
 		Check:   check,
 	}

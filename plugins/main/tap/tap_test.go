@@ -121,6 +121,20 @@ var _ = Describe("tap", func() {
 		})
 	}, testutil.VersionEntries())
 
+	It("DEL removes the tap and releases the address with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed (issue 22).
+		before := snapshot()
+		add(netOpts{ver: "1.1.0", dataDir: dataDir}, "c1", contNS)
+		edited := netOpts{ver: "1.1.0", dataDir: dataDir, mtu: 5, owner: u32(^uint32(0))}.json()
+		out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c2", contNS, edited))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.MustRunIn(hostNS, tap.Plugin, call("DEL", "c1", contNS, edited))
+		Expect(snapshot()).To(Equal(before))
+		testutil.MustRunIn(hostNS, tap.Plugin, call("DEL", "c1", contNS, edited))
+	})
+
 	It("carries owner, group and multi-queue as the kernel reports them", func() {
 		o := netOpts{ver: "1.1.0", multiQueue: true, owner: u32(1000), group: u32(2000), mtu: 1400, mac: "02:11:22:33:44:55"}
 		res := add(o, "c1", contNS)

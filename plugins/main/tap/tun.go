@@ -39,7 +39,15 @@ func createTap(n *ns.NetNS, s tapSpec, selinuxOn bool) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: see above
-		errc <- createTapHere(n, s, selinuxOn)
+		var err error
+		defer func() { errc <- err }()
+		// A panic here would pass every recover of the caller's goroutine.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("panic in netns %s: %v", n.Path(), v)
+			}
+		}()
+		err = createTapHere(n, s, selinuxOn)
 	}()
 	return <-errc
 }

@@ -19,7 +19,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{Name: "malformed", Stdin: `{"name": `, Code: 6, ErrHas: "parse config"},
-		{Name: "wrong type", Stdin: `{"name": "n", "master": "eth0", "vlanId": "100"}`, Code: 6, ErrHas: "vlanId"},
+		{Name: "wrong type", Stdin: `{"name": "n", "master": "eth0", "vlanId": "100"}`, Code: 7, ErrHas: `vlanId: "100" is not a whole number`},
 		{Name: "no master", Stdin: `{"name": "n", "vlanId": 100}`, Code: 7, ErrHas: "master: missing"},
 		{Name: "bad master", Stdin: `{"name": "n", "master": "a:b", "vlanId": 100}`, Code: 7, ErrHas: `master: "a:b"`},
 		{Name: "no vlanId", Stdin: `{"name": "n", "master": "eth0"}`, Code: 7, ErrHas: "vlanId: missing"},

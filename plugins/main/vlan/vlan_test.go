@@ -65,6 +65,7 @@ var _ = Describe("vlan", Label(kernelfeature.Label), func() {
 		BadInput: []testutil.BadInput{
 			{Name: "vlanId out of range (7)", Keys: map[string]any{"vlanId": 5000}, Code: 7, Msg: "vlanId: 5000"},
 		},
+		EditedKeys: map[string]any{"vlanId": 5000, "mtu": 5},
 	})
 
 	DescribeTableSubtree("every spec version", func(ver string) {

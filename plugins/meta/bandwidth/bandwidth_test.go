@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -184,6 +185,35 @@ var _ = Describe("bandwidth", func() {
 			must("DEL", contNS, conf(ver, limits, nil))
 		})
 	}
+
+	It("DEL removes the ifb and the shaping with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed (issue 22): DEL needs only the network name.
+		qdiscs := func() []string {
+			GinkgoHelper()
+			h := testutil.Handle(hostNS)
+			l, err := h.LinkByName("veth-h")
+			Expect(err).NotTo(HaveOccurred())
+			qs, err := h.QdiscList(l)
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			for _, q := range qs {
+				out = append(out, q.Type())
+			}
+			return out
+		}
+		linksBefore, qdiscsBefore := testutil.LinkNames(hostNS), qdiscs()
+		out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
+		edited := conf("1.1.0", `"ingressRate": 7, "ingressBurst": 1, "egressRate": 8000`, out.Stdout)
+		bad := run(attach.Hooks{}, "ADD", "ctr2", contNS, edited)
+		Expect(bad.Err).NotTo(BeNil())
+		Expect(bad.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		must("DEL", contNS, edited)
+		Expect(testutil.LinkNames(hostNS)).To(Equal(linksBefore))
+		Expect(qdiscs()).To(Equal(qdiscsBefore))
+		must("DEL", contNS, edited)
+	})
 
 	It("really slows a 1 MB transfer to 4 Mbit/s in each direction", func() {
 		must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))

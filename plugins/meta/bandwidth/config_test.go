@@ -31,7 +31,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "static", stdin: base + `, "ingressRate": 8000, "ingressBurst": 800}`, want: &Entry{IngressRate: 8000, IngressBurst: 800}},
 		{name: "runtime overrides static", stdin: base + `, "ingressRate": 8000, "ingressBurst": 800, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`,
 			want: &Entry{EgressRate: 16000, EgressBurst: 1600}},
-		{name: "not JSON", stdin: `{"name": 1}`, code: 6},
+		{name: "not JSON", stdin: `{"name": `, code: 6},
+		{name: "name not a string", stdin: `{"name": 1}`, code: 7, msg: "name: 1 is not a string"},
 		{name: "rate without burst", stdin: base + `, "ingressRate": 8000}`, code: 7, msg: "ingressBurst: missing"},
 		{name: "burst without rate", stdin: base + `, "egressBurst": 8000}`, code: 7, msg: "egressRate: missing"},
 		{name: "runtime rate without burst", stdin: base + `, "runtimeConfig": {"bandwidth": {"egressRate": 8000}}}`, code: 7, msg: "runtimeConfig.bandwidth.egressBurst"},
@@ -45,7 +46,7 @@ func TestParseConfig(t *testing.T) {
 			want: &Entry{IngressRate: 10000000, IngressBurst: 4294967295, EgressRate: 10000000, EgressBurst: 4294967295}},
 		{name: "CRI-O's bursts", stdin: base + `, "runtimeConfig": {"bandwidth": {"ingressRate": 1000000, "ingressBurst": 34359738367, "egressRate": 1000000, "egressBurst": 34359738368}}}`,
 			want: &Entry{IngressRate: 1000000, IngressBurst: 34359738367, EgressRate: 1000000, EgressBurst: 34359738368}},
-		{name: "negative", stdin: base + `, "egressRate": -1, "egressBurst": 1}`, code: 6},
+		{name: "negative", stdin: base + `, "egressRate": -1, "egressBurst": 1}`, code: 7, msg: "egressRate: -1 is not a whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := parseConfig([]byte(tc.stdin))

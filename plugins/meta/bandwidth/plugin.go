@@ -59,9 +59,13 @@ func New(hooks attach.Hooks) plugin.Plugin {
 		Chained:  true,
 		Parse:    parse,
 		Add:      add,
-		Del:      del,
-		Check:    check,
-		GC:       gc,
+		// DEL finds the ifb by network and container ID, the host end by
+		// prevResult: a config edited since ADD that no longer validates
+		// does not stop it.
+		Lenient: attach.DecodeOnly[netConf],
+		Del:     del,
+		Check:   check,
+		GC:      gc,
 	}.Descriptor(hooks)
 }
 

@@ -40,6 +40,19 @@ type netConf struct {
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
 
+// parseLenient is DEL's parse of a config that no longer validates: DEL
+// removes the attachment's rules of every backend by owner, and firewalld
+// sources unless the backend is iptables, so no value is checked; the
+// defaults still apply (firewalldZone).
+func parseLenient(args *skel.CmdArgs) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(args.StdinData, c); err != nil {
+		return nil, err
+	}
+	_ = c.defaultAndValidate() // best effort: DEL uses only what it defaulted
+	return c, nil
+}
+
 // parseConfig decodes, defaults and validates stdin, the same way for every
 // command. It touches no kernel state and leaves prevResult unparsed.
 func parseConfig(stdin []byte) (*netConf, error) {
@@ -47,37 +60,47 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if err := attach.Decode(stdin, c); err != nil {
 		return nil, err
 	}
+	if err := c.defaultAndValidate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// defaultAndValidate fills in every default, then checks every value.
+func (c *netConf) defaultAndValidate() error {
+	if c.AdminChain == "" {
+		c.AdminChain = netfilter.DefaultAdminChain
+	}
+	if c.MarkBit == nil {
+		c.MarkBit = new(netfilter.DefaultMarkBit)
+	}
+	if c.Zone == "" {
+		c.Zone = "trusted"
+	}
+	if c.IngressPolicy == "" {
+		c.IngressPolicy = netfilter.IngressOpen
+	}
 	switch c.Backend {
 	case "", backendIPTables, backendNFTables, backendFirewalld:
 	default:
-		return nil, result.InvalidConfig(fmt.Errorf("backend: %q is not %q, %q or %q", c.Backend, backendIPTables, backendFirewalld, backendNFTables))
-	}
-	if c.AdminChain == "" {
-		c.AdminChain = netfilter.DefaultAdminChain
+		return result.InvalidConfig(fmt.Errorf("backend: %q is not %q, %q or %q", c.Backend, backendIPTables, backendFirewalld, backendNFTables))
 	}
 	// iptables chain names: at most 28 bytes (XT_EXTENSION_MAXNAMELEN less
 	// the NUL), no blanks, and not an option or a target of iptables' own.
 	if n := len(c.AdminChain); n > 28 || strings.ContainsAny(c.AdminChain, " \t\n\"'!") || strings.HasPrefix(c.AdminChain, "-") ||
 		isBuiltinTarget(c.AdminChain) {
-		return nil, result.InvalidConfig(fmt.Errorf("iptablesAdminChainName: %q is not a usable iptables chain name (at most 28 bytes, no blanks or quotes, not a built-in target)", c.AdminChain))
+		return result.InvalidConfig(fmt.Errorf("iptablesAdminChainName: %q is not a usable iptables chain name (at most 28 bytes, no blanks or quotes, not a built-in target)", c.AdminChain))
 	}
-	if c.MarkBit == nil {
-		c.MarkBit = new(netfilter.DefaultMarkBit)
-	} else if *c.MarkBit < 0 || *c.MarkBit > 31 {
-		return nil, result.InvalidConfig(fmt.Errorf("nftablesMarkBit: %d out of range 0-31", *c.MarkBit))
-	}
-	if c.Zone == "" {
-		c.Zone = "trusted"
+	if *c.MarkBit < 0 || *c.MarkBit > 31 {
+		return result.InvalidConfig(fmt.Errorf("nftablesMarkBit: %d out of range 0-31", *c.MarkBit))
 	}
 	switch c.IngressPolicy {
-	case "":
-		c.IngressPolicy = netfilter.IngressOpen
 	case netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated:
 	default:
-		return nil, result.InvalidConfig(fmt.Errorf("ingressPolicy: %q is not %q, %q or %q", c.IngressPolicy,
+		return result.InvalidConfig(fmt.Errorf("ingressPolicy: %q is not %q, %q or %q", c.IngressPolicy,
 			netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated))
 	}
-	return c, nil
+	return nil
 }
 
 func isBuiltinTarget(s string) bool {

@@ -24,7 +24,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "mark bit 31", stdin: `{"name": "n", "nftablesMarkBit": 31}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open", mark: 31},
 		{name: "mark bit 32", stdin: `{"name": "n", "nftablesMarkBit": 32}`, code: 7},
 		{name: "mark bit -1", stdin: `{"name": "n", "nftablesMarkBit": -1}`, code: 7},
-		{name: "mark bit a string", stdin: `{"name": "n", "nftablesMarkBit": "12"}`, code: 6},
+		{name: "mark bit a string", stdin: `{"name": "n", "nftablesMarkBit": "12"}`, code: 7},
 		{name: "not JSON", stdin: `{"name": `, code: 6},
 		{name: "no name", stdin: `{"type": "firewall"}`, code: 7},
 		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, code: 7},

@@ -25,8 +25,9 @@ func (b chosen) close() {
 }
 
 // resolve picks the backend: absent or "" is firewalld when it answers on
-// the system bus, else iptables (upstream's rule); "firewalld" must answer
-// (code 50 otherwise).
+// the system bus, else iptables (upstream's rule); "firewalld" must answer:
+// otherwise code 11 (try again later: firewalld may be starting) for ADD
+// and CHECK. STATUS answers 50 instead, the spec's code for STATUS alone.
 func resolve(c *netConf) (chosen, error) {
 	switch c.Backend {
 	case backendIPTables, backendNFTables:
@@ -43,7 +44,7 @@ func resolve(c *netConf) (chosen, error) {
 		if c.Backend == "" {
 			return chosen{name: backendIPTables}, nil
 		}
-		return chosen{}, result.Unavailable(fmt.Errorf("backend: %q: %w", c.Backend, err))
+		return chosen{}, result.TryAgainLater(fmt.Errorf("backend: %q: %w", c.Backend, err))
 	}
 	return chosen{}, result.InvalidConfig(fmt.Errorf("backend: %q unknown", c.Backend)) // parseConfig refused it
 }
@@ -190,6 +191,9 @@ func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
 
 func status(a *attach.Attachment, c *netConf) error {
 	be, err := resolve(c)
+	if result.Code(err) == types.ErrTryAgainLater {
+		return types.NewError(result.CodeUnavailable, err.Error(), "")
+	}
 	if err != nil {
 		return err
 	}

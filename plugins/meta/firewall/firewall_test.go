@@ -140,6 +140,21 @@ var _ = DescribeTableSubtree("firewall", func(b backend) {
 		}
 	}, testutil.VersionEntries())
 
+	// A config edited between ADD and DEL must not make the attachment
+	// impossible to remove; upstream's DEL succeeds too (issue 22).
+	DescribeTable("DEL removes the rules with a config that no longer validates", func(edited string) {
+		Expect(e.run(e.call("ADD", conf("1.1.0", b.key, prev("1.1.0", "10.77.0.2/24")))).Err).To(BeNil())
+		Expect(b.rules(e.hostNS)).To(ContainSubstring(b.added))
+		stdin := conf("1.1.0", edited, prev("1.1.0", "10.77.0.2/24"))
+		Expect(e.run(e.call("ADD", stdin)).Err).To(HaveField("Code", BeEquivalentTo(types.ErrInvalidNetworkConfig)), "ADD still refuses it")
+		Expect(e.run(e.call("DEL", stdin)).Err).To(BeNil())
+		Expect(b.rules(e.hostNS)).NotTo(ContainSubstring("10.77.0.2"))
+		Expect(e.run(e.call("DEL", stdin)).Err).To(BeNil())
+	},
+		Entry("backend pf", `, "backend": "pf"`),
+		Entry("an admin chain name with a space", b.key+`, "iptablesAdminChainName": "CNI ADMIN"`),
+	)
+
 	It("collects the rules of attachments GC does not list, and keeps the listed ones", func() {
 		Expect(e.run(e.call("ADD", conf("1.1.0", b.key, prev("1.1.0", "10.77.0.2/24")))).Err).To(BeNil())
 		c2 := e.call("ADD", conf("1.1.0", b.key, prev("1.1.0", "10.77.0.3/24")))

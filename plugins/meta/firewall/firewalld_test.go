@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -129,7 +130,22 @@ var _ = Describe("firewall without firewalld", func() {
 		out := testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: "STATUS", Env: env, Stdin: conf("1.1.0", `, "backend": "firewalld"`, "")})
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(50))
+		Expect(out.Err.Msg).To(ContainSubstring(`backend: "firewalld"`))
 		out = testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: "STATUS", Env: env, Stdin: conf("1.1.0", `, "backend": ""`, "")})
+		Expect(out.Err).To(BeNil())
+	})
+
+	It("answers ADD and CHECK for backend firewalld with code 11 (try again later), not STATUS's 50, and DEL succeeds", func() {
+		hostNS, contNS := testutil.NewNS(), testutil.NewNS()
+		env := map[string]string{"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + filepath.Join(GinkgoT().TempDir(), "no-bus")}
+		stdin := conf("1.1.0", `, "backend": "firewalld"`, prevResult("1.1.0", "br0", "10.77.0.2/24"))
+		for _, cmd := range []string{"ADD", "CHECK"} {
+			out := testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Env: env, Stdin: stdin})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrTryAgainLater), cmd+": "+out.Err.Msg)
+			Expect(out.Err.Msg).To(ContainSubstring(`backend: "firewalld"`), cmd)
+		}
+		out := testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: "DEL", ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Env: env, Stdin: stdin})
 		Expect(out.Err).To(BeNil())
 	})
 })

@@ -123,7 +123,7 @@ func nftablesOwn(e *fwEnv) {
 		}{
 			{`, "nftablesMarkBit": 32`, types.ErrInvalidNetworkConfig},
 			{`, "nftablesMarkBit": -1`, types.ErrInvalidNetworkConfig},
-			{`, "nftablesMarkBit": "12"`, types.ErrDecodingFailure},
+			{`, "nftablesMarkBit": "12"`, types.ErrInvalidNetworkConfig},
 		} {
 			out := e.run(e.call("ADD", conf("1.1.0", nftBackend+tc.extra, prev)))
 			Expect(out.Err).NotTo(BeNil(), tc.extra)

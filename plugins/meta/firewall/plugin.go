@@ -46,6 +46,7 @@ var frame = attach.Plugin[*netConf]{
 	Summary: "allows a container's traffic through the host's forward filter",
 	Parse:   parse,
 	Add:     add,
+	Lenient: parseLenient,
 	Del:     del,
 	Check:   check,
 	GC:      gc,

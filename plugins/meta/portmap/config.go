@@ -112,22 +112,49 @@ func (c *netConf) validate() error {
 			return errors.New("externalSetMarkChain: iptables only (backend is nftables)")
 		}
 	}
-	for i, e := range c.RuntimeConfig.PortMaps {
-		m := netfilter.PortMapping{HostPort: e.HostPort, ContainerPort: e.ContainerPort, Protocol: strings.ToLower(e.Protocol)}
-		if m.Protocol == "" {
-			m.Protocol = "tcp"
-		}
-		if e.HostIP != "" {
-			if m.HostIP = net.ParseIP(e.HostIP); m.HostIP == nil {
-				return fmt.Errorf("runtimeConfig.portMappings[%d].hostIP: %q is not an IP address", i, e.HostIP)
-			}
-		}
-		if err := netfilter.ValidateMapping(m); err != nil {
-			return fmt.Errorf("runtimeConfig.portMappings[%d].%w", i, err)
+	for i := range c.RuntimeConfig.PortMaps {
+		m, err := c.mapping(i)
+		if err != nil {
+			return err
 		}
 		c.mappings = append(c.mappings, m)
 	}
 	return nil
+}
+
+// mapping is runtimeConfig.portMappings[i], checked.
+func (c *netConf) mapping(i int) (netfilter.PortMapping, error) {
+	e := c.RuntimeConfig.PortMaps[i]
+	m := netfilter.PortMapping{HostPort: e.HostPort, ContainerPort: e.ContainerPort, Protocol: strings.ToLower(e.Protocol)}
+	if m.Protocol == "" {
+		m.Protocol = "tcp"
+	}
+	if e.HostIP != "" {
+		if m.HostIP = net.ParseIP(e.HostIP); m.HostIP == nil {
+			return m, fmt.Errorf("runtimeConfig.portMappings[%d].hostIP: %q is not an IP address", i, e.HostIP)
+		}
+	}
+	if err := netfilter.ValidateMapping(m); err != nil {
+		return m, fmt.Errorf("runtimeConfig.portMappings[%d].%w", i, err)
+	}
+	return m, nil
+}
+
+// parseLenient is DEL's parse of a config that no longer validates: DEL
+// removes the attachment's forwards on both backends by owner and needs
+// only the mappings: one that no longer validates is left out of what DEL
+// flushes from conntrack, and its forwards are found by owner.
+func parseLenient(args *skel.CmdArgs) (*netConf, error) {
+	c := &netConf{}
+	if err := attach.Decode(args.StdinData, c); err != nil {
+		return nil, err
+	}
+	for i := range c.RuntimeConfig.PortMaps {
+		if m, err := c.mapping(i); err == nil {
+			c.mappings = append(c.mappings, m)
+		}
+	}
+	return c, nil
 }
 
 // options returns the netfilter options for owner and the container's

@@ -62,6 +62,7 @@ var frame = attach.Plugin[*netConf]{
 	Summary: "forwards host ports to a container (chained)",
 	Parse:   parse,
 	Add:     add,
+	Lenient: parseLenient,
 	Del:     del,
 	Check:   check,
 	GC:      gc,
@@ -261,7 +262,9 @@ func flushTo(a *attach.Attachment, ips []net.IP) error {
 }
 
 func del(a *attach.Attachment, c *netConf) []error {
-	if len(c.mappings) == 0 {
+	// PortMaps, not mappings: a lenient parse leaves out a mapping that no
+	// longer validates, whose forwards are found by owner all the same.
+	if len(c.RuntimeConfig.PortMaps) == 0 {
 		return nil
 	}
 	ips, err := netfilter.TeardownPortMapAllOf(owner(a), c.mappings)

@@ -261,6 +261,25 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		}
 	})
 
+	It("DEL removes the forwards with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the ports
+		// forwarded for good (issue 22).
+		tcpServe(e.cont, ":8080", "edited")
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}))).Err).To(BeNil())
+		Expect(forwards(e.host)).NotTo(BeEmpty())
+		edited := confOpts{ver: "1.1.0", backend: backend, prev: e.prevResult("1.1.0"),
+			mappings: []mapping{{HostPort: 80, ContainerPort: 8080}, {HostPort: 0, ContainerPort: 1}},
+			extra:    map[string]any{"markMasqBit": 40}}.json()
+		out := run(e, attach.Hooks{}, call("ADD", "c2", e, edited))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, edited)).Err).To(BeNil())
+		Expect(forwards(e.host)).To(BeEmpty())
+		_, err := tcpGet(e.outside, hp(80))
+		Expect(err).To(HaveOccurred(), "nothing forwards after DEL")
+		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, edited)).Err).To(BeNil())
+	})
+
 	It("GC removes the forwards of attachments not listed", func() {
 		stdin := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080})
 		Expect(run(e, attach.Hooks{}, call("ADD", "keep", e, stdin)).Err).To(BeNil())

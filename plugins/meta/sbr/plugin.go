@@ -48,6 +48,9 @@ func New(hooks attach.Hooks) plugin.Plugin {
 		Chained: true,
 		Parse:   parse,
 		Add:     add,
+		// DEL finds the rules by CNI_IFNAME's addresses and "table": a
+		// config edited since ADD that no longer validates does not stop it.
+		Lenient: attach.DecodeOnly[netConf],
 		Del:     del,
 		Check:   check,
 	}.Descriptor(hooks)

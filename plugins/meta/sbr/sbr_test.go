@@ -255,6 +255,24 @@ var _ = Describe("sbr", func() {
 		})
 	}, testutil.VersionEntries())
 
+	It("DEL removes the rules and empties the table with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed (issue 22).
+		rulesBefore := testutil.IPRules(contNS)
+		prev := prevFor("1.1.0", contNS, net1)
+		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
+		edited := conf("1.1.0", `"gateways": ["nope", "10.6.0.254", "10.6.0.253"]`, prev)
+		out := run(attach.Hooks{}, "ADD", contNS, "net1", edited)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		must("DEL", contNS, "net1", edited)
+		Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
+		left, err := testutil.Handle(contNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 100}, netlink.RT_FILTER_TABLE)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(left).To(BeEmpty())
+		must("DEL", contNS, "net1", edited)
+	})
+
 	It("with table adds only the rules, into that table, and leaves the routes alone", func() {
 		before := allRoutes(contNS, netlink.FAMILY_V4)
 		addRoute(contNS, "default", "10.6.0.1", "net1", 300, 0)

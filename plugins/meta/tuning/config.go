@@ -76,15 +76,13 @@ func (c *netConf) changesLink() bool {
 	return c.mac != nil || c.Mtu != 0 || c.Promisc || c.Allmulti != nil || c.TxQLen != nil
 }
 
-func parse(args *skel.CmdArgs) (*netConf, error) {
-	return parseConfig(args.StdinData, args.Args, args.IfName)
-}
+// parseLenient is DEL's parse of a config that no longer validates: DEL
+// restores what the state file under dataDir holds, so only dataDir must
+// be usable.
+func parseLenient(args *skel.CmdArgs) (*netConf, error) { return decodeDataDir(args.StdinData) }
 
-// parseConfig decodes, merges (top-level keys < CNI_ARGS MAC <
-// runtimeConfig.mac < args.cni), defaults and validates stdin, the same way
-// for every command. It touches no kernel state and no file; the
-// allowlist, a file, is read by ADD before any change.
-func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
+// decodeDataDir decodes stdin and defaults and checks dataDir.
+func decodeDataDir(stdin []byte) (*netConf, error) {
 	c := &netConf{}
 	if err := attach.Decode(stdin, c); err != nil {
 		return nil, err
@@ -96,6 +94,22 @@ func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
 	// runtime happens to run the plugin in.
 	if !filepath.IsAbs(c.DataDir) {
 		return nil, result.InvalidConfig(fmt.Errorf("dataDir: %q is not an absolute path", c.DataDir))
+	}
+	return c, nil
+}
+
+func parse(args *skel.CmdArgs) (*netConf, error) {
+	return parseConfig(args.StdinData, args.Args, args.IfName)
+}
+
+// parseConfig decodes, merges (top-level keys < CNI_ARGS MAC <
+// runtimeConfig.mac < args.cni), defaults and validates stdin, the same way
+// for every command. It touches no kernel state and no file; the
+// allowlist, a file, is read by ADD before any change.
+func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
+	c, err := decodeDataDir(stdin)
+	if err != nil {
+		return nil, err
 	}
 	if envArgs != "" {
 		e := macEnvArgs{}

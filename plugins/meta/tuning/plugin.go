@@ -24,6 +24,7 @@ package tuning
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -46,13 +47,20 @@ type Options struct {
 	Hooks attach.Hooks
 	// Allowlist is the allowlist file; "" is DefaultAllowlist.
 	Allowlist string
+	// SetSysctl, when set, replaces the write of a sysctl by ADD's sysctl
+	// step; it runs inside the container namespace (in ns.Do), where a
+	// test makes it fail or panic.
+	SetSysctl func(path, value string) error
 }
 
 // New returns the tuning plugin's descriptor running with opts.
 func New(opts Options) plugin.Plugin {
-	t := &tuner{allowlist: opts.Allowlist}
+	t := &tuner{allowlist: opts.Allowlist, setSysctl: opts.SetSysctl}
 	if t.allowlist == "" {
 		t.allowlist = DefaultAllowlist
+	}
+	if t.setSysctl == nil {
+		t.setSysctl = ip.SetSysctl
 	}
 	return attach.Plugin[*netConf]{
 		Name:    "tuning",
@@ -60,6 +68,7 @@ func New(opts Options) plugin.Plugin {
 		Chained: true,
 		Parse:   parse,
 		Add:     t.add,
+		Lenient: parseLenient,
 		Del:     del,
 		Check:   check,
 		GC:      gc,
@@ -71,4 +80,5 @@ var Plugin = New(Options{})
 
 type tuner struct {
 	allowlist string
+	setSysctl func(path, value string) error
 }

@@ -61,7 +61,7 @@ func (t *tuner) add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	}
 
 	for _, s := range c.sysctls {
-		if err := writeSysctl(contNS, s.Path, s.Value); err != nil {
+		if err := writeSysctlWith(contNS, t.setSysctl, s.Path, s.Value); err != nil {
 			return nil, err
 		}
 		was := old[s.Path]
@@ -242,8 +242,13 @@ func readSysctls(contNS *ns.NetNS, sysctls []sysctl) (map[string]string, error) 
 // writeSysctl writes value to /proc/sys/<p> in the container namespace:
 // /proc/sys/net is the namespace of the thread that opens it.
 func writeSysctl(contNS *ns.NetNS, p, value string) error {
+	return writeSysctlWith(contNS, ip.SetSysctl, p, value)
+}
+
+// writeSysctlWith is writeSysctl writing with set.
+func writeSysctlWith(contNS *ns.NetNS, set func(p, value string) error, p, value string) error {
 	return contNS.Do(func() error {
-		if err := ip.SetSysctl(p, value); err != nil {
+		if err := set(p, value); err != nil {
 			if errors.Is(err, unix.EINVAL) {
 				// The kernel is the only judge of a sysctl's values.
 				return result.InvalidConfig(fmt.Errorf("sysctl: the kernel refuses %q for %s in %s: %w", value, p, contNS.Path(), err))

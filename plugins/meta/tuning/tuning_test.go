@@ -270,6 +270,53 @@ var _ = Describe("tuning", func() {
 		}, testutil.StepEntries(tuning.AddSteps))
 	})
 
+	It("DEL restores everything and removes the state file with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being undone (issue 22): DEL needs only dataDir.
+		snap := func() []string {
+			return append([]string{linkState(contNS, "eth0"),
+				sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter"), sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")},
+				files(dataDir)...)
+		}
+		before := snap()
+		must("ADD", contNS, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS)))
+		Expect(stateFile()).To(BeAnExistingFile())
+		edited := conf("1.1.0", dataDir, `"mac": "nope", "mtu": -5, "sysctl": {"kernel.panic": "1"}`, prevFor("1.1.0", contNS))
+		out := run(attach.Hooks{}, "ADD", contNS, edited)
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		must("DEL", contNS, edited)
+		Expect(stateFile()).NotTo(BeAnExistingFile())
+		Expect(snap()).To(Equal(before))
+		must("DEL", contNS, edited)
+	})
+
+	It("answers a panic inside the container namespace with error JSON and leaves nothing", func() {
+		// The sysctl write runs in ns.Do, on a goroutine of its own: a
+		// panic there ended the process with a stack trace, no answer and
+		// the state file left behind (issue 22).
+		before := append([]string{linkState(contNS, "eth0"),
+			sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter"), sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")},
+			files(dataDir)...)
+		writes := 0
+		plug := tuning.New(tuning.Options{Allowlist: allowlist, SetSysctl: func(p, v string) error {
+			if writes++; writes == 2 {
+				panic("injected in " + p)
+			}
+			return ip.SetSysctl(p, v)
+		}})
+		out := testutil.RunIn(hostNS, plug, testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
+			Netns: contNS.Path(), Stdin: conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS))})
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		Expect(out.Err.Msg).To(ContainSubstring("panic in netns " + contNS.Path() + ": injected in"))
+		Expect(writes).To(Equal(2))
+		Expect(stateFile()).NotTo(BeAnExistingFile())
+		Expect(append([]string{linkState(contNS, "eth0"),
+			sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter"), sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")},
+			files(dataDir)...)).To(Equal(before))
+	})
+
 	Describe("the allowlist", func() {
 		BeforeEach(func() {
 			Expect(os.WriteFile(allowlist, []byte("^net\\.ipv4\\.conf\\.IFNAME\\.arp_filter$\n\n^net/ipv4/conf/all/arp_ignore$\n"), 0o644)).To(Succeed())

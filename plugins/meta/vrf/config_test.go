@@ -16,7 +16,8 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{name: "name only", stdin: base + `, "vrfname": "blue"}`},
 		{name: "with table", stdin: base + `, "vrfname": "blue", "table": 1001}`},
-		{name: "not JSON", stdin: `{"vrfname": 3}`, code: 6},
+		{name: "not JSON", stdin: `{"vrfname": `, code: 6},
+		{name: "vrfname not a string", stdin: `{"vrfname": 3}`, code: 7, msg: "vrfname: 3 is not a string"},
 		{name: "no vrfname", stdin: base + `}`, code: 7, msg: "vrfname: missing"},
 		{name: "vrfname too long", stdin: base + `, "vrfname": "a-very-long-vrf-name"}`, code: 7, msg: "vrfname"},
 		{name: "vrfname with a slash", stdin: base + `, "vrfname": "a/b"}`, code: 7, msg: "vrfname"},
@@ -25,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "main table", stdin: base + `, "vrfname": "blue", "table": 254}`, code: 7, msg: "table: 254"},
 		{name: "local table", stdin: base + `, "vrfname": "blue", "table": 255}`, code: 7, msg: "table: 255"},
 		{name: "table 256", stdin: base + `, "vrfname": "blue", "table": 256}`},
-		{name: "negative table", stdin: base + `, "vrfname": "blue", "table": -1}`, code: 6},
+		{name: "negative table", stdin: base + `, "vrfname": "blue", "table": -1}`, code: 7, msg: "table: -1 is not a whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig([]byte(tc.stdin))

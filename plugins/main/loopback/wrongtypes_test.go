@@ -1,0 +1,18 @@
+package loopback
+
+import (
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// TestWrongTypes: a value of the wrong type or sign under any key is code
+// 7, naming the key as written and the value (issue 22).
+func TestWrongTypes(t *testing.T) {
+	testutil.CheckWrongTypes(t, netConf{}, `{"cniVersion": "1.1.0", "name": "n", "type": "loopback"}`, func(stdin []byte) error {
+		_, err := parseConfig(&skel.CmdArgs{StdinData: stdin})
+		return err
+	})
+}
