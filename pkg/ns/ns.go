@@ -183,12 +183,24 @@ func OpenHost() (*NetNS, *netlink.Handle, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open host netns: %w", err)
 	}
-	h, err := n.Handle()
+	h, err := HostHandle()
 	if err != nil {
 		n.Close()
 		return nil, nil, err
 	}
 	return n, h, nil
+}
+
+// HostHandle returns a netlink handle (rtnetlink) whose socket lives in the
+// plugin's host namespace. Call it outside Do: the calling thread is then
+// in the host namespace (see the package doc), so the socket is made right
+// here, without Do's thread of its own and its two setns calls.
+func HostHandle() (*netlink.Handle, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in the host netns: %w", err)
+	}
+	return h, nil
 }
 
 // OpenContainer opens the container namespace a CNI command names in
