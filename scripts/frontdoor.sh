@@ -9,7 +9,12 @@
 #             then be there and each plugin print its about text)
 #   release   scripts/release.sh, twice (the second time under another umask
 #             and time zone) into temporary folders: the bytes must match, and
-#             each tarball hold cniforge, a hardlink per plugin and SHA256SUMS
+#             each tarball hold cniforge, a hardlink per plugin and SHA256SUMS;
+#             all seven architectures both times (the second build finds the
+#             Go build cache warm: it costs seven links, not seven compiles)
+#   qemu      scripts/qemu-smoke.sh on those tarballs: each architecture's
+#             binary under qemu-user (version, host-local ADD/DEL, loopback
+#             ADD/DEL in a netns), one pass/fail line per check
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #   killadd   sudo scripts/killadd.sh, in a short mode (-n 3 -g 2, two plugins)
@@ -172,7 +177,7 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	for f in SHA256SUMS $tgzs; do
 		cmp -s "$work/rel1/$f" "$work/rel2/$f" || bad+=("$f differs between two builds")
 	done
-	for arch in amd64 arm64; do
+	for arch in amd64 arm arm64 ppc64le s390x mips64le riscv64; do
 		grep -q -- "-linux-$arch.tgz\$" <<<"$tgzs" || bad+=("no $arch tarball")
 	done
 	mkdir -p "$work/rel-x"
@@ -190,6 +195,17 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	else
 		fail "release.sh: ${bad[*]:-no tarballs}"
 	fi
+	# Each architecture's binary run under qemu-user: its own lines.
+	scripts/qemu-smoke.sh "$work/rel1" >"$work/qemu-smoke.log" 2>&1
+	grep -qE '^qemu-smoke: [0-9]+ passed, [0-9]+ failed$' "$work/qemu-smoke.log" ||
+		fail "qemu-smoke.sh did not reach its end: $(tail -3 "$work/qemu-smoke.log")"
+	while IFS= read -r line; do
+		case $line in
+		"qemu-smoke: ok: "*) ok "${line#qemu-smoke: ok: }" ;;
+		"qemu-smoke: FAILED: "*) fail "${line#qemu-smoke: FAILED: }" ;;
+		"qemu-smoke: not carried: "*) echo "frontdoor: ${line#qemu-smoke: }" ;;
+		esac
+	done <"$work/qemu-smoke.log"
 else
 	fail "release.sh:"
 	sed 's/^/    /' "$work/release.log" >&2

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # release.sh — builds the release tarballs into OUTDIR (default release/):
 #
-#   cniforge-<version>-linux-amd64.tgz
-#   cniforge-<version>-linux-arm64.tgz
-#   SHA256SUMS                         (of the tarballs)
+#   cniforge-<version>-linux-<arch>.tgz  for amd64, arm, arm64, ppc64le,
+#                                        s390x, mips64le and riscv64 (the
+#                                        architectures upstream releases)
+#   SHA256SUMS                           (of the tarballs)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
 # multicall binary `cniforge`, every plugin name as a hardlink to it, and
@@ -13,7 +14,10 @@
 # The build is reproducible: the same commit gives the same bytes. The
 # binary is built with -trimpath and an empty build ID; the tar entries are
 # sorted, owned by 0:0, with the commit's time as mtime and fixed modes;
-# gzip stores no name or time. GOARCHES="amd64" limits the architectures.
+# gzip stores no name or time. GOARCHES="amd64 arm64" limits the
+# architectures. The per-architecture levels (GOARM=7 as upstream's arm,
+# and Go's defaults for the others) are pinned so that the environment
+# cannot change the bytes.
 #
 #   scripts/release.sh [OUTDIR]
 set -euo pipefail
@@ -27,7 +31,7 @@ out=$(cd "$out" && pwd)
 version=$(git describe --tags --always --dirty 2>/dev/null || echo "0.0.0-unknown")
 # The commit's time, not the clock's: the same commit gives the same mtimes.
 epoch=$(git log -1 --format=%ct 2>/dev/null || echo 0)
-arches=${GOARCHES:-amd64 arm64}
+arches=${GOARCHES:-amd64 arm arm64 ppc64le s390x mips64le riscv64}
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -46,7 +50,8 @@ for arch in $arches; do
 	dir=$stage/$name
 	mkdir "$dir"
 	echo "release.sh: building $name"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=7 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8 \
+		GOMIPS64=hardfloat GORISCV64=rva20u64 go build -trimpath -buildvcs=false \
 		-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
 		-o "$dir/cniforge" ./cmd/cniforge
 	for p in $plugins; do

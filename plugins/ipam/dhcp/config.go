@@ -142,7 +142,7 @@ func buildConfig(in *netConf) (*Config, error) {
 	if !strings.HasPrefix(conf.SocketPath, "/") {
 		return nil, fmt.Errorf("ipam.daemonSocketPath: %q is not an absolute path", conf.SocketPath)
 	}
-	if conf.Priority < 0 || conf.Priority > math.MaxUint32 {
+	if conf.Priority < 0 || int64(conf.Priority) > math.MaxUint32 {
 		// The kernel keeps a route's metric in 32 bits.
 		return nil, fmt.Errorf("ipam.priority: %d out of range 0-%d", conf.Priority, uint32(math.MaxUint32))
 	}
