@@ -15,7 +15,6 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
 
-	_ "github.com/cniforge/plugins/pkg/ns" // locks the main OS thread
 	"github.com/cniforge/plugins/pkg/result"
 )
 
