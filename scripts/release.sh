@@ -4,11 +4,16 @@
 #   cniforge-<version>-linux-<arch>.tgz  for amd64, arm, arm64, ppc64le,
 #                                        s390x, mips64le and riscv64 (the
 #                                        architectures upstream releases)
-#   SHA256SUMS                           (of the tarballs)
+#   cniforge-<version>-linux-<arch>.cdx.json  its bill of materials
+#   SHA256SUMS                           (of the tarballs and SBOMs)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
-# multicall binary `cniforge`, every plugin name as a hardlink to it, and
-# a SHA256SUMS of those files. `cniforge install` from there (or copying
+# multicall binary `cniforge`, every plugin name as a hardlink to it, the
+# SBOM as sbom.cdx.json, and a SHA256SUMS of those files. The SBOM
+# (CycloneDX 1.6 JSON, scripts/sbom) lists the Go toolchain and every
+# module linked into that binary with its version and go.sum checksum,
+# read from the binary's own build information; it has no timestamp, so
+# it is reproducible with the rest. `cniforge install` from there (or copying
 # the folder's files to /opt/cni/bin) installs the suite.
 #
 # The build is reproducible: the same commit gives the same bytes. The
@@ -39,6 +44,7 @@ trap 'rm -rf "$stage"' EXIT
 # The plugin names: from a binary this machine can run.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
 plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
+go build -o "$stage/sbom" ./scripts/sbom
 if [ -z "$plugins" ]; then
 	echo "release.sh: cniforge version listed no plugins" >&2
 	exit 1
@@ -57,12 +63,15 @@ for arch in $arches; do
 	for p in $plugins; do
 		ln "$dir/cniforge" "$dir/$p"
 	done
-	(cd "$dir" && sha256sum cniforge $plugins | sort -k2 >SHA256SUMS)
+	"$stage/sbom" -version "$version" "$dir/cniforge" >"$dir/sbom.cdx.json"
+	(cd "$dir" && sha256sum cniforge $plugins sbom.cdx.json | sort -k2 >SHA256SUMS)
 	chmod 0755 "$dir" "$dir/cniforge"
-	chmod 0644 "$dir/SHA256SUMS"
+	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json"
+	cp "$dir/sbom.cdx.json" "$out/$name.cdx.json"
+	chmod 0644 "$out/$name.cdx.json"
 	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
-	tarballs+=("$name.tgz")
+	tarballs+=("$name.tgz" "$name.cdx.json")
 done
 (cd "$out" && sha256sum "${tarballs[@]}" >SHA256SUMS)
 for t in "${tarballs[@]}"; do
