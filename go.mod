@@ -2,6 +2,11 @@ module github.com/cniforge/plugins
 
 go 1.26.0
 
+// A plugin lives for milliseconds: the runtime's goroutine that re-reads
+// the cgroup CPU limit for GOMAXPROCS would only cost every exec a
+// goroutine (and often a thread) before main.
+godebug updatemaxprocs=0
+
 require (
 	github.com/containernetworking/cni v1.3.0
 	github.com/coreos/go-iptables v0.8.0
@@ -20,6 +25,7 @@ require (
 )
 
 require (
+	github.com/CycloneDX/cyclonedx-go v0.12.0 // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect

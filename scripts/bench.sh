@@ -16,6 +16,14 @@
 #   bin/cniforge install --dir /tmp/multi && scripts/bench.sh -c /tmp/multi
 #
 # Scenarios (default: all whose plugins are built):
+#   loopback          loopback (what a runtime runs for every pod): ADD,
+#                     CHECK, DEL; almost all of it is the exec and the start
+#                     of the process, so it shows what a plugin costs before
+#                     main. The multicall binary against the separate one,
+#                     and against upstream's (Debian's in /usr/lib/cni):
+#                       bin/cniforge install --dir /tmp/multi
+#                       scripts/bench.sh -c /tmp/multi loopback
+#                       scripts/bench.sh -c /usr/lib/cni loopback
 #   bridge-iptables   bridge + host-local, ipMasq on iptables: ADD, CHECK, DEL
 #   bridge-nftables   bridge + host-local, ipMasq on nftables: ADD, CHECK, DEL
 #   ptp-dual          ptp + host-local, IPv4 + IPv6:            ADD, CHECK, DEL
@@ -62,6 +70,10 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 	scenario=$1 n=$2 contns=$3 datadir=$4 out=$5 binb=${6:-}
 
 	case $scenario in
+	loopback)
+		plugin=loopback
+		conf='{"cniVersion":"1.0.0","name":"bench-lo","type":"loopback"}'
+		;;
 	bridge-iptables | bridge-nftables)
 		plugin=bridge
 		conf=$(jq -cn --arg be "${scenario#bridge-}" --arg dd "$datadir" '{
@@ -246,7 +258,7 @@ if [ "${BENCH_INNER:-}" = 1 ]; then
 fi
 
 # --- outer part: namespaces, cleanup, report ------------------------------
-all=(bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables firewall-nftables portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others chain)
+all=(loopback bridge-iptables bridge-nftables ptp-dual ptp-dual-masq macvlan firewall-iptables firewall-nftables portmap-ipt-one portmap-ipt-many portmap-ipt-others portmap-nft-one portmap-nft-many portmap-nft-others chain)
 scenarios=()
 while [ $# -gt 0 ]; do
 	case $1 in

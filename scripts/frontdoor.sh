@@ -9,7 +9,14 @@
 #             then be there and each plugin print its about text)
 #   release   scripts/release.sh, twice (the second time under another umask
 #             and time zone) into temporary folders: the bytes must match, and
-#             each tarball hold cniforge, a hardlink per plugin and SHA256SUMS
+#             each tarball hold cniforge, a hardlink per plugin, SHA256SUMS
+#             and its SBOM, which lists every module `go version -m` shows
+#             for that binary with its h1: sum, and the Go version;
+#             all seven architectures both times (the second build finds the
+#             Go build cache warm: it costs seven links, not seven compiles)
+#   qemu      scripts/qemu-smoke.sh on those tarballs: each architecture's
+#             binary under qemu-user (version, host-local ADD/DEL, loopback
+#             ADD/DEL in a netns), one pass/fail line per check
 #   bench     sudo scripts/bench.sh, in a short mode (-n 2)
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #   killadd   sudo scripts/killadd.sh, in a short mode (-n 3 -g 2, two plugins)
@@ -169,10 +176,11 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	(umask 077 && TZ=Pacific/Kiritimati scripts/release.sh "$work/rel2") >>"$work/release.log" 2>&1; then
 	bad=()
 	tgzs=$(cd "$work/rel1" && ls *.tgz)
-	for f in SHA256SUMS $tgzs; do
+	sboms=$(cd "$work/rel1" && ls *.cdx.json)
+	for f in SHA256SUMS $tgzs $sboms; do
 		cmp -s "$work/rel1/$f" "$work/rel2/$f" || bad+=("$f differs between two builds")
 	done
-	for arch in amd64 arm64; do
+	for arch in amd64 arm arm64 ppc64le s390x mips64le riscv64; do
 		grep -q -- "-linux-$arch.tgz\$" <<<"$tgzs" || bad+=("no $arch tarball")
 	done
 	mkdir -p "$work/rel-x"
@@ -180,16 +188,41 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		tar -C "$work/rel-x" -xzf "$work/rel1/$f"
 		d=$work/rel-x/${f%.tgz}
 		(cd "$d" && sha256sum -c --quiet SHA256SUMS) >/dev/null 2>&1 || bad+=("$f: SHA256SUMS does not match")
+		# The SBOM against what Go itself reads from the binary: each
+		# module (a replacement when there is one) with version and sum.
+		if ! cmp -s "$d/sbom.cdx.json" "$work/rel1/${f%.tgz}.cdx.json"; then
+			bad+=("$f: sbom.cdx.json is not ${f%.tgz}.cdx.json")
+		fi
+		listed=$(jq -r '.components[] | [.name, .version, ((.properties // []) | map(select(.name == "go:sum"))[0].value // "")] | @tsv' "$d/sbom.cdx.json" 2>&1)
+		gov=$(go version -m "$d/cniforge" 2>&1)
+		mods=$(awk '$1 == "dep" || $1 == "=>" { if ($1 == "dep" && m != "") print m; m = $2 "\t" $3 "\t" $4 } END { if (m != "") print m }' <<<"$gov")
+		[ -n "$mods" ] || bad+=("$f: go version -m lists no modules: $gov")
+		while IFS= read -r m; do
+			grep -qxF -- "$m" <<<"$listed" || bad+=("$f: the SBOM lacks $(tr '\t' ' ' <<<"$m")")
+		done <<<"$mods"
+		gover=$(head -1 <<<"$gov" | awk '{print $2}')
+		grep -qP "^stdlib\t\Q$gover\E\t" <<<"$listed" || bad+=("$f: the SBOM does not name the toolchain $gover")
 		inode=$(stat -c %i "$d/cniforge")
 		for name in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
 			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$inode" ] || bad+=("$f: $name is not a hardlink to cniforge")
 		done
 	done
 	if [ ${#bad[@]} -eq 0 ] && [ -n "$tgzs" ]; then
-		ok "release.sh: $(wc -w <<<"$tgzs") tarballs, the same bytes twice, hardlinks and SHA256SUMS right"
+		ok "release.sh: $(wc -w <<<"$tgzs") tarballs and their SBOMs, the same bytes twice, hardlinks, SHA256SUMS and the SBOMs' modules and sums right"
 	else
 		fail "release.sh: ${bad[*]:-no tarballs}"
 	fi
+	# Each architecture's binary run under qemu-user: its own lines.
+	scripts/qemu-smoke.sh "$work/rel1" >"$work/qemu-smoke.log" 2>&1
+	grep -qE '^qemu-smoke: [0-9]+ passed, [0-9]+ failed$' "$work/qemu-smoke.log" ||
+		fail "qemu-smoke.sh did not reach its end: $(tail -3 "$work/qemu-smoke.log")"
+	while IFS= read -r line; do
+		case $line in
+		"qemu-smoke: ok: "*) ok "${line#qemu-smoke: ok: }" ;;
+		"qemu-smoke: FAILED: "*) fail "${line#qemu-smoke: FAILED: }" ;;
+		"qemu-smoke: not carried: "*) echo "frontdoor: ${line#qemu-smoke: }" ;;
+		esac
+	done <"$work/qemu-smoke.log"
 else
 	fail "release.sh:"
 	sed 's/^/    /' "$work/release.log" >&2

@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # release.sh — builds the release tarballs into OUTDIR (default release/):
 #
-#   cniforge-<version>-linux-amd64.tgz
-#   cniforge-<version>-linux-arm64.tgz
-#   SHA256SUMS                         (of the tarballs)
+#   cniforge-<version>-linux-<arch>.tgz  for amd64, arm, arm64, ppc64le,
+#                                        s390x, mips64le and riscv64 (the
+#                                        architectures upstream releases)
+#   cniforge-<version>-linux-<arch>.cdx.json  its bill of materials
+#   SHA256SUMS                           (of the tarballs and SBOMs)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
-# multicall binary `cniforge`, every plugin name as a hardlink to it, and
-# a SHA256SUMS of those files. `cniforge install` from there (or copying
+# multicall binary `cniforge`, every plugin name as a hardlink to it, the
+# SBOM as sbom.cdx.json, and a SHA256SUMS of those files. The SBOM
+# (CycloneDX 1.6 JSON, scripts/sbom) lists the Go toolchain and every
+# module linked into that binary with its version and go.sum checksum,
+# read from the binary's own build information; it has no timestamp, so
+# it is reproducible with the rest. `cniforge install` from there (or copying
 # the folder's files to /opt/cni/bin) installs the suite.
 #
 # The build is reproducible: the same commit gives the same bytes. The
 # binary is built with -trimpath and an empty build ID; the tar entries are
 # sorted, owned by 0:0, with the commit's time as mtime and fixed modes;
-# gzip stores no name or time. GOARCHES="amd64" limits the architectures.
+# gzip stores no name or time. GOARCHES="amd64 arm64" limits the
+# architectures. The per-architecture levels (GOARM=7 as upstream's arm,
+# and Go's defaults for the others) are pinned so that the environment
+# cannot change the bytes.
 #
 #   scripts/release.sh [OUTDIR]
 set -euo pipefail
@@ -27,7 +36,7 @@ out=$(cd "$out" && pwd)
 version=$(git describe --tags --always --dirty 2>/dev/null || echo "0.0.0-unknown")
 # The commit's time, not the clock's: the same commit gives the same mtimes.
 epoch=$(git log -1 --format=%ct 2>/dev/null || echo 0)
-arches=${GOARCHES:-amd64 arm64}
+arches=${GOARCHES:-amd64 arm arm64 ppc64le s390x mips64le riscv64}
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -35,6 +44,7 @@ trap 'rm -rf "$stage"' EXIT
 # The plugin names: from a binary this machine can run.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
 plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
+go build -o "$stage/sbom" ./scripts/sbom
 if [ -z "$plugins" ]; then
 	echo "release.sh: cniforge version listed no plugins" >&2
 	exit 1
@@ -46,18 +56,22 @@ for arch in $arches; do
 	dir=$stage/$name
 	mkdir "$dir"
 	echo "release.sh: building $name"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -buildvcs=false \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=7 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8 \
+		GOMIPS64=hardfloat GORISCV64=rva20u64 go build -trimpath -buildvcs=false \
 		-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
 		-o "$dir/cniforge" ./cmd/cniforge
 	for p in $plugins; do
 		ln "$dir/cniforge" "$dir/$p"
 	done
-	(cd "$dir" && sha256sum cniforge $plugins | sort -k2 >SHA256SUMS)
+	"$stage/sbom" -version "$version" "$dir/cniforge" >"$dir/sbom.cdx.json"
+	(cd "$dir" && sha256sum cniforge $plugins sbom.cdx.json | sort -k2 >SHA256SUMS)
 	chmod 0755 "$dir" "$dir/cniforge"
-	chmod 0644 "$dir/SHA256SUMS"
+	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json"
+	cp "$dir/sbom.cdx.json" "$out/$name.cdx.json"
+	chmod 0644 "$out/$name.cdx.json"
 	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
-	tarballs+=("$name.tgz")
+	tarballs+=("$name.tgz" "$name.cdx.json")
 done
 (cd "$out" && sha256sum "${tarballs[@]}" >SHA256SUMS)
 for t in "${tarballs[@]}"; do

@@ -51,14 +51,32 @@ func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Log
 // Host returns the plugin's host namespace (the calling thread's; see
 // pkg/ns) and a netlink handle bound to it, opening them on first use.
 func (a *Attachment) Host() (*ns.NetNS, *netlink.Handle, error) {
-	if a.hostNS == nil {
-		n, h, err := ns.OpenHost()
+	n, err := a.hostNetNS()
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.hostH == nil {
+		h, err := ns.HostHandle()
 		if err != nil {
 			return nil, nil, err
 		}
-		a.hostNS, a.hostH = n, h
+		a.hostH = h
 	}
-	return a.hostNS, a.hostH, nil
+	return n, a.hostH, nil
+}
+
+// hostNetNS is the host namespace without a netlink handle: telling the
+// container's namespace from the host's needs no socket (loopback, and
+// every plugin that only works in the container, opens none in the host).
+func (a *Attachment) hostNetNS() (*ns.NetNS, error) {
+	if a.hostNS == nil {
+		n, err := ns.Current()
+		if err != nil {
+			return nil, fmt.Errorf("open host netns: %w", err)
+		}
+		a.hostNS = n
+	}
+	return a.hostNS, nil
 }
 
 // Container returns the namespace CNI_NETNS names and a netlink handle
@@ -70,7 +88,7 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	if a.contNS != nil {
 		return a.contNS, a.contH, nil
 	}
-	hostNS, _, err := a.Host()
+	hostNS, err := a.hostNetNS()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,7 +134,7 @@ func (a *Attachment) guardDel() error {
 		return nil // gone or not a namespace: see DeleteContainerVeth
 	}
 	defer n.Close()
-	hostNS, _, err := a.Host()
+	hostNS, err := a.hostNetNS()
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (s *state) alloc(n uint64) bool {
 }
 
 func (s *state) mismatch(id typeID, v reflect.Value) {
-	name := basicNames[id]
+	name := basicName(id)
 	if w := s.d.wire(id); w != nil {
 		name = w.name()
 	}

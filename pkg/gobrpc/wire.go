@@ -134,8 +134,17 @@ func (w *wireType) name() string {
 	return "?"
 }
 
-var basicNames = map[typeID]string{tBool: "bool", tInt: "int", tUint: "uint", tFloat: "float",
+// basicNames is an array, not a map: constant data, nothing built at init.
+var basicNames = [...]string{tBool: "bool", tInt: "int", tUint: "uint", tFloat: "float",
 	tBytes: "bytes", tString: "string", tComplex: "complex", tInterface: "interface"}
+
+// basicName is the name of a predefined type id, "" for any other id.
+func basicName(id typeID) string {
+	if id < 0 || id >= typeID(len(basicNames)) {
+		return ""
+	}
+	return basicNames[id]
+}
 
 // builtinTypes are the definitions of wireType and its parts, with ids
 // from tWireType up, so that the decoder reads a definition as it reads

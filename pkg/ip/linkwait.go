@@ -94,8 +94,8 @@ func WaitLink(nsFd int, index int, cond func(netlink.Link) bool, timeout time.Du
 // belongs to the namespace it was created in, for life), and returns the
 // handle. Both are made in ns.NetNS.Do, on a thread of their own: netlink's
 // own ...At functions (NewHandleAt, the Namespace of the Subscribe options)
-// switch the calling thread, which may be a plugin's main thread, and do
-// not notice when switching back fails.
+// switch the calling thread, which then may go back to the scheduler in
+// the wrong namespace: they do not notice when switching back fails.
 func routeSocketsIn(nsFd int, subscribe func() error) (*netlink.Handle, error) {
 	n, err := ns.FromFd(nsFd)
 	if err != nil {

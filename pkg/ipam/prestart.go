@@ -47,7 +47,7 @@ type Prestarted struct {
 // not on CNI_PATH (the delegation then reports it), one that runs in this
 // process (the multicall binary), or a failed start.
 func Prestart(ipamType, verb string) *Prestarted {
-	if !prestartable[ipamType] {
+	if !prestartable(ipamType) {
 		return nil
 	}
 	path, err := invoke.FindInPath(ipamType, filepath.SplitList(os.Getenv("CNI_PATH")))
@@ -80,7 +80,15 @@ func (p *Prestarted) Cancel() {
 
 // prestartable are the IPAM types whose plugins (ours and upstream's, on
 // skel) read their whole config from stdin before they do anything.
-var prestartable = map[string]bool{"host-local": true, "static": true, "dhcp": true}
+// prestartable says whether ipamType is one of the suite's own IPAM plugins
+// (a switch: a package-level map would be built in every exec).
+func prestartable(ipamType string) bool {
+	switch ipamType {
+	case "host-local", "static", "dhcp":
+		return true
+	}
+	return false
+}
 
 type prestartKey struct{}
 

@@ -37,30 +37,47 @@ type Want struct {
 func Mode(l netlink.Link) string {
 	switch v := l.(type) {
 	case *netlink.Macvlan:
-		return macvlanModes[v.Mode]
+		return macvlanMode(v.Mode)
 	case *netlink.Macvtap:
-		return macvlanModes[v.Mode]
+		return macvlanMode(v.Mode)
 	case *netlink.IPVlan:
-		return ipvlanModes[v.Mode]
+		return ipvlanMode(v.Mode)
 	case *netlink.Vlan:
 		return fmt.Sprintf("vlan %d", v.VlanId)
 	}
 	return ""
 }
 
-var macvlanModes = map[netlink.MacvlanMode]string{
-	netlink.MACVLAN_MODE_DEFAULT:  "default",
-	netlink.MACVLAN_MODE_PRIVATE:  "private",
-	netlink.MACVLAN_MODE_VEPA:     "vepa",
-	netlink.MACVLAN_MODE_BRIDGE:   "bridge",
-	netlink.MACVLAN_MODE_PASSTHRU: "passthru",
-	netlink.MACVLAN_MODE_SOURCE:   "source",
+// macvlanMode and ipvlanMode are switches, not maps: a package-level map
+// is built at init, in every exec of the multicall binary.
+func macvlanMode(m netlink.MacvlanMode) string {
+	switch m {
+	case netlink.MACVLAN_MODE_DEFAULT:
+		return "default"
+	case netlink.MACVLAN_MODE_PRIVATE:
+		return "private"
+	case netlink.MACVLAN_MODE_VEPA:
+		return "vepa"
+	case netlink.MACVLAN_MODE_BRIDGE:
+		return "bridge"
+	case netlink.MACVLAN_MODE_PASSTHRU:
+		return "passthru"
+	case netlink.MACVLAN_MODE_SOURCE:
+		return "source"
+	}
+	return ""
 }
 
-var ipvlanModes = map[netlink.IPVlanMode]string{
-	netlink.IPVLAN_MODE_L2:  "l2",
-	netlink.IPVLAN_MODE_L3:  "l3",
-	netlink.IPVLAN_MODE_L3S: "l3s",
+func ipvlanMode(m netlink.IPVlanMode) string {
+	switch m {
+	case netlink.IPVLAN_MODE_L2:
+		return "l2"
+	case netlink.IPVLAN_MODE_L3:
+		return "l3"
+	case netlink.IPVLAN_MODE_L3S:
+		return "l3s"
+	}
+	return ""
 }
 
 // Check compares the link prevResult names in contNS (h bound to it) with

@@ -11,7 +11,7 @@ import (
 
 // Multicast destinations are never masqueraded: containers on one bridge
 // talk to each other over multicast with their own source addresses.
-var multicast = map[family]string{ipv4: "224.0.0.0/4", ipv6: "ff00::/8"}
+var multicast = [...]string{ipv4: "224.0.0.0/4", ipv6: "ff00::/8"}
 
 // iptablesRules is the desired nat-table content of one attachment in one
 // family, as iptables-save prints it (without the leading "-A <chain> "), so

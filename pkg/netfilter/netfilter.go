@@ -8,8 +8,8 @@
 // # Namespace
 //
 // Every function works on the netfilter state of the network namespace of
-// the calling OS thread. A plugin calls them from its main goroutine (locked
-// to the main thread by pkg/ns, in the host namespace); tests call them inside
+// the calling OS thread. A plugin calls them from its main goroutine (outside
+// ns.NetNS.Do, so on a thread in the host namespace); tests call them inside
 // (*ns.NetNS).Do of a namespace they made. The iptables backend execs
 // iptables-restore/iptables-save, which inherit the thread's namespace; the
 // nftables backend opens its netlink socket on the calling thread, so the

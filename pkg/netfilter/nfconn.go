@@ -55,7 +55,7 @@ func acquireNFT() (*nftConn, func(failed bool), error) {
 	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 		return nil, nil, fmt.Errorf("network namespace of this thread: %w", err)
 	}
-	key := [2]uint64{st.Dev, st.Ino}
+	key := [2]uint64{uint64(st.Dev), st.Ino} // Dev is uint32 on mips64
 	sharedNFTs.Lock()
 	s := sharedNFTs.byNS[key]
 	if s == nil && len(sharedNFTs.byNS) < maxRequestConns {

@@ -77,13 +77,16 @@ func (r nftRule) String() string {
 	return s
 }
 
-// Offsets of the address fields in the IPv4 and IPv6 headers.
-var addrField = map[family]struct{ saddr, daddr, len uint32 }{
+// Offsets of the address fields in the IPv4 and IPv6 headers. This and
+// the other family-indexed tables are arrays, not maps: an array of
+// constants is data in the binary, a map is built by code at init, in
+// every exec of the multicall binary.
+var addrField = [...]struct{ saddr, daddr, len uint32 }{
 	ipv4: {saddr: 12, daddr: 16, len: 4},
 	ipv6: {saddr: 8, daddr: 24, len: 16},
 }
 
-var nfproto = map[family]byte{ipv4: unix.NFPROTO_IPV4, ipv6: unix.NFPROTO_IPV6}
+var nfproto = [...]byte{ipv4: unix.NFPROTO_IPV4, ipv6: unix.NFPROTO_IPV6}
 
 // matchAddr loads the source or destination address of f into register 1
 // and compares it with n (a prefix compare when n is not a host address).

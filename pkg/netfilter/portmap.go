@@ -234,8 +234,19 @@ func ipPort(ip net.IP, port int) string {
 	return fmt.Sprintf("%s:%d", ip, port)
 }
 
-// protoNum is the IP protocol number of a mapping's protocol.
-var protoNum = map[string]byte{"tcp": 6, "udp": 17, "sctp": 132}
+// protoNum is the IP protocol number of a mapping's protocol (0 for
+// another name). A switch, not a map: nothing to build at init.
+func protoNum(proto string) byte {
+	switch proto {
+	case "tcp":
+		return 6
+	case "udp":
+		return 17
+	case "sctp":
+		return 132
+	}
+	return 0
+}
 
 func joinInts(ns []int) string {
 	s := make([]string, len(ns))

@@ -66,7 +66,7 @@ func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o Owner, mappings []Po
 			if m.HostIP != nil && familyOf(m.HostIP) != f {
 				continue
 			}
-			key := append([]byte{protoNum[m.Protocol], 0, 0, 0}, port4(m.HostPort)...)
+			key := append([]byte{protoNum(m.Protocol), 0, 0, 0}, port4(m.HostPort)...)
 			set := pmPortsMap
 			if h := m.hostIP(); h != nil {
 				key, set = append(slices.Clone(addrBytes(f, h)), key...), pmHostIPMap

@@ -229,7 +229,7 @@ func pmElements(opts PortMapOptions, f family) map[string][]nftables.SetElement 
 	cip := opts.containerIP(f)
 	c := nftPMComment(opts.Owner)
 	for _, m := range opts.mappings(f) {
-		key := append([]byte{protoNum[m.Protocol], 0, 0, 0}, port4(m.HostPort)...)
+		key := append([]byte{protoNum(m.Protocol), 0, 0, 0}, port4(m.HostPort)...)
 		val := append(slices.Clone(addrBytes(f, cip)), port4(m.ContainerPort)...)
 		set := pmPortsMap
 		if h := m.hostIP(); h != nil {

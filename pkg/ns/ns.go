@@ -6,9 +6,20 @@
 // it is left locked, and the Go runtime ends it with the goroutine: a thread in
 // the wrong namespace is never handed back to the scheduler.
 //
-// The main thread is locked once, in this package's init, because the runtime
-// clones new threads from whichever thread needs one; a plugin's main goroutine
-// must stay on the thread whose namespace is the plugin's host namespace.
+// So every thread the scheduler hands out is in the plugin's host namespace,
+// and code outside Do (a plugin's main goroutine) is in the host namespace
+// on whichever thread it runs. New threads are cloned from the thread that
+// needs one, but one locked to its goroutine (inside Do) has the runtime's
+// template thread clone it, and the first LockOSThread starts that thread
+// while Do's thread is still in the host namespace.
+//
+// The main thread is not locked: with the main goroutine locked to it, each
+// Do had to hand the processor to another thread and back (two wake-ups,
+// and on a busy node each waits for a CPU), and the runtime cloned the
+// template thread before main even in a VERSION exec. A locked goroutine
+// that ends on the main thread wedges that thread instead of ending it; the
+// process goes on on the others, and nothing here reads /proc/self/ns
+// (ns paths are per thread: /proc/<pid>/task/<tid>, /proc/thread-self).
 package ns
 
 import (
@@ -24,10 +35,6 @@ import (
 
 	"github.com/cniforge/plugins/pkg/result"
 )
-
-func init() {
-	runtime.LockOSThread()
-}
 
 // ErrNotNetNS is returned by Open for a path that exists but is not a network
 // namespace (not an nsfs file, or a namespace of another kind).
@@ -80,8 +87,9 @@ func FromFd(fd int) (*NetNS, error) {
 	return Open(fmt.Sprintf("/proc/self/fd/%d", fd))
 }
 
-// Current opens the network namespace of the calling thread. Call it from a
-// goroutine locked to its thread (a plugin's main goroutine is).
+// Current opens the network namespace of the calling thread. Outside Do
+// that is the plugin's host namespace, whichever thread the goroutine is on
+// (see the package doc).
 func Current() (*NetNS, error) {
 	return Open(threadNSPath())
 }
@@ -206,15 +214,15 @@ func (n *NetNS) Same(other *NetNS) (bool, error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
-// OpenHost opens the plugin's host namespace, the calling thread's (a
-// plugin's main thread stays in it; see the package doc), with a netlink
+// OpenHost opens the plugin's host namespace, the calling thread's (every
+// thread outside Do is in it; see the package doc), with a netlink
 // handle bound to it. The caller closes both (h.Close, n.Close).
 func OpenHost() (*NetNS, *netlink.Handle, error) {
 	n, err := Current()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open host netns: %w", err)
 	}
-	h, err := n.Handle()
+	h, err := HostHandle()
 	if err != nil {
 		n.Close()
 		return nil, nil, err
@@ -258,6 +266,18 @@ func RefuseOwn(nsPath, override string) error {
 		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace", nsPath))
 	}
 	return nil
+}
+
+// HostHandle returns a netlink handle (rtnetlink) whose socket lives in the
+// plugin's host namespace. Call it outside Do: the calling thread is then
+// in the host namespace (see the package doc), so the socket is made right
+// here, without Do's thread of its own and its two setns calls.
+func HostHandle() (*netlink.Handle, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in the host netns: %w", err)
+	}
+	return h, nil
 }
 
 // OpenContainer opens the container namespace a CNI command names in

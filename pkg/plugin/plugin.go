@@ -15,7 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/cniforge/plugins/pkg/ns" // its init locks the main OS thread
+	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
 )
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -45,33 +46,39 @@ type Provide struct {
 // router, static routes and classless static routes.
 var defaultRequested = []uint8{1, 3, 33, 121}
 
-// optionNames are the names upstream's daemon accepts besides numbers.
-var optionNames = map[string]uint8{
-	"subnet-mask":             1,
-	"router":                  3,
-	"routers":                 3,
-	"domain-name-servers":     6,
-	"host-name":               12,
-	"hostname":                12,
-	"domain-name":             15,
-	"interface-mtu":           26,
-	"broadcast-address":       28,
-	"static-routes":           33,
-	"ntp-servers":             42,
-	"dhcp-lease-time":         51,
-	"vendor-class-identifier": 60,
-	"user-class":              77,
-	"domain-search":           119,
-	"classless-static-route":  121,
-	"classless-static-routes": 121,
-}
+// optionNames are the names upstream's daemon accepts besides numbers;
+// built on first use, not at init (the multicall binary runs every
+// plugin's init in every exec).
+var optionNames = sync.OnceValue(func() map[string]uint8 {
+	return map[string]uint8{
+		"subnet-mask":             1,
+		"router":                  3,
+		"routers":                 3,
+		"domain-name-servers":     6,
+		"host-name":               12,
+		"hostname":                12,
+		"domain-name":             15,
+		"interface-mtu":           26,
+		"broadcast-address":       28,
+		"static-routes":           33,
+		"ntp-servers":             42,
+		"dhcp-lease-time":         51,
+		"vendor-class-identifier": 60,
+		"user-class":              77,
+		"domain-search":           119,
+		"classless-static-route":  121,
+		"classless-static-routes": 121,
+	}
+})
 
 // reservedOptions are the options the client itself manages; providing
 // them would corrupt the exchange.
-var reservedOptions = map[uint8]string{
-	0: "pad", 50: "requested address", 51: "lease time", 53: "message type",
-	54: "server identifier", 55: "parameter request list", 61: "client identifier", 255: "end",
-}
+var reservedOptions = sync.OnceValue(func() map[uint8]string {
+	return map[uint8]string{
+		0: "pad", 50: "requested address", 51: "lease time", 53: "message type",
+		54: "server identifier", 55: "parameter request list", 61: "client identifier", 255: "end",
+	}
+})
 
 type netConf struct {
 	CNIVersion string  `json:"cniVersion"`
@@ -158,7 +165,7 @@ func buildConfig(in *netConf) (*Config, error) {
 	if !strings.HasPrefix(conf.SocketPath, "/") {
 		return nil, fmt.Errorf("ipam.daemonSocketPath: %q is not an absolute path", conf.SocketPath)
 	}
-	if conf.Priority < 0 || conf.Priority > math.MaxUint32 {
+	if conf.Priority < 0 || int64(conf.Priority) > math.MaxUint32 {
 		// The kernel keeps a route's metric in 32 bits.
 		return nil, fmt.Errorf("ipam.priority: %d out of range 0-%d", conf.Priority, uint32(math.MaxUint32))
 	}
@@ -193,7 +200,7 @@ func buildConfig(in *netConf) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ipam.provide[%d].option: %w", i, err)
 		}
-		if what, ok := reservedOptions[code]; ok {
+		if what, ok := reservedOptions()[code]; ok {
 			return nil, fmt.Errorf("ipam.provide[%d].option: %d (%s) is set by the daemon itself", i, code, what)
 		}
 		switch {
@@ -235,7 +242,7 @@ func parseOption(s string) (uint8, error) {
 		}
 		return uint8(n), nil
 	}
-	if c, ok := optionNames[strings.ToLower(s)]; ok {
+	if c, ok := optionNames()[strings.ToLower(s)]; ok {
 		return c, nil
 	}
 	return 0, fmt.Errorf("%q is not an option number or a known name", s)

@@ -2,6 +2,7 @@ package macvlan
 
 import (
 	"net"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/vishvananda/netlink"
@@ -33,12 +34,16 @@ type config struct {
 	modeStr string
 }
 
-var modes = map[string]netlink.MacvlanMode{
-	"bridge":   netlink.MACVLAN_MODE_BRIDGE,
-	"private":  netlink.MACVLAN_MODE_PRIVATE,
-	"vepa":     netlink.MACVLAN_MODE_VEPA,
-	"passthru": netlink.MACVLAN_MODE_PASSTHRU,
-}
+// modes is built on first use: the multicall binary runs every plugin's
+// package initialisation in every exec.
+var modes = sync.OnceValue(func() map[string]netlink.MacvlanMode {
+	return map[string]netlink.MacvlanMode{
+		"bridge":   netlink.MACVLAN_MODE_BRIDGE,
+		"private":  netlink.MACVLAN_MODE_PRIVATE,
+		"vepa":     netlink.MACVLAN_MODE_VEPA,
+		"passthru": netlink.MACVLAN_MODE_PASSTHRU,
+	}
+})
 
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData, args.Args) }
 
@@ -52,7 +57,7 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 		return nil, err
 	}
 	var err error
-	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", modes); err != nil {
+	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", modes()); err != nil {
 		return nil, err
 	}
 	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {

@@ -162,7 +162,7 @@ func parseConfig(stdin []byte, envArgs, ifName string) (*netConf, error) {
 	if err := attach.ValidateMTU(c.Mtu); err != nil {
 		return nil, err
 	}
-	if c.TxQLen != nil && (*c.TxQLen < 0 || *c.TxQLen > math.MaxUint32) {
+	if c.TxQLen != nil && (*c.TxQLen < 0 || int64(*c.TxQLen) > math.MaxUint32) {
 		return nil, result.InvalidConfig(fmt.Errorf("txQLen: %d out of range 0-%d", *c.TxQLen, uint32(math.MaxUint32)))
 	}
 	keys := make([]string, 0, len(c.SysCtl))
