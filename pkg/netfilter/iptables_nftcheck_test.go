@@ -53,44 +53,9 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 		return out
 	}
 
-	// checkEach deletes each of o's rules in turn from n, expects Check
-	// to answer as the iptables-save path does (mostly: fail, naming the
-	// rule), and puts it back
-	// where it was; with every rule in place, Check passes with no
-	// process.
 	checkEach := func(n *ns.NetNS, addrs []string) {
 		GinkgoHelper()
-		var calls []string
-		Expect(in(n, func() error { return counting(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed())
-		Expect(calls).To(BeEmpty(), "no iptables-save")
-		rules := ownRules(n)
-		Expect(rules).NotTo(BeEmpty())
-		failed := 0
-		defer func() { Expect(failed).To(BeNumerically(">", 0)) }()
-		for tool, ls := range rules {
-			for _, l := range ls {
-				chain, spec, _ := strings.Cut(strings.TrimPrefix(l, "-A "), " ")
-				pos := chainPosition(n, tool, l)
-				testutil.NetfilterOutput(n, append([]string{tool, "-t", "nat", "-D", chain}, shellFields(spec)...)...)
-				err := in(n, func() error { return counting(&calls).Check(o, mustCIDRs(addrs...)) })
-				want := in(n, func() error { return viaSave.Check(o, mustCIDRs(addrs...)) })
-				if want == nil {
-					// The chain's only marker: without it the chain has
-					// upstream's layout, which has none.
-					Expect(err).NotTo(HaveOccurred(), l)
-				} else {
-					failed++
-					Expect(want).To(MatchError(ErrMissing), l)
-					Expect(err).To(MatchError(want.Error()), l)
-					Expect(err.Error()).To(ContainSubstring(spec), "names the missing rule")
-				}
-				// Back in its place: Check also judges the order.
-				testutil.NetfilterOutput(n, append([]string{tool, "-t", "nat", "-I", chain, strconv.Itoa(pos)}, shellFields(spec)...)...)
-				calls = nil
-				Expect(in(n, func() error { return counting(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed(), l)
-				Expect(calls).To(BeEmpty(), "no iptables-save")
-			}
-		}
+		deleteEach(n, "nat", ownRules(n), func(m *iptablesMasq) error { return m.Check(o, mustCIDRs(addrs...)) })
 	}
 
 	DescribeTable("agrees with iptables-save on rules written by iptables-restore and over netlink",
@@ -175,13 +140,57 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	})
 })
 
+// deleteEach deletes each of rules (per tool, lines as tool-save prints
+// them for table) from n in turn, expects check to answer as it does
+// through iptables-save (mostly: fail, naming the rule), and puts the rule
+// back where it was. With every rule in place, check passes with no
+// process.
+func deleteEach(n *ns.NetNS, table string, rules map[string][]string, check func(m *iptablesMasq) error) {
+	GinkgoHelper()
+	var calls []string
+	counting := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
+	viaSave := &iptablesMasq{variant: "nft", noNFT: true}
+	Expect(in(n, func() error { return check(counting) })).To(Succeed())
+	Expect(calls).To(BeEmpty(), "no iptables-save")
+	Expect(rules).NotTo(BeEmpty())
+	failed := 0
+	for tool, ls := range rules {
+		for _, l := range ls {
+			chain, spec, _ := strings.Cut(strings.TrimPrefix(l, "-A "), " ")
+			pos := chainPosition(n, tool, table, l)
+			testutil.NetfilterOutput(n, append([]string{tool, "-t", table, "-D", chain}, shellFields(spec)...)...)
+			err := in(n, func() error { return check(counting) })
+			want := in(n, func() error { return check(viaSave) })
+			if want == nil {
+				// E.g. the chain's only marker: without it the chain has
+				// upstream's layout, which has none.
+				Expect(err).NotTo(HaveOccurred(), l)
+			} else {
+				failed++
+				Expect(want).To(MatchError(ErrMissing), l)
+				Expect(err).To(MatchError(want.Error()), l)
+				// Named by its matches (an upstream rule by the form
+				// of ours that would also do).
+				matches, _, _ := strings.Cut(spec, " -j ")
+				Expect(err.Error()).To(ContainSubstring(matches), "names the missing rule")
+			}
+			// Back in its place: Check also judges the order.
+			testutil.NetfilterOutput(n, append([]string{tool, "-t", table, "-I", chain, strconv.Itoa(pos)}, shellFields(spec)...)...)
+			calls = nil
+			Expect(in(n, func() error { return check(counting) })).To(Succeed(), l)
+			Expect(calls).To(BeEmpty(), "no iptables-save")
+		}
+	}
+	Expect(failed).To(BeNumerically(">", 0))
+}
+
 // chainPosition is the 1-based place of line among its chain's rules in
-// the nat table tool's save prints.
-func chainPosition(n *ns.NetNS, tool, line string) int {
+// the table tool-save prints.
+func chainPosition(n *ns.NetNS, tool, table, line string) int {
 	GinkgoHelper()
 	chain, _, _ := strings.Cut(strings.TrimPrefix(line, "-A "), " ")
 	pos := 0
-	for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", "nat"), "\n") {
+	for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", table), "\n") {
 		if strings.HasPrefix(l, "-A "+chain+" ") {
 			pos++
 			if l == line {
