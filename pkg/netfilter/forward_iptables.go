@@ -10,7 +10,9 @@ import (
 
 // iptablesForward is the iptables backend of the forward filter. It shares
 // iptablesMasq's binaries, process runner and chain locks; every change of
-// one family is one iptables-restore --noflush of the filter table.
+// one family is one iptables-restore --noflush of the filter table. On
+// iptables-nft, Check reads over netlink (checkNFT) and starts
+// iptables-save only when something is missing.
 type iptablesForward struct{ ipt *iptablesMasq }
 
 func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: newIPTablesMasq()} }
@@ -335,7 +337,7 @@ func (m *iptablesForward) Check(r ForwardRules) error {
 	ips := byFamilyIP(r.Addrs)
 	var miss []error
 	for _, f := range families {
-		if len(ips[f]) == 0 {
+		if len(ips[f]) == 0 || m.checkNFT(r, f, ips[f]) {
 			continue
 		}
 		t, err := m.save(f)

@@ -24,8 +24,10 @@ import (
 // chain already exists (read, then reconcile). With iptables-nft, where
 // the nat table is already there and the chain is not, it costs none: the
 // rules go over netlink as iptables-nft encodes them (setupNFT). Check
-// and GC read with iptables-save (one process per family) and write only
-// when there is something to change. Teardown does the same for each
+// reads them over netlink there too (checkNFT), and with iptables-save
+// (one process per family) otherwise or when something is missing. GC
+// reads with iptables-save and writes only when there is something to
+// change. Teardown does the same for each
 // family whose chain may exist; with iptables-nft it first asks nf_tables
 // over netlink and skips families without the chain, and deletes a chain
 // that goes as a whole over netlink too (teardownNFT), so a DEL costs no
@@ -219,12 +221,16 @@ func (m *iptablesMasq) teardownFamily(o Owner, f family) error {
 func (m *iptablesMasq) Check(o Owner, addrs []*net.IPNet) error {
 	var errs []error
 	for f, as := range byFamily(addrs) {
+		want := desiredIPTables(o, f, as)
+		if m.checkNFT(f, want) {
+			continue
+		}
 		t, err := m.save(f)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("check %s masquerade for %s: %w", f, o, err))
 			continue
 		}
-		for _, miss := range t.missing(desiredIPTables(o, f, as)) {
+		for _, miss := range t.missing(want) {
 			errs = append(errs, fmt.Errorf("%w: %s %s", ErrMissing, f, miss))
 		}
 	}

@@ -228,6 +228,9 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			continue
 		}
 		r := desiredPortMap(opts, f)
+		if p.checkNFT(f, r) {
+			continue // all there, read over netlink (portmap_nftcheck.go)
+		}
 		// Only nat: the route_localnet guard in raw is ours alone
 		// (upstream makes none), so an upstream ADD passes CHECK without it.
 		nat, err := p.m.save(f)
