@@ -21,7 +21,12 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 		o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: snat,
 			MarkMasqBit: DefaultMarkMasqBit, Mappings: mappings}
 		for _, ip := range ips {
-			o.ContainerIPs = append(o.ContainerIPs, net.ParseIP(ip))
+			a := net.ParseIP(ip)
+			bits := 64
+			if a.To4() != nil {
+				a, bits = a.To4(), 24
+			}
+			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: a, Mask: net.CIDRMask(bits, len(a)*8)})
 		}
 		return o
 	}

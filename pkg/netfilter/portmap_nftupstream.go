@@ -113,7 +113,7 @@ func upstreamCovers(s pmState, opts PortMapOptions, f family) bool {
 			chain = "hostip_hostports"
 		}
 		if !slices.ContainsFunc(rules[chain], func(u upstreamPMRule) bool {
-			return u.proto == protoNum[m.Protocol] && u.dport == m.HostPort && cip.Equal(u.dnatTo) &&
+			return u.proto == protoNum(m.Protocol) && u.dport == m.HostPort && cip.Equal(u.dnatTo) &&
 				u.dnatPort == m.ContainerPort && (m.hostIP() == nil || m.hostIP().Equal(u.daddr))
 		}) {
 			return false
