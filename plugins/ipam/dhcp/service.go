@@ -74,7 +74,10 @@ func (s *Service) Allocate(call context.Context, args *skel.CmdArgs, res *curren
 	l := &lease{d: d, id: id, conf: conf, rec: rec}
 	ctx, cancel := context.WithTimeout(d.ctx, d.opts.ResendTimeout)
 	defer cancel()
-	defer context.AfterFunc(call, cancel)() // stop trying when the caller is gone
+	// A caller gone mid-exchange does not cut the exchange short: the
+	// server may already have committed the lease it is about to ACK, and
+	// only a finished exchange knows what to release (a kill mid-ADD then
+	// DEL found a dnsmasq lease left behind, tests/killadd).
 	if conf.IPv4 {
 		v4, err := d.acquire4(ctx, rec, conf)
 		if err != nil {
