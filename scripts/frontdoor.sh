@@ -177,11 +177,13 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	bad=()
 	tgzs=$(cd "$work/rel1" && ls *.tgz)
 	sboms=$(cd "$work/rel1" && ls *.cdx.json)
-	for f in SHA256SUMS $tgzs $sboms; do
+	images=$(cd "$work/rel1" && ls *-image-*.tar)
+	for f in SHA256SUMS $tgzs $sboms $images; do
 		cmp -s "$work/rel1/$f" "$work/rel2/$f" || bad+=("$f differs between two builds")
 	done
 	for arch in amd64 arm arm64 ppc64le s390x mips64le riscv64; do
 		grep -q -- "-linux-$arch.tgz\$" <<<"$tgzs" || bad+=("no $arch tarball")
+		grep -q -- "-image-$arch.tar\$" <<<"$images" || bad+=("no $arch node image")
 	done
 	mkdir -p "$work/rel-x"
 	for f in $tgzs; do
@@ -202,6 +204,13 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		done <<<"$mods"
 		gover=$(head -1 <<<"$gov" | awk '{print $2}')
 		grep -qP "^stdlib\t\Q$gover\E\t" <<<"$listed" || bad+=("$f: the SBOM does not name the toolchain $gover")
+		# What a node installs beside the binary: the DaemonSet naming this
+		# version's image, the gc timer.
+		v=${f#cniforge-}
+		v=${v%-linux-*}
+		grep -qx "          image: cniforge:$v" "$d/cniforge-daemonset.yaml" 2>/dev/null || bad+=("$f: cniforge-daemonset.yaml does not name cniforge:$v")
+		grep -q '^ExecStart=/opt/cni/bin/cniforge gc --apply' "$d/systemd/cniforge-gc.service" 2>/dev/null &&
+			grep -q '^OnUnitActiveSec=' "$d/systemd/cniforge-gc.timer" 2>/dev/null || bad+=("$f: no systemd units for cniforge gc")
 		inode=$(stat -c %i "$d/cniforge")
 		for name in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
 			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$inode" ] || bad+=("$f: $name is not a hardlink to cniforge")

@@ -5,11 +5,18 @@
 #                                        s390x, mips64le and riscv64 (the
 #                                        architectures upstream releases)
 #   cniforge-<version>-linux-<arch>.cdx.json  its bill of materials
-#   SHA256SUMS                           (of the tarballs and SBOMs)
+#   cniforge-<version>-image-<arch>.tar  the node image (scripts/image): the
+#                                        binary alone, whose command installs
+#                                        it into the host's /opt/cni/bin
+#                                        (deploy/cniforge-daemonset.yaml);
+#                                        ctr, podman and docker load it
+#   SHA256SUMS                           (of the tarballs, SBOMs and images)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
 # multicall binary `cniforge`, every plugin name as a hardlink to it, the
-# SBOM as sbom.cdx.json, and a SHA256SUMS of those files. The SBOM
+# SBOM as sbom.cdx.json, the DaemonSet manifest naming this version's image
+# (deploy/cniforge-daemonset.yaml), systemd units that run `cniforge gc
+# --apply` every 10 minutes (systemd/), and a SHA256SUMS of those files. The SBOM
 # (CycloneDX 1.6 JSON, scripts/sbom) lists the Go toolchain and every
 # module linked into that binary with its version and go.sum checksum,
 # read from the binary's own build information; it has no timestamp, so
@@ -45,6 +52,7 @@ trap 'rm -rf "$stage"' EXIT
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
 plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
 go build -o "$stage/sbom" ./scripts/sbom
+go build -o "$stage/image" ./scripts/image
 if [ -z "$plugins" ]; then
 	echo "release.sh: cniforge version listed no plugins" >&2
 	exit 1
@@ -64,14 +72,20 @@ for arch in $arches; do
 		ln "$dir/cniforge" "$dir/$p"
 	done
 	"$stage/sbom" -version "$version" "$dir/cniforge" >"$dir/sbom.cdx.json"
-	(cd "$dir" && sha256sum cniforge $plugins sbom.cdx.json | sort -k2 >SHA256SUMS)
-	chmod 0755 "$dir" "$dir/cniforge"
-	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json"
+	mkdir "$dir/systemd"
+	cp deploy/systemd/cniforge-gc.service deploy/systemd/cniforge-gc.timer "$dir/systemd/"
+	sed "s|image: cniforge:VERSION|image: cniforge:$version|" deploy/cniforge-daemonset.yaml >"$dir/cniforge-daemonset.yaml"
+	(cd "$dir" && sha256sum cniforge $plugins sbom.cdx.json cniforge-daemonset.yaml systemd/* | sort -k2 >SHA256SUMS)
+	chmod 0755 "$dir" "$dir/cniforge" "$dir/systemd"
+	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json" "$dir/cniforge-daemonset.yaml" "$dir"/systemd/*
 	cp "$dir/sbom.cdx.json" "$out/$name.cdx.json"
 	chmod 0644 "$out/$name.cdx.json"
 	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
-	tarballs+=("$name.tgz" "$name.cdx.json")
+	"$stage/image" -bin "$dir/cniforge" -arch "$arch" -version "$version" -epoch "$epoch" \
+		-tag "cniforge:$version" -o "$out/cniforge-$version-image-$arch.tar"
+	chmod 0644 "$out/cniforge-$version-image-$arch.tar"
+	tarballs+=("$name.tgz" "$name.cdx.json" "cniforge-$version-image-$arch.tar")
 done
 (cd "$out" && sha256sum "${tarballs[@]}" >SHA256SUMS)
 for t in "${tarballs[@]}"; do

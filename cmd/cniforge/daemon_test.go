@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,4 +87,49 @@ func TestDaemonInstallsThenWaitsForSIGTERM(t *testing.T) {
 		t.Fatal("daemon --force never said it installed")
 	}
 	installed(t, foreign)
+}
+
+// The gc unit the release ships runs a command line cniforge takes: its
+// ExecStart, with the node's folders pointed at a stand-in node, exits 0.
+func TestSystemdUnitRunsGC(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/systemd/cniforge-gc.service")
+	must(t, err)
+	var args []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(l, "ExecStart="); ok {
+			args = strings.Fields(rest)
+		}
+	}
+	if len(args) < 2 || args[0] != "/opt/cni/bin/cniforge" || args[1] != "gc" || !slices.Contains(args, "--apply") {
+		t.Fatalf("ExecStart: %q", args)
+	}
+	n := newNode(t)
+	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755))
+	for i, a := range args {
+		switch {
+		case i > 0 && args[i-1] == "--cache-dir":
+			args[i] = n.cache
+		case i > 0 && args[i-1] == "--conf-dir":
+			args[i] = n.conf
+		case i > 0 && args[i-1] == "--bin-dir":
+			args[i] = n.bin
+		case strings.HasPrefix(a, "/var/") || strings.HasPrefix(a, "/etc/"):
+			t.Fatalf("ExecStart names %s in a form this test does not replace", a)
+		}
+	}
+	var out string
+	var rc int
+	must(t, n.hostNS.Do(func() error {
+		cmd := exec.Command(multicall(t), args[1:]...)
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+			return nil
+		}
+		return err
+	}))
+	if rc != 0 {
+		t.Errorf("the unit's gc on a stand-in node: exit %d:\n%s", rc, out)
+	}
 }

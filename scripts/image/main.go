@@ -114,6 +114,9 @@ func Build(binary []byte, arch, version string, when time.Time) (v1.Image, error
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = arch, "linux"
+	if arch == "arm" {
+		cf.Variant = "v7" // release.sh builds GOARM=7, as upstream's arm
+	}
 	cf.Created = v1.Time{Time: when}
 	cf.Config.Entrypoint = []string{BinPath}
 	cf.Config.Cmd = []string{"daemon", "--dir", "/host/opt/cni/bin"}
