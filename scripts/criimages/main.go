@@ -28,6 +28,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 )
 
 func main() {
@@ -60,7 +62,7 @@ func write(out, rootfs, ref, catatonit, pauseRef string) error {
 	if err != nil {
 		return fmt.Errorf("-catatonit: %w", err)
 	}
-	pause, err := fileLayer("catatonit", bin)
+	pause, err := ocilayer.File("catatonit", bin, time.Unix(0, 0))
 	if err != nil {
 		return err
 	}
@@ -147,29 +149,5 @@ func folderLayer(dir string) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return bytesLayer(buf.Bytes())
-}
-
-// fileLayer: one executable file at the root.
-func fileLayer(name string, content []byte) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(content)), ModTime: time.Unix(0, 0),
-		Typeflag: tar.TypeReg, Uname: "root", Gname: "root", Format: tar.FormatPAX}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return bytesLayer(buf.Bytes())
-}
-
-func bytesLayer(b []byte) (v1.Layer, error) {
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(b)), nil
-	})
+	return ocilayer.Bytes(buf.Bytes())
 }

@@ -19,11 +19,8 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -32,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 )
 
 // BinPath is where the binary sits in the image.
@@ -83,23 +82,7 @@ func write(binPath, arch, version string, epoch int64, tag, out string) error {
 // config whose entrypoint is the binary and whose default command is the
 // DaemonSet's (install into /host/opt/cni/bin, then stay up).
 func Build(binary []byte, arch, version string, when time.Time) (v1.Image, error) {
-	var layerTar bytes.Buffer
-	tw := tar.NewWriter(&layerTar)
-	hdr := &tar.Header{Name: BinPath[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: when,
-		Typeflag: tar.TypeReg, Uname: "root", Gname: "root", Format: tar.FormatPAX}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layerBytes := layerTar.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	})
+	layer, err := ocilayer.File(BinPath[1:], binary, when)
 	if err != nil {
 		return nil, err
 	}
