@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/cniforge/plugins/pkg/plugin"
@@ -16,7 +18,8 @@ import (
 // the plugins into --dir (the host's /opt/cni/bin, mounted into the
 // DaemonSet's container), then stay up until SIGTERM or SIGINT, so that
 // the DaemonSet's pod reads Running and a new image version, rolled out,
-// installs itself over the old one. A failed install exits 1: the pod
+// installs itself over the old one. With `-- gc ... --every D` after its
+// own flags it runs that reclaim loop instead of only waiting. A failed install exits 1: the pod
 // restarts and tries again, and the node's runtime keeps the plugins it
 // had (install replaces each file whole, never half).
 func daemon(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
@@ -36,8 +39,11 @@ func daemonUntil(ctx context.Context, args []string, plugins []plugin.Plugin, st
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "cniforge daemon: unexpected argument %q\n", fl.Arg(0))
+	then := fl.Args()
+	if len(then) > 0 && (then[0] != "gc" || !slices.ContainsFunc(then, func(a string) bool {
+		return a == "--every" || strings.HasPrefix(a, "--every=")
+	})) {
+		fmt.Fprintf(stderr, "cniforge daemon: after its flags, only `gc ... --every DURATION` (the reclaim loop), not %q\n", strings.Join(then, " "))
 		return 2
 	}
 	inst := []string{"--dir", *dir}
@@ -46,6 +52,10 @@ func daemonUntil(ctx context.Context, args []string, plugins []plugin.Plugin, st
 	}
 	if rc := install(inst, plugins, stdout, stderr); rc != 0 {
 		return rc
+	}
+	if len(then) > 0 {
+		fmt.Fprintf(stdout, "cniforge daemon: %s installed into %s; running cniforge %s until SIGTERM\n", plugin.SuiteVersion(), *dir, strings.Join(then, " "))
+		return gc(then[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "cniforge daemon: %s installed into %s; waiting for SIGTERM\n", plugin.SuiteVersion(), *dir)
 	<-ctx.Done()

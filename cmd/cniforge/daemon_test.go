@@ -133,3 +133,53 @@ func TestSystemdUnitRunsGC(t *testing.T) {
 		t.Errorf("the unit's gc on a stand-in node: exit %d:\n%s", rc, out)
 	}
 }
+
+// With a gc loop after --, the daemon installs, then runs that loop (a
+// dry run here) until SIGTERM; anything else after -- is refused before
+// it installs.
+func TestDaemonRunsTheReclaimLoop(t *testing.T) {
+	n := newNode(t)
+	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755))
+	dir := t.TempDir()
+	if out, rc := runCLI(t, "daemon", "--dir", dir, "--", "gc", "--apply"); rc != 2 || !strings.Contains(out, "--every") {
+		t.Errorf("daemon -- gc without --every: exit %d: %s", rc, out)
+	}
+	if out, rc := runCLI(t, "daemon", "--dir", dir, "--", "ls"); rc != 2 {
+		t.Errorf("daemon -- ls: exit %d: %s", rc, out)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused daemon installed: %v", entries)
+	}
+	var out strings.Builder
+	var rc int
+	must(t, n.hostNS.Do(func() error {
+		cmd := exec.Command(multicall(t), "daemon", "--dir", dir, "--", "gc", "--every", "50ms",
+			"--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(stdout)
+		timer := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+		defer timer.Stop()
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "cniforge daemon: ") {
+				installed(t, dir)
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+		err = cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			rc = ee.ExitCode()
+			return nil
+		}
+		return err
+	}))
+	if rc != 0 || !strings.Contains(out.String(), "running cniforge gc --every 50ms") || !strings.Contains(out.String(), "stopped by a signal") {
+		t.Errorf("daemon with the gc loop: exit %d:\n%s", rc, out.String())
+	}
+}
