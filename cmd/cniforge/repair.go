@@ -33,7 +33,13 @@ var errNotRepairable = errors.New("not repairable here: re-create the pod")
 
 // rerunnable plugins change only the host: DEL then ADD re-makes their
 // part from the cached config and result and touches no container.
-var rerunnable = map[string]bool{"portmap": true, "firewall": true, "bandwidth": true}
+func rerunnable(t string) bool {
+	switch t {
+	case "portmap", "firewall", "bandwidth":
+		return true
+	}
+	return false
+}
 
 // repairPlugin repairs plugin p of attachment rt on network list.
 func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfigList, p *libcni.PluginConfig,
@@ -41,7 +47,7 @@ func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfig
 	switch t := p.Network.Type; {
 	case t == "bridge" || t == "ptp":
 		return repairMasq(list.Name, p, rt, cached)
-	case rerunnable[t]:
+	case rerunnable(t):
 		stdin, err := pluginStdin(list, p, rt, cached)
 		if err != nil {
 			return err
