@@ -54,9 +54,12 @@ func New(hooks attach.Hooks) plugin.Plugin {
 		Versions: versions,
 		Chained:  true,
 		Parse:    parse,
-		Add:      add,
-		Del:      del,
-		Check:    check,
+		// DEL needs only vrfname: a config edited since ADD (a table now
+		// refused) must not keep the interface in the VRF (issue 22).
+		Lenient: attach.DecodeOnly[netConf],
+		Add:     add,
+		Del:     del,
+		Check:   check,
 	}.Descriptor(hooks)
 }
 

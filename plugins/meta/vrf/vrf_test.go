@@ -248,6 +248,20 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		Expect(out.Err).To(BeNil())
 	})
 
+	It("DEL releases the interface and deletes the VRF with a config that no longer validates", func() {
+		// A config edited between ADD and DEL must not keep the attachment
+		// from being removed (issue 22).
+		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		edited := conf("1.1.0", `"vrfname": "blue", "table": 253`, nil)
+		out := run(attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 253`, prevFor("1.1.0", contNS, eth0)))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(7), "ADD still refuses it")
+		must("DEL", contNS, "eth0", edited)
+		Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
+		Expect(masterOf(contNS, "eth0")).To(BeZero())
+		must("DEL", contNS, "eth0", edited)
+	})
+
 	It("two members' DELs at the same moment both succeed and take the VRF away (upstream #1282)", func() {
 		wire(contNS, net1)
 		del := vrf.Plugin.SkelFuncs().Del
