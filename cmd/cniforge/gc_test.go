@@ -555,7 +555,7 @@ func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
 
-	const pods, workers = 48, 8
+	const pods, workers = 64, 64 // 64 ADDs at once, as issue 24 asks
 	type pod struct {
 		id   string
 		ns   *ns.NetNS
