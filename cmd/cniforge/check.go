@@ -183,18 +183,25 @@ func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, 
 		}
 		return l
 	}
+	repairErr := make([]error, len(drifted))
+	for i, p := range drifted {
+		repairErr[i] = repairPlugin(ctx, repairBin, list, p, rt, cached)
+	}
+	// Checked again only once all are repaired: one plugin's part may
+	// fail another's CHECK (sbr's rule missing, bridge's routes are
+	// nowhere to be found).
 	fixed := 0
 	for i, p := range drifted {
-		if err := repairPlugin(ctx, repairBin, list, p, rt, cached); err != nil {
-			l.Problems[i].Repair = "not repaired: " + err.Error()
-			continue
-		}
-		if err := checkOne(p); err != nil {
+		err := checkOne(p)
+		switch {
+		case err == nil:
+			l.Problems[i].Repair = checkFixed
+			fixed++
+		case repairErr[i] != nil:
+			l.Problems[i].Repair = "not repaired: " + repairErr[i].Error()
+		default:
 			l.Problems[i].Repair = "re-applied, but CHECK still fails: " + err.Error()
-			continue
 		}
-		l.Problems[i].Repair = checkFixed
-		fixed++
 	}
 	if fixed == len(drifted) {
 		l.Status = checkFixed

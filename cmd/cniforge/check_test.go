@@ -15,6 +15,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ns"
 )
@@ -255,5 +256,81 @@ func TestCheckRepairRestoresRulesAndQdiscs(t *testing.T) {
 	out, rc = n.cli("check", "--repair")
 	if rc != 1 || !strings.Contains(out, "drift") || !strings.Contains(out, "CHECK still fails") {
 		t.Errorf("check --repair of a container's lost address: exit %d:\n%s", rc, out)
+	}
+}
+
+// A chain with firewall (iptables) and sbr: CNI-FORWARD flushed on the
+// host and sbr's rule gone from the container are reported per plugin,
+// check --repair puts both back (the container reaches its gateway again
+// through sbr's table), and a second check passes.
+func TestCheckRepairFirewallAndSbr(t *testing.T) {
+	n := newNode(t)
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"iptables",
+		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
+		{"type":"firewall","backend":"iptables"},
+		{"type":"sbr"}]}`, n.ipamData)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	must(t, os.WriteFile(path, []byte(conf), 0o644))
+	var err error
+	n.list, err = libcni.ConfListFromFile(path)
+	must(t, err)
+	a, _ := newNS(t)
+	ip := n.add("ctr-a", a)
+	ping := func() error {
+		return a.Do(func() error {
+			out, err := exec.Command("ping", "-c1", "-W2", "-I", ip, "10.123.0.1").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		})
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("ping the gateway before any drift: %v", err)
+	}
+	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+		t.Fatalf("check on a fresh node: exit %d:\n%s", rc, text)
+	}
+
+	n.inHost("iptables", "-t", "filter", "-F", "CNI-FORWARD")
+	h, err := a.Handle()
+	must(t, err)
+	defer h.Close()
+	rules, err := h.RuleList(netlink.FAMILY_V4)
+	must(t, err)
+	deleted := 0
+	for _, r := range rules {
+		if r.Src != nil && r.Src.IP.String() == ip {
+			must(t, h.RuleDel(&r))
+			deleted++
+		}
+	}
+	if deleted == 0 {
+		t.Fatalf("no sbr rule from %s in the container: %+v", ip, rules)
+	}
+	if err := ping(); err == nil {
+		t.Fatal("the container still reaches its gateway without sbr's rule: the test cannot see the repair")
+	}
+
+	lines, text, rc := n.check()
+	t.Logf("cniforge check after the drift:\n%s", text)
+	plugins := map[string]bool{}
+	for _, p := range lines[0].Problems {
+		plugins[p.Plugin] = true
+	}
+	if rc != 1 || !plugins["firewall"] || !plugins["sbr"] {
+		t.Fatalf("check after the drift: exit %d, want firewall and sbr named:\n%s", rc, text)
+	}
+	out, rc := n.cli("check", "--repair")
+	t.Logf("cniforge check --repair:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "ctr-a      eth0    repaired") {
+		t.Errorf("check --repair: exit %d:\n%s", rc, out)
+	}
+	if err := ping(); err != nil {
+		t.Errorf("ping the gateway after check --repair: %v", err)
+	}
+	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)
 	}
 }

@@ -7,26 +7,29 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // check --repair re-applies, for a plugin whose CHECK failed, what can be
-// re-applied without touching the container: the masquerade rules of
-// bridge and ptp (Setup is idempotent: present rules stay, missing ones
-// are added), and the whole of portmap, firewall and bandwidth, which
-// change only the host (rules, qdiscs, the ifb): their DEL then their ADD,
-// with the config and result cached at ADD, as libcni would send them.
-// Everything else (a veth, an address, a route, sbr's and tuning's
-// changes inside the container) is reported as not repairable: the pod
-// must be made again.
+// re-applied without re-making the container's interfaces: the masquerade
+// rules of bridge and ptp (Setup is idempotent: present rules stay,
+// missing ones are added), and the whole of portmap, firewall and
+// bandwidth (rules, qdiscs, the ifb, all on the host): their DEL then their
+// ADD, with the config and result cached at ADD, as libcni would send them. Everything
+// else (a veth, an address, a main-table route, tuning's sysctls) is
+// reported as not repairable: the pod must be made again.
 
 // errNotRepairable marks a plugin whose drift check --repair leaves alone.
 var errNotRepairable = errors.New("not repairable here: re-create the pod")
@@ -47,6 +50,8 @@ func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfig
 	switch t := p.Network.Type; {
 	case t == "bridge" || t == "ptp":
 		return repairMasq(list.Name, p, rt, cached)
+	case t == "sbr":
+		return repairSbr(p, rt, cached)
 	case rerunnable(t):
 		stdin, err := pluginStdin(list, p, rt, cached)
 		if err != nil {
@@ -62,6 +67,89 @@ func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfig
 		return nil
 	}
 	return errNotRepairable
+}
+
+// repairSbr puts back sbr's policy rules (from each of the interface's
+// cached addresses, looking up sbr's table) where they went missing. The
+// table is the config's "table", or the one table besides the kernel's
+// own that still holds routes through the interface (sbr moved them
+// there). sbr's DEL then ADD cannot do it: without the rule DEL cannot
+// tell which table to empty, and ADD then finds no route left to move.
+// Routes missing from the table are not made up: CHECK still fails, and
+// the pod must be made again.
+func repairSbr(p *libcni.PluginConfig, rt *libcni.RuntimeConf, cached types.Result) error {
+	var conf struct {
+		Table *int `json:"table"`
+	}
+	if err := json.Unmarshal(p.Bytes, &conf); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	res, err := current.NewResultFromResult(cached)
+	if err != nil {
+		return fmt.Errorf("cached result: %w", err)
+	}
+	addrs := containerAddrs(res, rt.IfName)
+	if len(addrs) == 0 {
+		return errNotRepairable
+	}
+	contNS, err := ns.Open(rt.NetNS)
+	if err != nil {
+		return err
+	}
+	defer contNS.Close()
+	h, err := contNS.Handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(rt.IfName)
+	if err != nil {
+		return fmt.Errorf("%q in %s: %w", rt.IfName, rt.NetNS, err)
+	}
+	table := 0
+	if conf.Table != nil {
+		table = *conf.Table
+	} else {
+		routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: link.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return fmt.Errorf("routes in %s: %w", rt.NetNS, err)
+		}
+		tables := map[int]bool{}
+		for _, r := range routes {
+			if r.Table != unix.RT_TABLE_MAIN && r.Table != unix.RT_TABLE_LOCAL && r.Table != unix.RT_TABLE_DEFAULT {
+				tables[r.Table] = true
+			}
+		}
+		if len(tables) != 1 {
+			return fmt.Errorf("%w (%d tables besides the kernel's hold routes through %q)", errNotRepairable, len(tables), rt.IfName)
+		}
+		for t := range tables {
+			table = t
+		}
+	}
+	for _, a := range addrs {
+		family, bits := netlink.FAMILY_V4, 32
+		if a.IP.To4() == nil {
+			family, bits = netlink.FAMILY_V6, 128
+		}
+		rules, err := h.RuleList(family)
+		if err != nil {
+			return fmt.Errorf("rules in %s: %w", rt.NetNS, err)
+		}
+		src := &net.IPNet{IP: a.IP, Mask: net.CIDRMask(bits, bits)}
+		if slices.ContainsFunc(rules, func(r netlink.Rule) bool {
+			return r.Table == table && r.Src != nil && r.Src.String() == src.String()
+		}) {
+			continue
+		}
+		r := netlink.NewRule()
+		r.Src, r.Table, r.Family = src, table, family
+		if err := h.RuleAdd(r); err != nil {
+			return fmt.Errorf("add rule from %s lookup %d in %s: %w", src, table, rt.NetNS, err)
+		}
+	}
+	return nil
 }
 
 // repairMasq installs the masquerade rules of a bridge or ptp attachment
