@@ -103,7 +103,7 @@ var ErrUnavailable = errors.New("netfilter backend unavailable")
 
 // ErrMissing is returned (wrapped) by Check when a rule or chain is absent or
 // differs from what Setup installs; the message names what is missing.
-var ErrMissing = errors.New("masquerade rule missing")
+var ErrMissing = errors.New("rule missing")
 
 // Owner identifies one attachment's rules.
 type Owner struct {

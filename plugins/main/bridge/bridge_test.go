@@ -777,7 +777,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			})).To(Succeed())
 			out := run(hostNS, call("CHECK", stdin))
 			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Msg).To(ContainSubstring("masquerade rule missing"))
+			Expect(out.Err.Msg).To(ContainSubstring("rule missing"))
 		})
 
 		It("catches a released IPAM reservation", func() {
