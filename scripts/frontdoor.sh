@@ -14,6 +14,9 @@
 #             for that binary with its h1: sum, and the Go version;
 #             all seven architectures both times (the second build finds the
 #             Go build cache warm: it costs seven links, not seven compiles)
+#   tarball   the README's install from a release: check the download,
+#             unpack, check the files, `./cniforge install` (into a temporary
+#             folder); and its jq query of the SBOM for x/net's version
 #   qemu      scripts/qemu-smoke.sh on those tarballs: each architecture's
 #             binary under qemu-user (version, host-local ADD/DEL, loopback
 #             ADD/DEL in a netns), one pass/fail line per check
@@ -59,6 +62,11 @@ known=(
 	'./build_linux.sh'
 	'sudo bin/cniforge install'
 	'scripts/release.sh'
+	'sha256sum -c --ignore-missing SHA256SUMS'
+	'tar -xzf cniforge-<version>-linux-amd64.tgz'
+	'cd cniforge-<version>-linux-amd64'
+	'sha256sum -c SHA256SUMS'
+	'sudo ./cniforge install'
 )
 readme_commands() {
 	awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md
@@ -221,6 +229,35 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	else
 		fail "release.sh: ${bad[*]:-no tarballs}"
 	fi
+	# The README's install from a release, line by line, <version> filled
+	# in and sudo dropped, the install into a temporary folder; then its
+	# SBOM query, which must give the x/net version the binary holds.
+	tgz_amd64=$(grep -- '-linux-amd64.tgz$' <<<"$tgzs")
+	version=${tgz_amd64#cniforge-}
+	version=${version%-linux-amd64.tgz}
+	mkdir -p "$work/download" "$work/tar-dest"
+	cp "$work/rel1"/* "$work/download/"
+	steps=$(awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md |
+		sed -n '/^sha256sum -c --ignore-missing SHA256SUMS$/,/^sudo .\/cniforge install$/p' |
+		sed -e "s/<version>/$version/g" -e 's/^sudo //' -e "s|^./cniforge install\$|./cniforge install --dir $work/tar-dest|")
+	if [ "$(wc -l <<<"$steps")" = 5 ] && (cd "$work/download" && set -e && eval "$steps") >"$work/tarball.log" 2>&1 &&
+		cmp -s "$work/tar-dest/cniforge" "$work/download/cniforge-$version-linux-amd64/cniforge" &&
+		[ "$(readlink "$work/tar-dest/bridge")" = cniforge ]; then
+		ok "the README's install from a release: sums checked, unpacked, installed"
+	else
+		fail "the README's install from a release: $(printf '%s; ' "$steps")"
+		sed 's/^/    /' "$work/tarball.log" >&2
+	fi
+	query=$(grep -m1 -F "select(.name == \"golang.org/x/net\")" README.md | sed -e 's/^\$ //' -e "s/<version>/$version/g")
+	want=$(go version -m "$work/download/cniforge-$version-linux-amd64/cniforge" | awk '$2 == "golang.org/x/net" {print $3}')
+	got=$(cd "$work/download" && eval "$query" 2>&1)
+	shown=$(grep -A1 -F "select(.name == \"golang.org/x/net\")" README.md | sed -n 2p)
+	if [ -n "$want" ] && [ "$got" = "$want" ] && [ "$shown" = "$want" ]; then
+		ok "the README's SBOM query gives the x/net the binary holds ($want), as the README shows"
+	else
+		fail "the README's SBOM query [$query] gave [$got]; the binary holds [$want]; the README shows [$shown]"
+	fi
+
 	# Each architecture's binary run under qemu-user: its own lines.
 	scripts/qemu-smoke.sh "$work/rel1" >"$work/qemu-smoke.log" 2>&1
 	grep -qE '^qemu-smoke: [0-9]+ passed, [0-9]+ failed$' "$work/qemu-smoke.log" ||
