@@ -132,7 +132,9 @@ network_ok() {
 			echo "$name: plugin $t is not cniforge's in $cnidir"
 			return 1
 		}
-		out=$(echo "{\"cniVersion\": \"$ver\"}" | CNI_COMMAND=VERSION "$cnidir/$t" 2>&1) &&
+		# A here-string, not a pipe: under pipefail, echo's EPIPE when the
+		# plugin has exited first would count as a failure.
+		out=$(CNI_COMMAND=VERSION "$cnidir/$t" <<<"{\"cniVersion\": \"$ver\"}" 2>&1) &&
 			jq -e --arg v "$ver" '.supportedVersions | index($v)' <<<"$out" >/dev/null || {
 			echo "$name: $t VERSION for cniVersion [$ver]: $out"
 			return 1
