@@ -88,15 +88,11 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	if a.contNS != nil {
 		return a.contNS, a.contH, nil
 	}
-	hostNS, err := a.hostNetNS()
-	if err != nil {
-		return nil, nil, err
-	}
 	n, h, err := ns.OpenContainer(a.Args.Netns)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := a.refuseOwn(hostNS, n); err != nil {
+	if err := a.refuseOwn(n); err != nil {
 		h.Close()
 		n.Close()
 		return nil, nil, err
@@ -105,19 +101,21 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	return n, h, nil
 }
 
-// refuseOwn is the own-namespace guard: code 8 when cont is host, unless
-// the runtime set CNI_NETNS_OVERRIDE (as skel, which then skips its own
-// check: the runtime means the plugin's namespace).
-func (a *Attachment) refuseOwn(host, cont *ns.NetNS) error {
+// refuseOwn is the own-namespace guard: code 8 when cont is the host
+// namespace, unless the runtime set CNI_NETNS_OVERRIDE (as skel, which
+// then skips its own check: the runtime means the plugin's namespace). It
+// opens nothing in the host: a plugin that works only in the container
+// (loopback) never needs the host namespace open.
+func (a *Attachment) refuseOwn(cont *ns.NetNS) error {
 	if o := strings.ToLower(a.Args.NetnsOverride); o == "1" || o == "true" {
 		return nil
 	}
-	same, err := cont.Same(host)
+	same, host, err := cont.IsOwn()
 	if err != nil {
-		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", cont.Path(), host.Path(), err))
+		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", cont.Path(), host, err))
 	}
 	if same {
-		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace (%s)", cont.Path(), host.Path()))
+		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace (%s)", cont.Path(), host))
 	}
 	return nil
 }
@@ -134,11 +132,7 @@ func (a *Attachment) guardDel() error {
 		return nil // gone or not a namespace: see DeleteContainerVeth
 	}
 	defer n.Close()
-	hostNS, err := a.hostNetNS()
-	if err != nil {
-		return err
-	}
-	return a.refuseOwn(hostNS, n)
+	return a.refuseOwn(n)
 }
 
 // Close releases both namespaces and their handles.

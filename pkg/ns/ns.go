@@ -50,7 +50,7 @@ type NetNS struct {
 // /run/netns/x, or /proc/<pid>/ns/net) and checks that it is one.
 // A missing path yields an error for which errors.Is(err, os.ErrNotExist).
 func Open(nsPath string) (*NetNS, error) {
-	f, err := os.Open(nsPath)
+	f, err := openBlocking(nsPath)
 	if err != nil {
 		return nil, fmt.Errorf("open netns %s: %w", nsPath, err)
 	}
@@ -77,6 +77,19 @@ func Open(nsPath string) (*NetNS, error) {
 		return nil, fmt.Errorf("%s: %w (namespace type %#x)", nsPath, ErrNotNetNS, kind)
 	}
 	return &NetNS{file: f, path: nsPath}, nil
+}
+
+// openBlocking opens path read-only as an *os.File that stays out of Go's
+// network poller. os.Open would try to register the nsfs file with epoll
+// (the kernel refuses it), and in a plugin process that first attempt
+// makes the poller itself: an epoll instance, an eventfd and four fcntl
+// calls on every exec, for a file nobody polls.
+func openBlocking(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // FromFd opens the network namespace that the open descriptor fd refers to
@@ -116,7 +129,7 @@ func (n *NetNS) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		origin, err := os.Open(threadNSPath())
+		origin, err := openBlocking(threadNSPath())
 		if err != nil {
 			errc <- fmt.Errorf("open current netns: %w", err)
 			return // the thread is still clean: let it go
@@ -246,19 +259,15 @@ func RefuseOwn(nsPath, override string) error {
 	if o := strings.ToLower(override); o == "1" || o == "true" {
 		return nil
 	}
-	cont, err := Open(nsPath)
-	if err != nil {
+	// Two stats, no opens: a namespace is its nsfs inode, and a path that
+	// is no namespace has an inode of its own, never the plugin's netns'.
+	var cont unix.Stat_t
+	if err := unix.Stat(nsPath, &cont); err != nil {
 		return nil
 	}
-	defer cont.Close()
-	own, err := Current()
+	same, ownPath, err := isOwn(&cont)
 	if err != nil {
-		return result.InvalidNetNS(fmt.Errorf("open the plugin's own netns: %w", err))
-	}
-	defer own.Close()
-	same, err := cont.Same(own)
-	if err != nil {
-		return result.InvalidNetNS(fmt.Errorf("compare CNI_NETNS %s with the plugin's netns %s: %w", nsPath, own.Path(), err))
+		return result.InvalidNetNS(fmt.Errorf("stat the plugin's own netns %s: %w", ownPath, err))
 	}
 	if same {
 		// Not naming own's path: it holds the process and thread IDs, so
@@ -266,6 +275,26 @@ func RefuseOwn(nsPath, override string) error {
 		return result.InvalidNetNS(fmt.Errorf("CNI_NETNS %s is the plugin's own network namespace", nsPath))
 	}
 	return nil
+}
+
+// IsOwn reports whether n is the calling thread's network namespace, the
+// plugin's own outside Do (see the package doc), and names the path it
+// compared n with. It stats that path rather than opening it.
+func (n *NetNS) IsOwn() (same bool, ownPath string, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(n.Fd()), &st); err != nil {
+		return false, threadNSPath(), fmt.Errorf("stat netns %s: %w", n.path, err)
+	}
+	return isOwn(&st)
+}
+
+func isOwn(st *unix.Stat_t) (bool, string, error) {
+	ownPath := threadNSPath()
+	var own unix.Stat_t
+	if err := unix.Stat(ownPath, &own); err != nil {
+		return false, ownPath, err
+	}
+	return st.Dev == own.Dev && st.Ino == own.Ino, ownPath, nil
 }
 
 // HostHandle returns a netlink handle (rtnetlink) whose socket lives in the

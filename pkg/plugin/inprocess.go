@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	cnins "github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/utils"
@@ -43,9 +42,11 @@ func Stdout(args *skel.CmdArgs) io.Writer {
 // The checks and their order are skel's (github.com/containernetworking/cni
 // v1.3.0 pkg/skel): required variables per command, container ID and
 // interface name syntax, the network name, the config's version against
-// p.Versions, CHECK/GC/STATUS minimum versions, and after ADD and DEL that
-// CNI_NETNS is not the caller's own namespace. A panic in the plugin ends
-// only this call, as a crashed child would: an error, no result.
+// p.Versions, CHECK/GC/STATUS minimum versions. That CNI_NETNS is not the
+// caller's own namespace, which skel checks after ADD and DEL, is checked
+// before them (SkelFuncs). A panic in the plugin ends only this call, as a
+// crashed child would: an error, no result. A plugin process runs the same
+// checks (runProcess).
 func (p Plugin) RunInProcess(environ []string, stdin []byte, stderr io.Writer) (stdout []byte, err error) {
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -111,7 +112,9 @@ var cniEnv = []envVar{
 	{"CNI_NETNS_OVERRIDE", nil, nil},
 }
 
-func (d dispatch) cmdArgs() (string, *skel.CmdArgs, *types.Error) {
+// cmdArgs is skel's reading of the environment and stdin; conf is what
+// precheck decoded of stdin (nil: not decoded, so decode it here).
+func (d dispatch) cmdArgs(conf *stdinConf) (string, *skel.CmdArgs, *types.Error) {
 	cmd := d.getenv("CNI_COMMAND")
 	var missing []string
 	for _, v := range cniEnv {
@@ -131,10 +134,20 @@ func (d dispatch) cmdArgs() (string, *skel.CmdArgs, *types.Error) {
 			fmt.Sprintf("required env variables [%s] missing", strings.Join(missing, ",")), "")
 	}
 	stdin := d.stdin
-	if cmd == "VERSION" {
+	switch {
+	case cmd == "VERSION":
 		stdin = []byte{}
-	} else if err := validateNetworkName(stdin); err != nil {
-		return "", nil, err
+	case conf != nil:
+		if conf.name == "" {
+			return "", nil, types.NewError(types.ErrInvalidNetworkConfig, "missing network name", "")
+		}
+		if err := utils.ValidateNetworkName(conf.name); err != nil {
+			return "", nil, err
+		}
+	default:
+		if err := validateNetworkName(stdin); err != nil {
+			return "", nil, err
+		}
 	}
 	return cmd, &skel.CmdArgs{
 		ContainerID:   d.getenv("CNI_CONTAINERID"),
@@ -161,10 +174,11 @@ func validateNetworkName(stdin []byte) *types.Error {
 }
 
 func (d dispatch) main(p Plugin) *types.Error {
-	if err := precheck(p.Versions, d.getenv, d.stdin); err != nil {
+	conf, err := precheckConf(p.Versions, d.getenv, d.stdin)
+	if err != nil {
 		return err
 	}
-	cmd, args, err := d.cmdArgs()
+	cmd, args, err := d.cmdArgs(conf)
 	if err != nil {
 		if err.Code == types.ErrInvalidEnvironmentVariables && d.getenv("CNI_COMMAND") == "" {
 			fmt.Fprintln(d.stderr, p.About())
@@ -179,15 +193,15 @@ func (d dispatch) main(p Plugin) *types.Error {
 	funcs := p.SkelFuncs()
 	switch cmd {
 	case "ADD":
-		return d.callThenCheckNetns(args, p.Versions, funcs.Add)
+		return call(conf, args, p.Versions, funcs.Add)
 	case "DEL":
-		return d.callThenCheckNetns(args, p.Versions, funcs.Del)
+		return call(conf, args, p.Versions, funcs.Del)
 	case "CHECK":
-		return d.callSince("0.4.0", cmd, args, p.Versions, funcs.Check)
+		return callSince("0.4.0", cmd, conf, args, p.Versions, funcs.Check)
 	case "GC":
-		return d.callSince("1.1.0", cmd, args, p.Versions, funcs.GC)
+		return callSince("1.1.0", cmd, conf, args, p.Versions, funcs.GC)
 	case "STATUS":
-		return d.callSince("1.1.0", cmd, args, p.Versions, funcs.Status)
+		return callSince("1.1.0", cmd, conf, args, p.Versions, funcs.Status)
 	case "VERSION":
 		if err := p.Versions.Encode(d.stdout); err != nil {
 			return types.NewError(types.ErrIOFailure, err.Error(), "")
@@ -197,31 +211,12 @@ func (d dispatch) main(p Plugin) *types.Error {
 	return types.NewError(types.ErrInvalidEnvironmentVariables, fmt.Sprintf("unknown CNI_COMMAND: %v", cmd), "")
 }
 
-// callThenCheckNetns is ADD and DEL: the command, then (as skel does, after
-// the command) the refusal of a CNI_NETNS that is the caller's own.
-func (d dispatch) callThenCheckNetns(args *skel.CmdArgs, vi version.PluginInfo, fn func(*skel.CmdArgs) error) *types.Error {
-	if err := call(args, vi, fn); err != nil {
-		return err
-	}
-	if o := args.NetnsOverride; strings.ToUpper(o) == "TRUE" || o == "1" {
-		return nil
-	}
-	same, err := cnins.CheckNetNS(args.Netns)
-	if err != nil {
-		return err
-	}
-	if same {
-		return types.NewError(types.ErrInvalidNetNS, "plugin's netns and netns from CNI_NETNS should not be the same", "")
-	}
-	return nil
-}
-
 // callSince is CHECK, GC and STATUS: refused for a config older than min,
 // or newer than every version the plugin supports.
-func (d dispatch) callSince(min, cmd string, args *skel.CmdArgs, vi version.PluginInfo, fn func(*skel.CmdArgs) error) *types.Error {
-	confVer, err := (&version.ConfigDecoder{}).Decode(args.StdinData)
-	if err != nil {
-		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+func callSince(min, cmd string, conf *stdinConf, args *skel.CmdArgs, vi version.PluginInfo, fn func(*skel.CmdArgs) error) *types.Error {
+	confVer, cniErr := configVersion(conf, args)
+	if cniErr != nil {
+		return cniErr
 	}
 	ok, err := version.GreaterThanOrEqualTo(confVer, min)
 	if err != nil {
@@ -236,17 +231,29 @@ func (d dispatch) callSince(min, cmd string, args *skel.CmdArgs, vi version.Plug
 			return types.NewError(types.ErrDecodingFailure, err.Error(), "")
 		}
 		if ok {
-			return call(args, vi, fn)
+			return call(conf, args, vi, fn)
 		}
 	}
 	return types.NewError(types.ErrIncompatibleCNIVersion, "plugin version does not allow "+cmd, "")
 }
 
-// call checks the config's version against the plugin's, then runs fn.
-func call(args *skel.CmdArgs, vi version.PluginInfo, fn func(*skel.CmdArgs) error) *types.Error {
-	confVer, err := (&version.ConfigDecoder{}).Decode(args.StdinData)
+// configVersion is the config's cniVersion, as skel decodes it.
+func configVersion(conf *stdinConf, args *skel.CmdArgs) (string, *types.Error) {
+	if conf != nil {
+		return conf.version, nil
+	}
+	v, err := (&version.ConfigDecoder{}).Decode(args.StdinData)
 	if err != nil {
-		return types.NewError(types.ErrDecodingFailure, err.Error(), "")
+		return "", types.NewError(types.ErrDecodingFailure, err.Error(), "")
+	}
+	return v, nil
+}
+
+// call checks the config's version against the plugin's, then runs fn.
+func call(conf *stdinConf, args *skel.CmdArgs, vi version.PluginInfo, fn func(*skel.CmdArgs) error) *types.Error {
+	confVer, err := configVersion(conf, args)
+	if err != nil {
+		return err
 	}
 	if verErr := (&version.Reconciler{}).Check(confVer, vi); verErr != nil {
 		return types.NewError(types.ErrIncompatibleCNIVersion, "incompatible CNI versions", verErr.Details())

@@ -1,5 +1,5 @@
 // Package plugin describes a cniforge plugin (its name, callbacks, supported
-// spec versions and about text) and runs it through skel. cmd/<name>/main.go
+// spec versions and about text) and runs it as skel would. cmd/<name>/main.go
 // only hands a plugin's descriptor to Main, so the same plugin packages can be
 // linked into one multicall binary later.
 package plugin
@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/cniforge/plugins/pkg/ns"
@@ -61,7 +62,7 @@ func SuiteVersion() string {
 	return "unknown"
 }
 
-// Main runs p through skel and exits: the result or CNI error JSON on stdout.
+// Main runs p as skel would and exits: the result or CNI error JSON on stdout.
 func Main(p Plugin) { MainArgs(p, os.Args[1:]) }
 
 // MainArgs is Main with the arguments that follow the plugin's name: a
@@ -72,8 +73,38 @@ func MainArgs(p Plugin, args []string) {
 			os.Exit(sub(args[1:]))
 		}
 	}
-	prechecked(p)
-	skel.PluginMainFuncs(p.SkelFuncs(), p.Versions, p.About())
+	os.Exit(runProcess(p))
+}
+
+// runProcess is skel.PluginMainFuncs for this process, through the
+// dispatch RunInProcess uses: the same checks in the same order, the
+// result or the CNI error JSON on stdout, and the exit status. It reads
+// stdin once and decodes the config's version and name once (skel would
+// decode them three times), and a panic in the plugin still crashes the
+// process, as under skel.
+func runProcess(p Plugin) int {
+	d := dispatch{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr}
+	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" && cmd != "VERSION" {
+		// As skel: no stdin read without a command, nor for VERSION.
+		stdin, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return printError(types.NewError(types.ErrIOFailure, fmt.Sprintf("error reading from stdin: %v", err), ""))
+		}
+		d.stdin = stdin
+	}
+	if e := d.main(p); e != nil {
+		return printError(e)
+	}
+	return 0
+}
+
+// printError prints e as skel does (JSON on stdout) and returns the exit
+// status of a failed command.
+func printError(e *types.Error) int {
+	if err := e.Print(); err != nil {
+		fmt.Fprintf(os.Stderr, "error writing error JSON to stdout: %v\n", err)
+	}
+	return 1
 }
 
 // SkelFuncs is p.Funcs as skel should call them: each command's error is

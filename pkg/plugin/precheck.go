@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -26,22 +24,36 @@ const maxNameBytes = 255
 // longer than a file name, which skel lets through. Everything else is left to skel, so a nil
 // return changes nothing.
 func precheck(vi version.PluginInfo, getenv func(string) string, stdin []byte) *types.Error {
+	_, err := precheckConf(vi, getenv, stdin)
+	return err
+}
+
+// stdinConf is what the frame reads of a config before the plugin does:
+// its version (as skel reads it: "0.1.0" when absent) and name. A nil
+// *stdinConf means the config was not decoded (not a command that reads
+// one, or not JSON): skel's own checks then report it.
+type stdinConf struct {
+	version, name string
+}
+
+// precheckConf is precheck, returning also the config it decoded.
+func precheckConf(vi version.PluginInfo, getenv func(string) string, stdin []byte) (*stdinConf, *types.Error) {
 	cmd := getenv("CNI_COMMAND")
 	switch cmd {
 	case "ADD", "CHECK", "DEL":
 		if id := getenv("CNI_CONTAINERID"); id != "" {
 			if err := utils.ValidateContainerID(id); err != nil {
-				return types.NewError(err.Code, fmt.Sprintf("CNI_CONTAINERID: %q: %s (letters, digits, '_', '.' and '-', not first)", id, err.Msg), err.Details)
+				return nil, types.NewError(err.Code, fmt.Sprintf("CNI_CONTAINERID: %q: %s (letters, digits, '_', '.' and '-', not first)", id, err.Msg), err.Details)
 			}
 		}
 		if name := getenv("CNI_IFNAME"); name != "" {
 			if err := utils.ValidateInterfaceName(name); err != nil {
-				return types.NewError(err.Code, fmt.Sprintf("CNI_IFNAME: %q: %s", name, err.Msg), err.Details)
+				return nil, types.NewError(err.Code, fmt.Sprintf("CNI_IFNAME: %q: %s", name, err.Msg), err.Details)
 			}
 		}
 	case "GC", "STATUS":
 	default:
-		return nil
+		return nil, nil
 	}
 	var conf struct {
 		CNIVersion string `json:"cniVersion"`
@@ -50,15 +62,15 @@ func precheck(vi version.PluginInfo, getenv func(string) string, stdin []byte) *
 	if err := result.DecodeConfig(stdin, &conf); err != nil {
 		if result.Code(err) == types.ErrInvalidNetworkConfig {
 			// skel would answer a wrong type with code 6 and a Go type name.
-			return types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+			return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 		}
-		return nil // not JSON: skel reports it (code 6)
+		return nil, nil // not JSON: skel reports it (code 6)
 	}
 	// skel checks the name's characters, not its length: one longer than
 	// a file name may be cannot name host-local's folder, nor the dhcp
 	// daemon's lease files.
 	if len(conf.Name) > maxNameBytes {
-		return types.NewError(types.ErrInvalidNetworkConfig,
+		return nil, types.NewError(types.ErrInvalidNetworkConfig,
 			fmt.Sprintf("name: %d bytes, longer than a file name may be (%d)", len(conf.Name), maxNameBytes), "")
 	}
 	ver := conf.CNIVersion
@@ -66,34 +78,8 @@ func precheck(vi version.PluginInfo, getenv func(string) string, stdin []byte) *
 		ver = "0.1.0" // the spec's default, as skel reads it
 	}
 	if supported := vi.SupportedVersions(); !slices.Contains(supported, ver) {
-		return types.NewError(types.ErrIncompatibleCNIVersion,
+		return nil, types.NewError(types.ErrIncompatibleCNIVersion,
 			fmt.Sprintf("cniVersion: %q is not a version this plugin supports (%s)", conf.CNIVersion, strings.Join(supported, ", ")), "")
 	}
-	return nil
-}
-
-// prechecked runs precheck on this process's environment and stdin: on a
-// refusal it prints the error and exits 1, as skel would; else it hands
-// skel a stdin that reads the same bytes again.
-func prechecked(p Plugin) {
-	if os.Getenv("CNI_COMMAND") == "" || os.Getenv("CNI_COMMAND") == "VERSION" {
-		return // the about text, or VERSION: no stdin to read
-	}
-	stdin, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		return // skel meets the same error and reports it (code 5)
-	}
-	if cniErr := precheck(p.Versions, os.Getenv, stdin); cniErr != nil {
-		_ = cniErr.Print() // as skel prints its errors; nothing else to do if stdout is gone
-		os.Exit(1)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return
-	}
-	go func() {
-		_, _ = w.Write(stdin) // skel reads it all; a short write shows as a decode error
-		w.Close()
-	}()
-	os.Stdin = r
+	return &stdinConf{version: ver, name: conf.Name}, nil
 }
