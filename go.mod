@@ -9,7 +9,6 @@ godebug updatemaxprocs=0
 
 require (
 	github.com/containernetworking/cni v1.3.0
-	github.com/coreos/go-iptables v0.8.0
 	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/nftables v0.3.0

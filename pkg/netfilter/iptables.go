@@ -17,8 +17,7 @@ import (
 // iptablesMasq is the iptables backend. It runs iptables-restore (one
 // process per family and change: the whole attachment is one transaction of
 // the nat table) and iptables-save to read the current state, never a string
-// of single-rule iptables calls. go-iptables serves the usability probe; it
-// has no batch interface.
+// of single-rule iptables calls.
 //
 // Setup costs one process per family on a clean table; two more when the
 // chain already exists (read, then reconcile). With iptables-nft, where

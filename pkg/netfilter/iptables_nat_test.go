@@ -2,6 +2,7 @@ package netfilter
 
 import (
 	"errors"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -57,6 +58,38 @@ var _ = Describe("iptables masquerade DEL and GC when the nat-table check fails 
 		n := hostNS()
 		Expect(in(n, func() error { return failing(absent).teardownIfUsable(o) })).To(Succeed())
 		Expect(in(n, func() error { return failing(absent).gcIfUsable(o.Network, nil) })).To(Succeed())
+	})
+
+	It("probes the nat table with the iptables tool of each family", func() {
+		n := hostNS()
+		m := newIPTablesMasq()
+		Expect(in(n, func() error { return m.natUsable(ipv4) })).To(Succeed())
+		Expect(in(n, func() error { return m.natUsable(ipv6) })).To(Succeed())
+		m.variant = "nosuchvariant"
+		err := in(n, func() error { return m.natUsable(ipv4) })
+		Expect(err).To(MatchError(ErrUnavailable))
+		Expect(err.Error()).To(ContainSubstring("iptables-nosuchvariant"))
+	})
+
+	It("counts exit status 1 (no such rule) as usable, and keeps what iptables said otherwise", func() {
+		exitWith := func(code int, msg string) *iptablesMasq {
+			m := newIPTablesMasq()
+			m.run = func(name string, args []string, stdin []byte) ([]byte, error) {
+				Expect(args).To(Equal([]string{"-w", "-t", "nat", "-S", "POSTROUTING", "1"}))
+				return runCommand("sh", []string{"-c", `echo "$1" >&2; exit "$2"`, "sh", msg, fmt.Sprint(code)}, nil)
+			}
+			return m
+		}
+		Expect(exitWith(1, "iptables: Bad rule (does a matching rule exist in that chain?).").natUsable(ipv4)).To(Succeed())
+		err := exitWith(3, absent).natUsable(ipv4)
+		Expect(err).To(MatchError(ErrUnavailable))
+		Expect(err.Error()).To(ContainSubstring("Table does not exist"))
+		err = exitWith(4, lockBusy).natUsable(ipv4)
+		Expect(err).To(HaveOccurred())
+		Expect(errors.Is(err, ErrUnavailable)).To(BeFalse(), "a busy lock says nothing about the kernel")
+		Expect(err.Error()).To(ContainSubstring("xtables lock"))
+		// exit 4 is never "absent", whatever the text says
+		Expect(exitWith(4, absent).natUsable(ipv4)).NotTo(MatchError(ErrUnavailable))
 	})
 
 	DescribeTable("natAbsent", func(msg string, want bool) {
