@@ -543,7 +543,7 @@ check_daemonset() {
 	}
 	[ ! -s "$pw/ds.execfail" ] || {
 		echo "a plugin exec failed while the DaemonSet replaced the files:"
-		sort | uniq -c <"$pw/ds.execfail"
+		sort "$pw/ds.execfail" | uniq -c
 		return 1
 	}
 
