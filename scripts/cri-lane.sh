@@ -719,6 +719,30 @@ conflist() {
 	  {type: "firewall"}]}'
 }
 
+# containerd_toml VERSION DISABLED_PLUGINS: the start of containerd's
+# config (format VERSION) that both passes share: everything it keeps in
+# the pass's folder, its sockets there, no debug or metrics listener. The
+# pass appends its CRI tables.
+containerd_toml() {
+	cat <<-EOF
+		version = $1
+		root = "$pw/root"
+		state = "$pw/state"
+		plugin_dir = "$pw/plugins"
+		disabled_plugins = $2
+		[grpc]
+		  address = "$pw/containerd.sock"
+		[ttrpc]
+		  address = "$pw/containerd-ttrpc.sock"
+		[debug]
+		  address = ""
+		[metrics]
+		  address = ""
+		[plugins."io.containerd.internal.v1.opt"]
+		  path = "$pw/opt"
+	EOF
+}
+
 # One configuration per pass: containerd's own config (everything in the
 # pass's folder), the conflist, crictl's endpoint.
 setup_pass() {
@@ -739,22 +763,8 @@ setup_pass() {
 			ctr_bin=$(command -v ctr)
 			rtpath=$PATH
 		EOF
-		cat >"$pw/containerd.toml" <<-EOF
-			version = 2
-			root = "$pw/root"
-			state = "$pw/state"
-			plugin_dir = "$pw/plugins"
-			disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
-			[grpc]
-			  address = "$pw/containerd.sock"
-			[ttrpc]
-			  address = "$pw/containerd-ttrpc.sock"
-			[debug]
-			  address = ""
-			[metrics]
-			  address = ""
-			[plugins."io.containerd.internal.v1.opt"]
-			  path = "$pw/opt"
+		containerd_toml 2 '["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]' >"$pw/containerd.toml"
+		cat >>"$pw/containerd.toml" <<-EOF
 			[plugins."io.containerd.grpc.v1.cri"]
 			  sandbox_image = "localhost/cniforge-pause:1"
 			  restrict_oom_score_adj = true
@@ -788,22 +798,8 @@ setup_pass() {
 			ctr_bin=$d/ctr
 			rtpath=$pw/bin:$PATH
 		EOF
-		cat >"$pw/containerd.toml" <<-EOF
-			version = 3
-			root = "$pw/root"
-			state = "$pw/state"
-			plugin_dir = "$pw/plugins"
-			disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
-			[grpc]
-			  address = "$pw/containerd.sock"
-			[ttrpc]
-			  address = "$pw/containerd-ttrpc.sock"
-			[debug]
-			  address = ""
-			[metrics]
-			  address = ""
-			[plugins."io.containerd.internal.v1.opt"]
-			  path = "$pw/opt"
+		containerd_toml 3 '["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]' >"$pw/containerd.toml"
+		cat >>"$pw/containerd.toml" <<-EOF
 			[plugins."io.containerd.grpc.v1.cri"]
 			  disable_tcp_service = true
 			  stream_server_address = "127.0.0.1"
