@@ -16,7 +16,8 @@
 # are in the lane's temporary folder; pods get a relative cgroup parent
 # (runc makes it below the lane's own cgroup; the lane removes it). A
 # second netns plays another machine on the node's LAN. The real host is
-# compared before and after (scripts/host-snapshot.sh).
+# compared before and after (scripts/host-snapshot.sh). What the two lanes
+# share is in scripts/lane.sh.
 #
 # No registry: the workload image (busybox-static, httpd via `busybox
 # httpd`) and the pause image (catatonit -P) are written as one archive by

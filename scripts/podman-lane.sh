@@ -20,7 +20,8 @@
 #
 # Each check prints a pass/fail line; the lane closes with
 # "podman-lane: N passed, M failed" (test_linux.sh adds it to its total)
-# and exits non-zero on any failure.
+# and exits non-zero on any failure. What it shares with scripts/cri-lane.sh
+# (the counting, fetch, state, the VERSION check, ...) is in scripts/lane.sh.
 #
 #   scripts/podman-lane.sh            run as root after ./build_linux.sh
 #   scripts/podman-lane.sh --runs N   time N runs of `podman run -p ... true`
