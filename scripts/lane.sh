@@ -104,7 +104,7 @@ plugins_ours() {
 			return 1
 		}
 	done
-	echo "$prefix$(echo $types) answer VERSION $ver"
+	echo "$prefix${types//$'\n'/ } answer VERSION $ver"
 }
 
 # state: what the stand-in host holds for attachments (every link, the
