@@ -16,7 +16,8 @@
 # are in the lane's temporary folder; pods get a relative cgroup parent
 # (runc makes it below the lane's own cgroup; the lane removes it). A
 # second netns plays another machine on the node's LAN. The real host is
-# compared before and after (scripts/host-snapshot.sh).
+# compared before and after (scripts/host-snapshot.sh). What the two lanes
+# share is in scripts/lane.sh.
 #
 # No registry: the workload image (busybox-static, httpd via `busybox
 # httpd`) and the pause image (catatonit -P) are written as one archive by
@@ -38,6 +39,8 @@
 set -uo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lane.sh
+. "$(dirname "$self")/lane.sh"
 
 page="cniforge cri lane"
 hostaddr=192.168.77.1 # the stand-in node, on the link to the client netns
@@ -47,29 +50,14 @@ net=k8s-pod-network
 subnet=10.88.0.0/24 range_start=10.88.0.10 range_end=10.88.0.15
 ns=lane # the pods' Kubernetes namespace
 
-passed=0 failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "ok - $*"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "not ok - $*" >&2
-}
+lane=cri-lane ok_prefix="ok - " fail_prefix="not ok - "
 
-# check DESCRIPTION FUNC ARGS...: one ok/not ok line, prefixed with the
-# runtime. FUNC writes its reasons to stdout/stderr (shown only on failure)
-# and returns non-zero.
+# check DESCRIPTION FUNC ARGS...: one ok/not ok line (run_check in
+# scripts/lane.sh), prefixed with the runtime; then containerd runs again
+# if FUNC left it down.
 check() {
-	local what="$label: $1"
-	shift
-	if "$@" >"$pw/check.log" 2>&1; then
-		ok "$what"
-	else
-		fail "$what"
-		sed 's/^/    /' "$pw/check.log" >&2
-	fi
-	[ "$1" = start_containerd ] || ensure_containerd >/dev/null 2>&1 ||
+	run_check "$label: $1" "$pw/check.log" "${@:2}"
+	[ "$2" = start_containerd ] || ensure_containerd >/dev/null 2>&1 ||
 		fail "$label: containerd does not start again"
 }
 
@@ -84,17 +72,6 @@ cri() {
 	[ "$rc" = 0 ] || sed 's/^/crictl: /' "$err" >&2
 	rm -f "$err"
 	return "$rc"
-}
-
-# until_ok TRIES COMMAND...: COMMAND until it succeeds, 0.2 s apart.
-until_ok() {
-	local n=$1
-	shift
-	while ! "$@"; do
-		n=$((n - 1))
-		[ "$n" -gt 0 ] || return 1
-		sleep 0.2
-	done
 }
 
 # --- containerd --------------------------------------------------------------
@@ -191,21 +168,6 @@ host_veth() {
 	ip -j link show | jq -r --argjson i "$idx" '.[] | select(.ifindex == $i) | .ifname'
 }
 
-# fetch URL [NETNS]: the page at URL, fetched from the stand-in node or
-# from NETNS; it must be the image's page.
-fetch() {
-	local url=$1 body
-	if [ $# -gt 1 ]; then
-		body=$(timeout 5 ip netns exec "$2" busybox wget -qO- "$url" 2>&1)
-	else
-		body=$(timeout 5 busybox wget -qO- "$url" 2>&1)
-	fi
-	[ "$body" = "$page" ] || {
-		echo "GET $url${2:+ from netns $2}: [$body]"
-		return 1
-	}
-}
-
 # fetch_in CTR URL: the page at URL, fetched from inside container CTR
 # (ExecSync, as a kubelet's exec probe).
 fetch_in() {
@@ -217,29 +179,8 @@ fetch_in() {
 	}
 }
 
-# state: what the stand-in node holds for pods (links, qdiscs, netfilter
-# rules, the files under /var/lib/cni by name, the netns files), to compare
-# before the first pod and after the last.
-state() {
-	{
-		echo "## links"
-		ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
-		echo "## qdiscs"
-		tc qdisc show | sed -E 's/ refcnt [0-9]+//'
-		echo "## iptables"
-		iptables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
-		ip6tables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
-		echo "## nft"
-		nft list ruleset | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/'
-		echo "## /var/lib/cni"
-		find /var/lib/cni -printf '%p %y\n' | sort
-		echo "## /run/netns"
-		ls /run/netns
-	} 2>&1
-}
-
 # same_state WHEN [IGNORE]: the node holds what it held before the first
-# pod (state lines matching the regex IGNORE aside).
+# pod (state, in scripts/lane.sh; lines matching the regex IGNORE aside).
 same_state() {
 	local bad=() ignore=${2:-^\$}
 	state | grep -Ev "$ignore" >"$pw/state.now"
@@ -289,21 +230,7 @@ check_ready() {
 # Every plugin the conflist names is cniforge's and answers VERSION with
 # the conflist's cniVersion among those it supports.
 check_plugins() {
-	local conf=$netdir/10-lane.conflist ver t out
-	ver=$(jq -r .cniVersion "$conf")
-	for t in $(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u); do
-		[ "$(readlink -f "$cnidir/$t")" = "$cnidir/cniforge" ] || {
-			echo "plugin $t is not cniforge's in $cnidir"
-			return 1
-		}
-		# A here-string, not a pipe: under pipefail, echo's EPIPE when
-		# the plugin has exited first would count as a failure.
-		out=$(CNI_COMMAND=VERSION "$cnidir/$t" <<<"{\"cniVersion\": \"$ver\"}" 2>&1) &&
-			jq -e --arg v "$ver" '.supportedVersions | index($v)' <<<"$out" >/dev/null || {
-			echo "$t VERSION for cniVersion [$ver]: $out"
-			return 1
-		}
-	done
+	plugins_ours "$netdir/10-lane.conflist"
 }
 
 check_images() {
@@ -617,7 +544,7 @@ check_daemonset() {
 	}
 	[ ! -s "$pw/ds.execfail" ] || {
 		echo "a plugin exec failed while the DaemonSet replaced the files:"
-		sort | uniq -c <"$pw/ds.execfail"
+		sort "$pw/ds.execfail" | uniq -c
 		return 1
 	}
 
@@ -629,10 +556,6 @@ check_daemonset() {
 	}
 	rmpod "$web" && rmpod "$pod2" || return 1
 	same_state "after the DaemonSet's pods"
-}
-
-median() {
-	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
 # timings RUNS WHAT: runp and stopp+rmp medians of RUNS pods with a host
@@ -683,22 +606,13 @@ inner() {
 		mount -t sysfs sysfs /sys &&
 		mount --rbind "$pw/cgroup" /sys/fs/cgroup &&
 		umount -l "$pw/cgroup" &&
-		mount -t tmpfs -o mode=755 tmpfs /run &&
-		mount -t tmpfs -o mode=755 tmpfs /var/lib &&
-		mount -t tmpfs -o mode=1777 tmpfs /var/tmp &&
-		mkdir -p /run/netns /var/lib/cni || {
+		private_tmpfs || {
 		fail "$label: private mounts"
 		finish
 	}
 
 	# The stand-in node: lo and a link to the client netns (another machine).
-	ip link set lo up &&
-		ip netns add client &&
-		ip link add lh0 type veth peer name eth0 netns client &&
-		ip addr add "$hostaddr/24" dev lh0 && ip link set lh0 up &&
-		ip -n client addr add "$clientaddr/24" dev eth0 && ip -n client link set eth0 up &&
-		ip -n client link set lo up &&
-		ip -n client route add default via "$hostaddr" || {
+	client_netns || {
 		fail "$label: the stand-in node and the client netns"
 		finish
 	}
@@ -752,28 +666,14 @@ fi
 
 # --- the outer half: the real host --------------------------------------------
 
-if [ "$(id -u)" != 0 ]; then
-	echo "cri-lane.sh makes namespaces and mounts and needs root" >&2
-	exit 1
-fi
+need_root
 runs=3
 if [ "${1:-}" = --runs ]; then
 	runs=$2
 fi
 passes=${CNIFORGE_CRI_RUNTIMES:-1.6 2}
 
-bail() {
-	# Loud: a lane that cannot run must not look like a pass.
-	echo "not ok - $*" >&2
-	echo "cri-lane: 0 passed, 1 failed"
-	exit 1
-}
-
-missing=()
-for t in containerd ctr runc catatonit busybox jq unshare nsenter tc iptables-save nft go; do
-	command -v "$t" >/dev/null || missing+=("$t")
-done
-[ -x bin/cniforge ] || missing+=("bin/cniforge (run ./build_linux.sh)")
+missing_tools containerd ctr runc catatonit busybox jq unshare nsenter tc iptables-save ip6tables-save nft go
 [ ${#missing[@]} = 0 ] || bail "missing ${missing[*]} (.ci/run installs containerd and runc)"
 deps=crictl
 [[ " $passes " != *" 2 "* ]] || deps+=" containerd2"
@@ -797,12 +697,7 @@ bin/cniforge install --dir "$work/cni" >"$work/install.log" 2>&1 || {
 # The images, one archive for ctr (scripts/criimages): busybox-static
 # with its applet links and a page for httpd, and catatonit as the pause
 # image.
-mkdir -p "$work/rootfs/bin" "$work/rootfs/www"
-cp "$(command -v busybox)" "$work/rootfs/bin/busybox"
-for a in $("$work/rootfs/bin/busybox" --list); do
-	[ "$a" = busybox ] || ln -s busybox "$work/rootfs/bin/$a"
-done
-echo "$page" >"$work/rootfs/www/index.html"
+busybox_rootfs "$work/rootfs" || bail "the workload image's root folder (busybox-static, its applets, the page)"
 go run ./scripts/criimages -o "$work/images.tar" -rootfs "$work/rootfs" \
 	-ref localhost/cniforge-lane:1 -catatonit "$(command -v catatonit)" \
 	-pause-ref localhost/cniforge-pause:1 || bail "the image archive (scripts/criimages)"
@@ -825,6 +720,30 @@ conflist() {
 	  {type: "firewall"}]}'
 }
 
+# containerd_toml VERSION DISABLED_PLUGINS: the start of containerd's
+# config (format VERSION) that both passes share: everything it keeps in
+# the pass's folder, its sockets there, no debug or metrics listener. The
+# pass appends its CRI tables.
+containerd_toml() {
+	cat <<-EOF
+		version = $1
+		root = "$pw/root"
+		state = "$pw/state"
+		plugin_dir = "$pw/plugins"
+		disabled_plugins = $2
+		[grpc]
+		  address = "$pw/containerd.sock"
+		[ttrpc]
+		  address = "$pw/containerd-ttrpc.sock"
+		[debug]
+		  address = ""
+		[metrics]
+		  address = ""
+		[plugins."io.containerd.internal.v1.opt"]
+		  path = "$pw/opt"
+	EOF
+}
+
 # One configuration per pass: containerd's own config (everything in the
 # pass's folder), the conflist, crictl's endpoint.
 setup_pass() {
@@ -845,22 +764,8 @@ setup_pass() {
 			ctr_bin=$(command -v ctr)
 			rtpath=$PATH
 		EOF
-		cat >"$pw/containerd.toml" <<-EOF
-			version = 2
-			root = "$pw/root"
-			state = "$pw/state"
-			plugin_dir = "$pw/plugins"
-			disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
-			[grpc]
-			  address = "$pw/containerd.sock"
-			[ttrpc]
-			  address = "$pw/containerd-ttrpc.sock"
-			[debug]
-			  address = ""
-			[metrics]
-			  address = ""
-			[plugins."io.containerd.internal.v1.opt"]
-			  path = "$pw/opt"
+		containerd_toml 2 '["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]' >"$pw/containerd.toml"
+		cat >>"$pw/containerd.toml" <<-EOF
 			[plugins."io.containerd.grpc.v1.cri"]
 			  sandbox_image = "localhost/cniforge-pause:1"
 			  restrict_oom_score_adj = true
@@ -894,22 +799,8 @@ setup_pass() {
 			ctr_bin=$d/ctr
 			rtpath=$pw/bin:$PATH
 		EOF
-		cat >"$pw/containerd.toml" <<-EOF
-			version = 3
-			root = "$pw/root"
-			state = "$pw/state"
-			plugin_dir = "$pw/plugins"
-			disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
-			[grpc]
-			  address = "$pw/containerd.sock"
-			[ttrpc]
-			  address = "$pw/containerd-ttrpc.sock"
-			[debug]
-			  address = ""
-			[metrics]
-			  address = ""
-			[plugins."io.containerd.internal.v1.opt"]
-			  path = "$pw/opt"
+		containerd_toml 3 '["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]' >"$pw/containerd.toml"
+		cat >>"$pw/containerd.toml" <<-EOF
 			[plugins."io.containerd.grpc.v1.cri"]
 			  disable_tcp_service = true
 			  stream_server_address = "127.0.0.1"
@@ -986,12 +877,6 @@ for pass in $passes; do
 	fi
 done
 
-host_snapshot "$work/host.after" "${watched[@]}"
-if diff -u "$work/host.before" "$work/host.after" >"$work/host.diff"; then
-	ok "the real host is unchanged (links, addresses, routes, rules, netns, iptables, nft, /var/lib/cni, /var/lib/containerd, /run/containerd, /run/netns, /etc/cni, /opt/cni)"
-else
-	fail "the lane changed the real host:"
-	sed 's/^/    /' "$work/host.diff" >&2
-fi
-echo "cri-lane: $passed passed, $failed failed"
+host_unchanged "$work" "links, addresses, routes, rules, netns, iptables, nft, /var/lib/cni, /var/lib/containerd, /run/containerd, /run/netns, /etc/cni, /opt/cni" "${watched[@]}"
+summary
 [ "$failed" = 0 ]

@@ -1,4 +1,5 @@
-# host-snapshot.sh: sourced by scripts/frontdoor.sh and scripts/podman-lane.sh.
+# host-snapshot.sh: sourced by scripts/frontdoor.sh, scripts/podman-lane.sh and
+# scripts/cri-lane.sh (whose shared host_unchanged, in scripts/lane.sh, calls it).
 #
 #   host_snapshot FILE [DIR...]
 #

@@ -20,7 +20,8 @@
 #
 # Each check prints a pass/fail line; the lane closes with
 # "podman-lane: N passed, M failed" (test_linux.sh adds it to its total)
-# and exits non-zero on any failure.
+# and exits non-zero on any failure. What it shares with scripts/cri-lane.sh
+# (the counting, fetch, state, the VERSION check, ...) is in scripts/lane.sh.
 #
 #   scripts/podman-lane.sh            run as root after ./build_linux.sh
 #   scripts/podman-lane.sh --runs N   time N runs of `podman run -p ... true`
@@ -29,6 +30,8 @@
 set -uo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lane.sh
+. "$(dirname "$self")/lane.sh"
 
 # The inner half runs as pid 1 of the lane's namespaces (see the end).
 image=localhost/cniforge-lane:1
@@ -37,31 +40,23 @@ hostaddr=192.168.77.1 # the stand-in host, on the link to the client netns
 clientaddr=192.168.77.2
 lanaddr=192.168.88.2 # the client netns on the macvlan parent's LAN
 
-passed=0 failed=0
-ok() {
-	passed=$((passed + 1))
-	echo "podman-lane: ok: $*"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "podman-lane: FAILED: $*" >&2
-}
+lane=podman-lane ok_prefix="podman-lane: ok: " fail_prefix="podman-lane: FAILED: "
 
-# check DESCRIPTION FUNC ARGS...: one pass/fail line. FUNC writes its
-# reasons to stdout/stderr (shown only on failure) and returns non-zero.
+# check DESCRIPTION FUNC ARGS...: one pass/fail line (run_check in
+# scripts/lane.sh); it fails too if Podman dropped a network config
+# meanwhile.
 check() {
-	local what=$1
-	shift
-	if "$@" >"$work/check.log" 2>&1 && [ ! -s "$work/dropped" ]; then
-		ok "$what"
-	else
-		fail "$what"
-		sed 's/^/    /' "$work/check.log" >&2
-	fi
+	run_check "$1" "$work/check.log" nothing_dropped "${@:2}"
 	if [ -s "$work/dropped" ]; then
 		fail "Podman dropped a network config (a missing plugin or a failing VERSION hides the network): $(cat "$work/dropped")"
 		finish
 	fi
+}
+
+# nothing_dropped COMMAND...: COMMAND succeeds, and Podman refused no
+# network config while it ran.
+nothing_dropped() {
+	"$@" && [ ! -s "$work/dropped" ]
 }
 
 # pod ARGS...: podman with the lane's configuration. Its stderr goes to the
@@ -80,33 +75,6 @@ pod() {
 	return "$rc"
 }
 
-# until_ok TRIES COMMAND...: COMMAND until it succeeds, 0.2 s apart (a
-# container's listener takes a moment to start; nothing is asserted on time).
-until_ok() {
-	local n=$1
-	shift
-	while ! "$@"; do
-		n=$((n - 1))
-		[ "$n" -gt 0 ] || return 1
-		sleep 0.2
-	done
-}
-
-# fetch URL [NETNS]: the page at URL, fetched from the stand-in host or from
-# NETNS; it must be the image's page.
-fetch() {
-	local url=$1 body
-	if [ $# -gt 1 ]; then
-		body=$(timeout 5 ip netns exec "$2" busybox wget -qO- "$url" 2>&1)
-	else
-		body=$(timeout 5 busybox wget -qO- "$url" 2>&1)
-	fi
-	[ "$body" = "$page" ] || {
-		echo "GET $url${2:+ from netns $2}: [$body]"
-		return 1
-	}
-}
-
 # ipof CTR NET: the container's address on network NET.
 ipof() {
 	pod inspect "$1" --format "{{(index .NetworkSettings.Networks \"$2\").IPAddress}}"
@@ -119,53 +87,19 @@ macof() {
 # in the lane's plugin dir, is cniforge (a link to it), and answers VERSION
 # with the conflist's cniVersion among those it supports.
 network_ok() {
-	local name=$1 conf ver types t out
+	local name=$1 conf out
 	conf=$netdir/$name.conflist
 	[ -f "$conf" ] || {
 		echo "no $conf"
 		return 1
 	}
-	ver=$(jq -r .cniVersion "$conf")
-	types=$(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u)
-	for t in $types; do
-		[ "$(readlink -f "$cnidir/$t")" = "$cnidir/cniforge" ] || {
-			echo "$name: plugin $t is not cniforge's in $cnidir"
-			return 1
-		}
-		# A here-string, not a pipe: under pipefail, echo's EPIPE when the
-		# plugin has exited first would count as a failure.
-		out=$(CNI_COMMAND=VERSION "$cnidir/$t" <<<"{\"cniVersion\": \"$ver\"}" 2>&1) &&
-			jq -e --arg v "$ver" '.supportedVersions | index($v)' <<<"$out" >/dev/null || {
-			echo "$name: $t VERSION for cniVersion [$ver]: $out"
-			return 1
-		}
-	done
+	plugins_ours "$conf" "$name: " || return 1
 	out=$(pod network ls --format '{{.Name}}') || return 1
 	grep -qx "$name" <<<"$out" || {
 		echo "podman network ls does not list $name: [$(echo $out)]; $conf:"
 		cat "$conf"
 		return 1
 	}
-	echo "$name: $(echo $types) answer VERSION $ver"
-}
-
-# state: what the stand-in host holds for attachments (every link, the
-# netfilter rules, the files under /var/lib/cni by name only, the netns
-# files), to compare before any container and after rm.
-state() {
-	{
-		echo "## links"
-		ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
-		echo "## iptables"
-		iptables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
-		ip6tables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
-		echo "## nft"
-		nft list ruleset | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/'
-		echo "## /var/lib/cni"
-		find /var/lib/cni -printf '%p %y\n' | sort
-		echo "## /run/netns"
-		ls /run/netns
-	} 2>&1
 }
 
 # --- the checks --------------------------------------------------------------
@@ -401,7 +335,7 @@ timings() {
 			t1=$(date +%s%N)
 			ms+=($(((t1 - t0) / 1000000)))
 		done
-		echo "podman-lane: time: run -p 8090:80 true + rm, --network $net: $(printf '%s\n' "${ms[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') ms median of $runs (${ms[*]})"
+		echo "podman-lane: time: run -p 8090:80 true + rm, --network $net: $(median "${ms[@]}") ms median of $runs (${ms[*]})"
 	done
 }
 
@@ -416,12 +350,8 @@ inner() {
 	trap finish EXIT
 	: >"$work/dropped"
 
-	# Private mounts, inside the lane's mount namespace only. /var/lib as a
-	# whole: mkdir of a missing /var/lib/cni would change the real disk.
-	mount -t tmpfs -o mode=755 tmpfs /run &&
-		mount -t tmpfs -o mode=755 tmpfs /var/lib &&
-		mount -t tmpfs -o mode=1777 tmpfs /var/tmp &&
-		mkdir -p /run/netns /var/lib/cni /var/lib/containers || {
+	# Private mounts, inside the lane's mount namespace only.
+	private_tmpfs && mkdir -p /var/lib/containers || {
 		fail "private mounts"
 		finish
 	}
@@ -432,13 +362,7 @@ inner() {
 
 	# The stand-in host: lo, a link to the client netns (another machine),
 	# and the macvlan parent mv0 whose peer is the client's eth1.
-	ip link set lo up &&
-		ip netns add client &&
-		ip link add lh0 type veth peer name eth0 netns client &&
-		ip addr add "$hostaddr/24" dev lh0 && ip link set lh0 up &&
-		ip -n client addr add "$clientaddr/24" dev eth0 && ip -n client link set eth0 up &&
-		ip -n client link set lo up &&
-		ip -n client route add default via "$hostaddr" &&
+	client_netns &&
 		ip link add mv0 type veth peer name eth1 netns client && ip link set mv0 up &&
 		ip -n client addr add "$lanaddr/24" dev eth1 && ip -n client link set eth1 up || {
 		fail "the stand-in host and the client netns"
@@ -477,25 +401,13 @@ fi
 
 # --- the outer half: the real host --------------------------------------------
 
-if [ "$(id -u)" != 0 ]; then
-	echo "podman-lane.sh makes namespaces and mounts and needs root" >&2
-	exit 1
-fi
+need_root
 runs=3
 if [ "${1:-}" = --runs ]; then
 	runs=$2
 fi
-missing=()
-for t in podman crun conmon busybox jq unshare iptables-save nft; do
-	command -v "$t" >/dev/null || missing+=("$t")
-done
-[ -x bin/cniforge ] || missing+=("bin/cniforge (run ./build_linux.sh)")
-if [ ${#missing[@]} -gt 0 ]; then
-	# Loud: a lane that cannot run must not look like a pass.
-	echo "podman-lane: FAILED: missing ${missing[*]} (.ci/run installs podman and crun)" >&2
-	echo "podman-lane: 0 passed, 1 failed"
-	exit 1
-fi
+missing_tools podman crun conmon busybox jq unshare iptables-save ip6tables-save nft tc
+[ ${#missing[@]} = 0 ] || bail "missing ${missing[*]} (.ci/run installs podman and crun)"
 
 . scripts/host-snapshot.sh
 work=$(mktemp -d /tmp/cniforge-podman.XXXXXX)
@@ -503,21 +415,15 @@ trap 'rm -rf "$work"' EXIT
 watched=(/var/lib/containers /run/containers /run/libpod /run/crun /run/netns /etc/cni)
 host_snapshot "$work/host.before" "${watched[@]}"
 
-mkdir -p "$work/tmp" "$work/net.d" "$work/rootfs/bin" "$work/rootfs/www"
+mkdir -p "$work/tmp" "$work/net.d"
 bin/cniforge install --dir "$work/cni" >"$work/install.log" 2>&1 || {
 	cat "$work/install.log" >&2
-	echo "podman-lane: FAILED: cniforge install --dir $work/cni" >&2
-	echo "podman-lane: 0 passed, 1 failed"
-	exit 1
+	bail "cniforge install --dir $work/cni"
 }
 
 # The image: busybox-static and its applet links, and a page for httpd.
-cp "$(command -v busybox)" "$work/rootfs/bin/busybox"
-for a in $("$work/rootfs/bin/busybox" --list); do
-	[ "$a" = busybox ] || ln -s busybox "$work/rootfs/bin/$a"
-done
-echo "$page" >"$work/rootfs/www/index.html"
-tar -C "$work/rootfs" -cf "$work/rootfs.tar" .
+busybox_rootfs "$work/rootfs" && tar -C "$work/rootfs" -cf "$work/rootfs.tar" . ||
+	bail "the image's root folder (busybox-static, its applets, the page)"
 
 # Within the hard limits: the defaults exceed them without CAP_SYS_RESOURCE.
 nofile=$(ulimit -Hn) nproc=$(ulimit -Hu)
@@ -562,16 +468,10 @@ read -r passed failed <"$work/counts" 2>/dev/null || {
 	fail "the lane ended early (exit $rc)"
 }
 
-host_snapshot "$work/host.after" "${watched[@]}"
-if diff -u "$work/host.before" "$work/host.after" >"$work/host.diff"; then
-	ok "the real host is unchanged (links, addresses, routes, rules, netns, iptables, nft, /var/lib/cni, /var/lib/containers, /run/netns)"
-else
-	fail "the lane changed the real host:"
-	sed 's/^/    /' "$work/host.diff" >&2
-fi
+host_unchanged "$work" "links, addresses, routes, rules, netns, iptables, nft, /var/lib/cni, /var/lib/containers, /run/netns" "${watched[@]}"
 if [ "$failed" != 0 ]; then
 	echo "podman-lane: Podman's log:" >&2
 	tail -n 60 "$work/podman.log" | sed 's/^/    /' >&2
 fi
-echo "podman-lane: $passed passed, $failed failed"
+summary
 [ "$failed" = 0 ]

@@ -59,11 +59,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	asJSON := fl.Bool("json", false, "print JSON")
 	only := fl.String("network", "", "only this network")
 	repair := fl.Bool("repair", false, "re-apply what drifted where that leaves the container alone (masquerade, portmap, firewall, bandwidth)")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "cniforge check: unexpected argument %q\n", fl.Arg(0))
+	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
 	st, err := loadNode(d)

@@ -42,11 +42,7 @@ const procSys = "/proc/sys"
 func doctor(args []string, stdout, stderr io.Writer) int {
 	fl, d := nodeFlags("doctor", stderr)
 	asJSON := fl.Bool("json", false, "print JSON")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "cniforge doctor: unexpected argument %q\n", fl.Arg(0))
+	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
 	st, err := loadNode(d)

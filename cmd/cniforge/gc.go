@@ -51,11 +51,7 @@ func gc(args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&o.minAge, "min-age", defaultMinAge, "release an unowned reservation only when its file is this old")
 	fl.BoolVar(&o.allowEmpty, "allow-empty-cache", false, "go on when the cache has no results/ folder, or no attachment of a network with reservations")
 	every := fl.Duration("every", 0, "run again at this interval until SIGTERM or SIGINT")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "cniforge gc: unexpected argument %q\n", fl.Arg(0))
+	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
 	if o.minAge < 0 || *every < 0 {

@@ -32,11 +32,7 @@ func install(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) i
 	fl.SetOutput(stderr)
 	dir := fl.String("dir", "/opt/cni/bin", "the runtime's plugin directory")
 	force := fl.Bool("force", false, "replace files that are not cniforge's")
-	if err := fl.Parse(args); err != nil {
-		return 2
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "cniforge install: unexpected argument %q\n", fl.Arg(0))
+	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
 	self, err := os.Executable()

@@ -30,6 +30,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +116,19 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "cniforge: unknown command or plugin %q\n", args[0])
 	usage(stderr, plugins)
 	return 2
+}
+
+// parseFlags parses a verb's flags (fl named "cniforge VERB"); the verb
+// takes no other argument. false: the reason is on stderr, exit 2.
+func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) bool {
+	if err := fl.Parse(args); err != nil {
+		return false
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fl.Name(), fl.Arg(0))
+		return false
+	}
+	return true
 }
 
 func names(plugins []plugin.Plugin) []string {

@@ -72,6 +72,30 @@ func TestUnknownCommandFails(t *testing.T) {
 	}
 }
 
+// The node tool's verbs take flags only: a stray argument (a mistyped flag
+// without its dashes, say) is refused with exit 2, naming the verb and the
+// argument, before anything is read or written.
+func TestVerbsRefuseAStrayArgument(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"install", "--dir", dir, "force"},
+		{"gc", "--conf-dir", dir, "force"},
+		{"doctor", "--conf-dir", dir, "force"},
+		{"check", "--conf-dir", dir, "force"},
+	} {
+		var stdout, stderr bytes.Buffer
+		rc := run(args, all.Plugins(), &stdout, &stderr)
+		want := "cniforge " + args[0] + `: unexpected argument "force"`
+		if rc != 2 || !strings.Contains(stderr.String(), want) || stdout.Len() > 0 {
+			t.Errorf("cniforge %s: exit %d, stdout %q, stderr %q; want exit 2 and %q",
+				strings.Join(args, " "), rc, stdout.String(), stderr.String(), want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+		t.Errorf("a refused verb wrote into %s: %v", dir, ents)
+	}
+}
+
 // A plugin's subcommands (dhcp's daemon) answer through a link named for the
 // plugin and through `cniforge <plugin>`, as from the separate binary.
 func TestSubcommandsReachThePlugin(t *testing.T) {

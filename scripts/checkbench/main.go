@@ -21,12 +21,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"syscall"
 	"time"
 
-	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/scripts/internal/benchnode"
 	"github.com/cniforge/plugins/tests/parallel"
 )
 
@@ -45,33 +42,12 @@ func main() {
 	}
 }
 
-// childCPU is the CPU time of every waited-for child process so far,
-// their own waited-for children included.
-func childCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) // cannot fail with a valid pointer
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func run(nPods, rounds int, backend string, dirs []string) (err error) {
-	var cleanups []func() error
-	defer func() {
-		for _, c := range slices.Backward(cleanups) {
-			_ = c() // best effort: a namespace left behind is named cniforge-test-* and removable by hand
-		}
-	}()
-	newNS := func() (*ns.NetNS, error) {
-		n, c, err := testutil.CreateNS()
-		if err == nil {
-			cleanups = append(cleanups, c)
-		}
-		return n, err
-	}
-	work, err := os.MkdirTemp("", "cniforge-checkbench-")
+func run(nPods, rounds int, backend string, dirs []string) error {
+	node, err := benchnode.New("cniforge-checkbench-")
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() error { return os.RemoveAll(work) })
+	defer node.Close()
 
 	type side struct {
 		dir, cache, conf string
@@ -84,24 +60,17 @@ func run(nPods, rounds int, backend string, dirs []string) (err error) {
 		if err != nil {
 			return err
 		}
-		host, err := newNS()
+		rt, err := node.Host(i, parallel.Network{Name: "checkbench", Chain: true, Backend: backend, CNIVersion: "1.0.0"}, abs)
 		if err != nil {
 			return err
 		}
-		n := parallel.Network{Name: "checkbench", Chain: true, Backend: backend, CNIVersion: "1.0.0",
-			DataDir: filepath.Join(work, fmt.Sprint(i), "data")}
-		list, err := n.ConfList()
-		if err != nil {
-			return err
-		}
-		s := &side{dir: abs, cache: filepath.Join(work, fmt.Sprint(i), "cache"), conf: filepath.Join(work, fmt.Sprint(i), "conf")}
+		s := &side{dir: abs, rt: rt, cache: node.CacheDir(i), conf: filepath.Join(node.Folder(i), "conf")}
 		if err := os.MkdirAll(s.conf, 0o755); err != nil {
 			return err
 		}
-		s.rt = parallel.NewRuntime(host, list, abs, s.cache)
 		pods := make([]*parallel.Pod, nPods)
 		for j := range pods {
-			pn, err := newNS()
+			pn, err := node.NewNS()
 			if err != nil {
 				return err
 			}
@@ -110,20 +79,20 @@ func run(nPods, rounds int, backend string, dirs []string) (err error) {
 		if _, err := parallel.Phase(pods, 4, s.rt.Add); err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
-		cleanups = append(cleanups, func() error { _, err := parallel.Phase(pods, 4, s.rt.Del); return err })
+		node.Defer(func() error { _, err := parallel.Phase(pods, 4, s.rt.Del); return err })
 		sides = append(sides, s)
 	}
 	for range rounds {
 		for _, s := range sides {
 			var out bytes.Buffer
-			cpu0, t0 := childCPU(), time.Now()
+			cpu0, t0 := benchnode.ChildCPU(), time.Now()
 			err := s.rt.Host.Do(func() error {
 				cmd := exec.Command(filepath.Join(s.dir, "cniforge"), "check",
 					"--cache-dir", s.cache, "--conf-dir", s.conf, "--bin-dir", s.dir)
 				cmd.Stdout, cmd.Stderr = &out, &out
 				return cmd.Run()
 			})
-			wall, cpu := time.Since(t0), childCPU()-cpu0
+			wall, cpu := time.Since(t0), benchnode.ChildCPU()-cpu0
 			if err != nil {
 				return fmt.Errorf("%s: cniforge check: %w\n%s", s.dir, err, out.String())
 			}
@@ -133,13 +102,13 @@ func run(nPods, rounds int, backend string, dirs []string) (err error) {
 	fmt.Printf("%5s  %-30s %-30s %12s  %s\n", "pods", "wall s (median, rounds)", "CPU s (median, rounds)", "CPU s/10 pods", "binaries")
 	for _, s := range sides {
 		fmt.Printf("%5d  %-30s %-30s %12.3f  %s\n", nPods, summary(s.wall), summary(s.cpu),
-			median(s.cpu).Seconds()*10/float64(nPods), s.dir)
+			benchnode.Median(s.cpu).Seconds()*10/float64(nPods), s.dir)
 	}
 	return nil
 }
 
 func summary(v []time.Duration) string {
-	s := fmt.Sprintf("%.2f (", median(v).Seconds())
+	s := fmt.Sprintf("%.2f (", benchnode.Median(v).Seconds())
 	for i, d := range v {
 		if i > 0 {
 			s += " "
@@ -147,13 +116,4 @@ func summary(v []time.Duration) string {
 		s += fmt.Sprintf("%.2f", d.Seconds())
 	}
 	return s + ")"
-}
-
-func median(v []time.Duration) time.Duration {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
 }

@@ -18,13 +18,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/scripts/internal/benchnode"
 	"github.com/cniforge/plugins/tests/parallel"
 )
 
@@ -59,35 +56,14 @@ func main() {
 // much: on a saturated machine it is what bounds throughput.
 type sample struct{ add, del, addCPU, delCPU float64 }
 
-// childCPU is the CPU time of every waited-for child process so far.
-func childCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) // cannot fail with a valid pointer
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersion string, dirs []string) (err error) {
-	var cleanups []func() error
-	defer func() {
-		for _, c := range slices.Backward(cleanups) {
-			_ = c() // best effort: a namespace left behind is named cniforge-test-* and removable by hand
-		}
-	}()
-	newNS := func() (*ns.NetNS, error) {
-		n, c, err := testutil.CreateNS()
-		if err == nil {
-			cleanups = append(cleanups, c)
-		}
-		return n, err
-	}
-	work, err := os.MkdirTemp("", "cniforge-parallelbench-")
+func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersion string, dirs []string) error {
+	node, err := benchnode.New("cniforge-parallelbench-")
 	if err != nil {
 		return err
 	}
-	cleanups = append(cleanups, func() error { return os.RemoveAll(work) })
+	defer node.Close()
 
-	// One stand-in host per binary folder: each keeps its own bridge and
-	// chains, as a node running only those plugins would.
+	// One stand-in host per binary folder (benchnode.Node.Host).
 	type side struct {
 		dir string
 		rt  *parallel.Runtime
@@ -99,21 +75,15 @@ func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersi
 		if err != nil {
 			return err
 		}
-		host, err := newNS()
+		rt, err := node.Host(i, parallel.Network{Name: "parbench", Chain: chain, Backend: backend, CNIVersion: cniVersion}, abs)
 		if err != nil {
 			return err
 		}
-		net := parallel.Network{Name: "parbench", Chain: chain, Backend: backend, CNIVersion: cniVersion,
-			DataDir: filepath.Join(work, fmt.Sprint(i), "data")}
-		list, err := net.ConfList()
-		if err != nil {
-			return err
-		}
-		sides = append(sides, &side{dir: dir, rt: parallel.NewRuntime(host, list, abs, filepath.Join(work, fmt.Sprint(i), "cache"))})
+		sides = append(sides, &side{dir: dir, rt: rt})
 	}
 	pods := make([]*parallel.Pod, nPods)
 	for i := range pods {
-		n, err := newNS()
+		n, err := node.NewNS()
 		if err != nil {
 			return err
 		}
@@ -125,9 +95,9 @@ func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersi
 			for i, p := range pods {
 				p.ID = fmt.Sprintf("parbench-%d-%d-%d", si, r, i)
 			}
-			cpu0 := childCPU()
+			cpu0 := benchnode.ChildCPU()
 			addT, err := parallel.Phase(pods, workers, s.rt.Add)
-			cpu1 := childCPU()
+			cpu1 := benchnode.ChildCPU()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.dir, err)
 			}
@@ -135,7 +105,7 @@ func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersi
 				return fmt.Errorf("%s: addresses handed out twice: %s", s.dir, strings.Join(dups, "; "))
 			}
 			delT, err := parallel.Phase(pods, workers, s.rt.Del)
-			cpu2 := childCPU()
+			cpu2 := benchnode.ChildCPU()
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.dir, err)
 			}
@@ -156,7 +126,7 @@ func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersi
 			addCPU, delCPU = append(addCPU, g.addCPU), append(delCPU, g.delCPU)
 		}
 		fmt.Printf("%-8s %-9s %7d %5d  %-28s %-28s %8.1f %8.1f  %s\n", label, backend, workers, nPods,
-			summary(adds), summary(dels), median(addCPU), median(delCPU), s.dir)
+			summary(adds), summary(dels), benchnode.Median(addCPU), benchnode.Median(delCPU), s.dir)
 	}
 	return nil
 }
@@ -167,14 +137,5 @@ func summary(v []float64) string {
 	for _, x := range v {
 		each = append(each, fmt.Sprintf("%.0f", x))
 	}
-	return fmt.Sprintf("%.1f (%s)", median(v), strings.Join(each, " "))
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
+	return fmt.Sprintf("%.1f (%s)", benchnode.Median(v), strings.Join(each, " "))
 }

@@ -1,0 +1,200 @@
+# lane.sh: sourced by the runtime lanes, scripts/podman-lane.sh and
+# scripts/cri-lane.sh (in both of their halves): what they do the same way.
+# The lane sets, before it calls these:
+#
+#   lane                     its name, for the closing "$lane: N passed, M failed"
+#                            (test_linux.sh reads that line)
+#   ok_prefix, fail_prefix   how its pass and fail lines begin (each lane
+#                            keeps the format it has always printed)
+#   page                     the page its image serves (fetch)
+#   hostaddr, clientaddr     the stand-in host's address on the link to the
+#                            client netns, and the client's (client_netns)
+#   cnidir                   its plugin dir (plugins_ours)
+# shellcheck shell=bash disable=SC2154 # the variables above are the lane's
+
+passed=0 failed=0
+ok() {
+	passed=$((passed + 1))
+	echo "$ok_prefix$*"
+}
+fail() {
+	failed=$((failed + 1))
+	echo "$fail_prefix$*" >&2
+}
+
+# summary: the lane's closing line.
+summary() {
+	echo "$lane: $passed passed, $failed failed"
+}
+
+# bail WHY: the lane cannot run. Loud: a lane that cannot run must not
+# look like a pass.
+bail() {
+	echo "$fail_prefix$*" >&2
+	echo "$lane: 0 passed, 1 failed"
+	exit 1
+}
+
+# run_check WHAT LOG COMMAND...: one pass/fail line for WHAT. COMMAND
+# writes its reasons to stdout/stderr, kept in LOG and shown (indented)
+# only on failure, and returns non-zero.
+run_check() {
+	local what=$1 log=$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		ok "$what"
+	else
+		fail "$what"
+		sed 's/^/    /' "$log" >&2
+	fi
+}
+
+# until_ok TRIES COMMAND...: COMMAND until it succeeds, 0.2 s apart (a
+# listener or a daemon takes a moment to start; nothing is asserted on
+# time).
+until_ok() {
+	local n=$1
+	shift
+	while ! "$@"; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.2
+	done
+}
+
+# median N...: the median of whole numbers (the upper one of an even count's
+# middle two).
+median() {
+	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# fetch URL [NETNS]: the page at URL, fetched from the stand-in host or
+# from NETNS; it must be the image's page.
+fetch() {
+	local url=$1 body
+	if [ $# -gt 1 ]; then
+		body=$(timeout 5 ip netns exec "$2" busybox wget -qO- "$url" 2>&1)
+	else
+		body=$(timeout 5 busybox wget -qO- "$url" 2>&1)
+	fi
+	[ "$body" = "$page" ] || {
+		echo "GET $url${2:+ from netns $2}: [$body]"
+		return 1
+	}
+}
+
+# plugins_ours CONFLIST [PREFIX]: every plugin CONFLIST names (IPAM ones
+# too) is cniforge's (a link to it in $cnidir) and answers VERSION with
+# the conflist's cniVersion among those it supports. Its reasons begin
+# with PREFIX.
+plugins_ours() {
+	local conf=$1 prefix=${2:-} ver types t out
+	ver=$(jq -r .cniVersion "$conf") &&
+		types=$(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u) || return 1
+	for t in $types; do
+		[ "$(readlink -f "$cnidir/$t")" = "$cnidir/cniforge" ] || {
+			echo "${prefix}plugin $t is not cniforge's in $cnidir"
+			return 1
+		}
+		# A here-string, not a pipe: under pipefail, echo's EPIPE when the
+		# plugin has exited first would count as a failure.
+		out=$(CNI_COMMAND=VERSION "$cnidir/$t" <<<"{\"cniVersion\": \"$ver\"}" 2>&1) &&
+			jq -e --arg v "$ver" '.supportedVersions | index($v)' <<<"$out" >/dev/null || {
+			echo "$prefix$t VERSION for cniVersion [$ver]: $out"
+			return 1
+		}
+	done
+	echo "$prefix${types//$'\n'/ } answer VERSION $ver"
+}
+
+# state: what the stand-in host holds for attachments (every link, the
+# qdiscs, the netfilter rules, the files under /var/lib/cni by name only,
+# the netns files), to compare before the first container or pod and after
+# the last.
+state() {
+	{
+		echo "## links"
+		ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+		echo "## qdiscs"
+		tc qdisc show | sed -E 's/ refcnt [0-9]+//'
+		echo "## iptables"
+		iptables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
+		ip6tables-save | grep -v '^#' | sed -E 's/\[[0-9]+:[0-9]+\]/[-]/'
+		echo "## nft"
+		nft list ruleset | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/'
+		echo "## /var/lib/cni"
+		find /var/lib/cni -printf '%p %y\n' | sort
+		echo "## /run/netns"
+		ls /run/netns
+	} 2>&1
+}
+
+# private_tmpfs: tmpfs on /run, /var/lib and /var/tmp, where the runtime
+# and libcni write whatever their config says, and /run/netns and
+# /var/lib/cni made there. Only inside the lane's mount namespace. /var/lib
+# as a whole: mkdir of a missing /var/lib/cni would change the real disk.
+private_tmpfs() {
+	mount -t tmpfs -o mode=755 tmpfs /run &&
+		mount -t tmpfs -o mode=755 tmpfs /var/lib &&
+		mount -t tmpfs -o mode=1777 tmpfs /var/tmp &&
+		mkdir -p /run/netns /var/lib/cni
+}
+
+# client_netns: the stand-in host's lo up, and a netns "client" (another
+# machine) linked to it: lh0 ($hostaddr) in the stand-in host, eth0
+# ($clientaddr, default route through the stand-in host) in the client.
+client_netns() {
+	ip link set lo up &&
+		ip netns add client &&
+		ip link add lh0 type veth peer name eth0 netns client &&
+		ip addr add "$hostaddr/24" dev lh0 && ip link set lh0 up &&
+		ip -n client addr add "$clientaddr/24" dev eth0 && ip -n client link set eth0 up &&
+		ip -n client link set lo up &&
+		ip -n client route add default via "$hostaddr"
+}
+
+# need_root: the lane makes namespaces and mounts.
+need_root() {
+	[ "$(id -u)" = 0 ] || {
+		echo "$lane.sh makes namespaces and mounts and needs root" >&2
+		exit 1
+	}
+}
+
+# missing_tools TOOL...: the tools not on PATH, and bin/cniforge if it is
+# not built, into the array missing.
+missing_tools() {
+	local t
+	missing=()
+	for t in "$@"; do
+		command -v "$t" >/dev/null || missing+=("$t")
+	done
+	[ -x bin/cniforge ] || missing+=("bin/cniforge (run ./build_linux.sh)")
+}
+
+# busybox_rootfs DIR: the lane's image as a folder: busybox-static and its
+# applet links in DIR/bin, and $page in DIR/www/index.html for httpd.
+busybox_rootfs() {
+	local dir=$1 a
+	mkdir -p "$dir/bin" "$dir/www" &&
+		cp "$(command -v busybox)" "$dir/bin/busybox" || return 1
+	for a in $("$dir/bin/busybox" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$dir/bin/$a" || return 1
+	done
+	echo "$page" >"$dir/www/index.html"
+}
+
+# host_unchanged WORK WHAT DIR...: the real host's snapshot now
+# (scripts/host-snapshot.sh, with DIR...) is WORK/host.before, taken before
+# the lane; WHAT names what the snapshot covers.
+host_unchanged() {
+	local work=$1 what=$2
+	shift 2
+	host_snapshot "$work/host.after" "$@"
+	if diff -u "$work/host.before" "$work/host.after" >"$work/host.diff"; then
+		ok "the real host is unchanged ($what)"
+	else
+		fail "the lane changed the real host:"
+		sed 's/^/    /' "$work/host.diff" >&2
+	fi
+}
