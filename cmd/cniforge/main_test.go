@@ -82,6 +82,7 @@ func TestVerbsRefuseAStrayArgument(t *testing.T) {
 		{"gc", "--conf-dir", dir, "force"},
 		{"doctor", "--conf-dir", dir, "force"},
 		{"check", "--conf-dir", dir, "force"},
+		{"ls", "--conf-dir", dir, "force"},
 	} {
 		var stdout, stderr bytes.Buffer
 		rc := run(args, all.Plugins(), &stdout, &stderr)

@@ -600,7 +600,7 @@ func netnsState(path string, view hostView) (state, why string) {
 func ls(args []string, stdout, stderr io.Writer) int {
 	fl, d := nodeFlags("ls", stderr)
 	asJSON := fl.Bool("json", false, "print JSON")
-	if err := fl.Parse(args); err != nil {
+	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
 	st, err := loadNode(d)
