@@ -449,7 +449,7 @@ func TestCheckRepairFirewalldReload(t *testing.T) {
 			fw = &lines[0].Problems[i]
 		}
 	}
-	if rc != 1 || lines[0].Status != checkDrift || fw == nil || !strings.Contains(fw.Error, ip) {
+	if rc != 1 || lines[0].Status != checkDrift || fw == nil || !strings.Contains(fw.Error, "source "+ip+" is in no zone") {
 		t.Fatalf("check after the reload: exit %d, want drift naming firewall and %s:\n%s", rc, ip, text)
 	}
 	out, rc := n.cli("check", "--repair")

@@ -54,7 +54,7 @@ var _ = Describe("firewall on firewalld", Label("firewalld"), func() {
 			c.Netns = contNS.Path()
 			out := run("CHECK")
 			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Msg+out.Err.Details).To(ContainSubstring("10.77.0.2"), "%+v", out.Err)
+			Expect(out.Err.Msg+out.Err.Details).To(ContainSubstring("source 10.77.0.2 is in no zone, want zone %q", zone), "%+v", out.Err)
 		},
 		Entry("backend absent or empty picks firewalld when it answers", "", "trusted"),
 		Entry("backend firewalld, another zone", "firewalld", "public"),
