@@ -341,8 +341,15 @@ func TestCheckRepairFirewallAndSbr(t *testing.T) {
 // --reload` drops the source, and the node's firewalld then rejects what
 // the container sends to the host. check names the firewall plugin,
 // check --repair (firewall's DEL then ADD) puts the source back, the
-// container reaches the host again, and a second check passes.
+// container reaches the host again, and a second check passes. Both with
+// "backend": "firewalld" and with "" (Podman's conflist: firewalld when
+// it answers).
 func TestCheckRepairFirewalldReload(t *testing.T) {
+	t.Run("firewalld", func(t *testing.T) { checkRepairFirewalldReload(t, "firewalld") })
+	t.Run("empty_as_Podman_sends", func(t *testing.T) { checkRepairFirewalldReload(t, "") })
+}
+
+func checkRepairFirewalldReload(t *testing.T, backend string) {
 	n := newNode(t)
 	dir := t.TempDir()
 	log, err := os.Create(filepath.Join(dir, "firewalld.log"))
@@ -371,7 +378,7 @@ func TestCheckRepairFirewalldReload(t *testing.T) {
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
 		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
 		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}},
-		{"type":"firewall","backend":"firewalld"}]}`, n.ipamData)
+		{"type":"firewall","backend":%q}]}`, n.ipamData, backend)
 	path := filepath.Join(n.conf, "10-nodenet.conflist")
 	must(t, os.WriteFile(path, []byte(conf), 0o644))
 	n.list, err = libcni.ConfListFromFile(path)
