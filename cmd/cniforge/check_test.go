@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // chainNode is a node whose network is a chain (bridge with masquerade,
@@ -329,6 +330,145 @@ func TestCheckRepairFirewallAndSbr(t *testing.T) {
 	}
 	if err := ping(); err != nil {
 		t.Errorf("ping the gateway after check --repair: %v", err)
+	}
+	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)
+	}
+}
+
+// A chain whose firewall uses firewalld (the container's address a source
+// of the trusted zone, runtime configuration only): `firewall-cmd
+// --reload` drops the source, and the node's firewalld then rejects what
+// the container sends to the host. check names the firewall plugin,
+// check --repair (firewall's DEL then ADD) puts the source back, the
+// container reaches the host again, and a second check passes. Both with
+// "backend": "firewalld" and with "" (Podman's conflist: firewalld when
+// it answers).
+func TestCheckRepairFirewalldReload(t *testing.T) {
+	t.Run("firewalld", func(t *testing.T) { checkRepairFirewalldReload(t, "firewalld") })
+	t.Run("empty_as_Podman_sends", func(t *testing.T) { checkRepairFirewalldReload(t, "") })
+}
+
+func checkRepairFirewalldReload(t *testing.T, backend string) {
+	n := newNode(t)
+	dir := t.TempDir()
+	log, err := os.Create(filepath.Join(dir, "firewalld.log"))
+	must(t, err)
+	bus, stop, err := testutil.RunFirewalld(n.hostNS, dir, log)
+	must(t, err)
+	t.Cleanup(func() {
+		stop()
+		_ = log.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(log.Name())
+			var keep []string
+			for _, line := range strings.Split(string(out), "\n") {
+				// The private bus has no polkit: firewalld asks for it on
+				// every call, and serves root without it.
+				if !strings.Contains(line, "org.freedesktop.PolicyKit1") {
+					keep = append(keep, line)
+				}
+			}
+			t.Logf("firewalld's output (polkit's activation lines left out):\n%s", strings.Join(keep, "\n"))
+		}
+	})
+	// libcni, and cniforge check with the plugins it runs, inherit it.
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", bus)
+
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
+		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}},
+		{"type":"firewall","backend":%q}]}`, n.ipamData, backend)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	must(t, os.WriteFile(path, []byte(conf), 0o644))
+	n.list, err = libcni.ConfListFromFile(path)
+	must(t, err)
+	a, _ := newNS(t)
+	ip := n.add("ctr-a", a)
+	trusted := func() string {
+		t.Helper()
+		out, err := testutil.FirewallCmd(bus, "--zone=trusted", "--list-sources")
+		must(t, err)
+		return out
+	}
+	if got := trusted(); got != ip {
+		t.Fatalf("trusted zone's sources after ADD: %q, want %q", got, ip)
+	}
+
+	// A service on the host's bridge address, outside every zone's
+	// services: only the trusted zone lets the container reach it.
+	var l net.Listener
+	must(t, n.hostNS.Do(func() error {
+		var err error
+		l, err = net.Listen("tcp", "10.123.0.1:18090")
+		return err
+	}))
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello"))
+			_ = c.Close()
+		}
+	}()
+	dialHost := func() error {
+		return a.Do(func() error {
+			c, err := net.DialTimeout("tcp", "10.123.0.1:18090", 3*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return err
+			}
+			if string(buf) != "hello" {
+				return fmt.Errorf("read %q", buf)
+			}
+			return nil
+		})
+	}
+	if err := dialHost(); err != nil {
+		t.Fatalf("container to host before the reload: %v", err)
+	}
+	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+		t.Fatalf("check on a fresh node: exit %d:\n%s", rc, text)
+	}
+
+	if _, err := testutil.FirewallCmd(bus, "--reload"); err != nil {
+		t.Fatal(err)
+	}
+	if got := trusted(); got != "" {
+		t.Fatalf("trusted zone's sources after firewall-cmd --reload: %q, want none", got)
+	}
+	if err := dialHost(); err == nil {
+		t.Fatal("the container still reaches the host after the reload: the test cannot see the repair")
+	}
+
+	lines, text, rc := n.check()
+	t.Logf("cniforge check after firewall-cmd --reload:\n%s", text)
+	var fw *checkProblem
+	for i, p := range lines[0].Problems {
+		if p.Plugin == "firewall" {
+			fw = &lines[0].Problems[i]
+		}
+	}
+	if rc != 1 || lines[0].Status != checkDrift || fw == nil || !strings.Contains(fw.Error, "source "+ip+" is in no zone") {
+		t.Fatalf("check after the reload: exit %d, want drift naming firewall and %s:\n%s", rc, ip, text)
+	}
+	out, rc := n.cli("check", "--repair")
+	t.Logf("cniforge check --repair:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "ctr-a      eth0    repaired") || !strings.Contains(out, "firewall: ") {
+		t.Errorf("check --repair: exit %d:\n%s", rc, out)
+	}
+	if got := trusted(); got != ip {
+		t.Errorf("trusted zone's sources after check --repair: %q, want %q", got, ip)
+	}
+	if err := dialHost(); err != nil {
+		t.Errorf("container to host after check --repair: %v", err)
 	}
 	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
 		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)

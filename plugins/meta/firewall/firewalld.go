@@ -102,9 +102,12 @@ func (f *firewalld) checkSources(zone string, ips []net.IP) error {
 	var errs []error
 	for _, ip := range ips {
 		have, err := f.zoneOf(ip.String())
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-		} else if have != zone {
+		case have == "": // a firewall-cmd --reload drops runtime sources
+			errs = append(errs, fmt.Errorf("firewalld: source %s is in no zone, want zone %q", ip, zone))
+		case have != zone:
 			errs = append(errs, fmt.Errorf("firewalld: source %s is in zone %q, not %q", ip, have, zone))
 		}
 	}

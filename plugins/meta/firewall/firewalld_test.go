@@ -2,13 +2,7 @@ package firewall_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
@@ -19,58 +13,11 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/firewall"
 )
 
-// startFirewalld runs a real firewalld in hostNS (a throwaway netns) and a
-// private mount namespace with a tmpfs on /run, talking to a dbus-daemon of
-// its own whose socket is in a temporary directory; both are stopped by
-// their PIDs when the spec ends. It returns the bus address.
-func startFirewalld(hostNS *ns.NetNS) string {
-	GinkgoHelper()
-	for _, bin := range []string{"firewalld", "dbus-daemon", "firewall-cmd", "unshare"} {
-		_, err := exec.LookPath(bin)
-		Expect(err).NotTo(HaveOccurred(), "%s is needed (.ci/run installs firewalld and dbus)", bin)
-	}
-	dir := GinkgoT().TempDir()
-	bus := "unix:path=" + filepath.Join(dir, "bus")
-	script := fmt.Sprintf(`set -e
-mount -t tmpfs tmpfs /run
-dbus-daemon --config-file=/usr/share/dbus-1/system.conf --address=%[1]s --nofork --nopidfile &
-echo $! > %[2]s/pids
-for i in $(seq 200); do [ -S %[2]s/bus ] && break; sleep 0.05; done
-DBUS_SYSTEM_BUS_ADDRESS=%[1]s firewalld --nofork --nopid &
-echo $! >> %[2]s/pids
-wait
-`, bus, dir)
-	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
-	cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
-	Expect(hostNS.Do(cmd.Start)).To(Succeed()) // the child inherits hostNS
-	DeferCleanup(func() {
-		data, _ := os.ReadFile(filepath.Join(dir, "pids")) // absent: nothing started
-		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGTERM) // best effort: may have exited
-			}
-		}
-		_ = cmd.Wait() // the shell ends with its children
-	})
-	Eventually(func() error {
-		c := exec.Command("firewall-cmd", "--state")
-		c.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, out)
-		}
-		return nil
-	}).WithTimeout(60 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return bus
-}
-
 func zoneSources(bus, zone string) string {
 	GinkgoHelper()
-	c := exec.Command("firewall-cmd", "--zone="+zone, "--list-sources")
-	c.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
-	out, err := c.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
-	return strings.TrimSpace(string(out))
+	out, err := testutil.FirewallCmd(bus, "--zone="+zone, "--list-sources")
+	Expect(err).NotTo(HaveOccurred())
+	return out
 }
 
 var _ = Describe("firewall on firewalld", Label("firewalld"), func() {
@@ -79,7 +26,7 @@ var _ = Describe("firewall on firewalld", Label("firewalld"), func() {
 
 	BeforeEach(func() {
 		hostNS, contNS = testutil.NewNS(), testutil.NewNS()
-		bus = startFirewalld(hostNS)
+		bus = testutil.StartFirewalld(hostNS)
 	})
 
 	DescribeTable("adds the container's address as a source of the zone, checks it and removes it",
@@ -107,7 +54,7 @@ var _ = Describe("firewall on firewalld", Label("firewalld"), func() {
 			c.Netns = contNS.Path()
 			out := run("CHECK")
 			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Msg+out.Err.Details).To(ContainSubstring("10.77.0.2"), "%+v", out.Err)
+			Expect(out.Err.Msg+out.Err.Details).To(ContainSubstring("source 10.77.0.2 is in no zone, want zone %q", zone), "%+v", out.Err)
 		},
 		Entry("backend absent or empty picks firewalld when it answers", "", "trusted"),
 		Entry("backend firewalld, another zone", "firewalld", "public"),
