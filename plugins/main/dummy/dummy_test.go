@@ -1,6 +1,7 @@
 package dummy_test
 
 import (
+	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
@@ -48,6 +49,26 @@ var _ = Describe("dummy", Label(kernelfeature.Label), func() {
 	}, testutil.VersionEntries())
 
 	e.Specs()
+
+	It("DEL removes the link with a config edited to drop ipam, and the reservation with the config of its ADD", func() {
+		// The only key dummy validates is ipam: a config edited between ADD
+		// and DEL without it must not keep the link (issue 22).
+		stdin := e.Conf("1.1.0")
+		e.Add("1.1.0", "c1", e.ContNS, stdin)
+		reserved := testutil.Reservations(e.DataDir)
+		Expect(reserved).NotTo(BeEmpty())
+		edited := e.Conf("1.1.0", map[string]any{"ipam": nil})
+		out := e.Run(e.Call("ADD", "c2", e.ContNS, edited))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		e.MustRun(e.Call("DEL", "c1", e.ContNS, edited))
+		_, err := testutil.Handle(e.ContNS).LinkByName("eth0")
+		Expect(err).To(MatchError(ContainSubstring("not found")), "the dummy is gone")
+		Expect(testutil.Reservations(e.DataDir)).To(Equal(reserved), "no ipam named: nothing released")
+		e.MustRun(e.Call("DEL", "c1", e.ContNS, edited))
+		e.MustRun(e.Call("DEL", "c1", e.ContNS, stdin))
+		Expect(testutil.Reservations(e.DataDir)).To(BeEmpty())
+	})
 
 	It("CHECK notices a missing address", func() {
 		stdin := e.Conf("1.1.0")

@@ -13,7 +13,8 @@
 //	configure  arp_notify/ndisc_notify, addresses and routes
 //
 // DEL deletes CNI_IFNAME in the container when it is a dummy of this
-// attachment (or untagged), then releases IPAM. CHECK compares type, MAC,
+// attachment (or untagged), then releases IPAM; with a config that no
+// longer has ipam, it deletes the link and releases nothing. CHECK compares type, MAC,
 // addresses and routes with prevResult. GC and STATUS are IPAM's.
 package dummy
 
@@ -38,6 +39,11 @@ var frame = attach.Plugin[*netConf]{
 	Summary: "a dummy link in the container with the IPAM addresses",
 	Parse:   parse,
 	Add:     add,
+	// DEL finds the link by CNI_IFNAME and its alias: a config edited since
+	// ADD to drop ipam (the one thing dummy validates) still removes the
+	// link; the address then stays reserved until a DEL or GC that names
+	// the IPAM plugin (the runtime's cached config does).
+	Lenient: attach.DecodeOnly[netConf],
 	Del:     del,
 	Check:   check,
 	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
