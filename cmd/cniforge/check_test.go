@@ -187,12 +187,15 @@ func (n *node) dialHostPort(port int) error {
 }
 
 // serve answers "hello" on port 80 inside ctr until the test ends.
-func serve(t *testing.T, ctr *ns.NetNS) {
+func serve(t *testing.T, ctr *ns.NetNS) { t.Helper(); serveAt(t, ctr, ":80") }
+
+// serveAt answers "hello" on addr inside n until the test ends.
+func serveAt(t *testing.T, n *ns.NetNS, addr string) {
 	t.Helper()
 	var l net.Listener
-	must(t, ctr.Do(func() error {
+	must(t, n.Do(func() error {
 		var err error
-		l, err = net.Listen("tcp", ":80")
+		l, err = net.Listen("tcp", addr)
 		return err
 	}))
 	t.Cleanup(func() { _ = l.Close() })
@@ -397,23 +400,7 @@ func checkRepairFirewalldReload(t *testing.T, backend string) {
 
 	// A service on the host's bridge address, outside every zone's
 	// services: only the trusted zone lets the container reach it.
-	var l net.Listener
-	must(t, n.hostNS.Do(func() error {
-		var err error
-		l, err = net.Listen("tcp", "10.123.0.1:18090")
-		return err
-	}))
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello"))
-			_ = c.Close()
-		}
-	}()
+	serveAt(t, n.hostNS, "10.123.0.1:18090")
 	dialHost := func() error {
 		return a.Do(func() error {
 			c, err := net.DialTimeout("tcp", "10.123.0.1:18090", 3*time.Second)
