@@ -193,6 +193,9 @@ func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[family][]net.IP
 	}
 	appendOwn := "-A " + fwdChain + " "
 	for _, f := range fams {
+		if m.appendNFT(r, f, ips[f]) {
+			continue
+		}
 		t, err := m.save(f)
 		if err != nil {
 			return false

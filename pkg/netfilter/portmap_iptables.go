@@ -89,7 +89,8 @@ func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f family) error {
 		// the read and the write, outside our locks) is retried below
 		// with the full read; all or nothing per table, so a repeat is
 		// safe.
-		if p.apply(f, r.setupTables(nat, raw)) == nil {
+		tables := r.setupTables(nat, raw)
+		if p.setupNFT(f, r.chain, tables) || p.apply(f, tables) == nil {
 			return nil
 		}
 	}

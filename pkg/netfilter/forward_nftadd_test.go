@@ -1,0 +1,120 @@
+package netfilter
+
+import (
+	"net"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+)
+
+// On iptables-nft, a firewall Setup that finds the shared chains and jumps
+// in place appends its rules over netlink (appendNFT). Whatever reads them
+// (iptables-save, iptables -C and -D, nft) must not be able to tell them
+// from iptables-restore's.
+var _ = Describe("iptables-nft forward rules appended over netlink", func() {
+	seed := Owner{Network: "fw", ContainerID: "ctr-seed", IfName: "eth0"}
+	o := Owner{Network: "fw", ContainerID: "ctr-a", IfName: "eth0"}
+	fw := func(m *iptablesMasq) *iptablesForward { return &iptablesForward{ipt: m} }
+	rules := func(owner Owner, addrs ...string) ForwardRules {
+		r := ForwardRules{Owner: owner, Policy: IngressOpen}
+		for _, a := range addrs {
+			r.Addrs = append(r.Addrs, net.ParseIP(a))
+		}
+		return r
+	}
+
+	// seeded returns a namespace whose filter tables hold another
+	// attachment's rules, made by iptables-restore.
+	seeded := func() *ns.NetNS {
+		GinkgoHelper()
+		n := testutil.NewNS()
+		Expect(in(n, func() error {
+			return fw(&iptablesMasq{variant: "nft", noNFT: true}).Setup(rules(seed, "10.9.0.5", "fd00:9::5"))
+		})).To(Succeed())
+		return n
+	}
+
+	// listings is everything iptables and nft print of n's filter tables,
+	// rule expressions included.
+	listings := func(n *ns.NetNS) string {
+		GinkgoHelper()
+		var b strings.Builder
+		for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
+			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool, "-t", "filter"), "\n") {
+				if !strings.HasPrefix(l, "#") {
+					b.WriteString(l + "\n")
+				}
+			}
+		}
+		b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
+		return b.String()
+	}
+
+	DescribeTable("writes exactly what iptables-restore writes, with no process",
+		func(addrs ...string) {
+			r := rules(o, addrs...)
+			viaRestore, viaNetlink := seeded(), seeded()
+			Expect(in(viaRestore, func() error { return fw(&iptablesMasq{variant: "nft", noNFT: true}).Setup(r) })).To(Succeed())
+			var calls []string
+			Expect(in(viaNetlink, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+			Expect(calls).To(BeEmpty(), "no iptables process")
+			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
+			Expect(listings(viaNetlink)).To(ContainSubstring(`id: \"ctr-a\"`))
+
+			// iptables finds every rule by its spec, as upstream's DEL
+			// and iptables -D do.
+			for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
+				for _, l := range strings.Split(testutil.NetfilterOutput(viaNetlink, tool+"-save", "-t", "filter"), "\n") {
+					if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, `id: \"ctr-a\"`) {
+						continue
+					}
+					spec := append([]string{tool, "-t", "filter", "-C"}, shellFields(strings.TrimPrefix(l, "-A "))...)
+					testutil.NetfilterOutput(viaNetlink, spec...)
+				}
+			}
+			Expect(in(viaNetlink, func() error { return fw(&iptablesMasq{variant: "nft"}).Check(r) })).To(Succeed())
+			for _, n := range []*ns.NetNS{viaNetlink, viaRestore} {
+				Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Teardown(o, r.Addrs) })).To(Succeed())
+			}
+			Expect(listings(viaNetlink)).NotTo(ContainSubstring(`id: \"ctr-a\"`))
+			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
+		},
+		Entry("one IPv4 address", "10.1.0.5"),
+		Entry("one IPv6 address", "fd00:1::5"),
+		Entry("dual stack, two of each", "10.1.0.5", "10.1.0.7", "fd00:1::5", "fd00:1::7"),
+	)
+
+	It("leaves a first Setup, which makes the shared chains, to iptables-restore", func() {
+		var calls []string
+		n := testutil.NewNS()
+		Expect(in(n, func() error {
+			return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(rules(o, "10.1.0.5"))
+		})).To(Succeed())
+		Expect(calls).To(ContainElement("iptables-nft-restore"))
+	})
+
+	It("leaves a repeated Setup, whose rules exist, to iptables-save and finds nothing to add", func() {
+		n := seeded()
+		r := rules(o, "10.1.0.5")
+		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Setup(r) })).To(Succeed())
+		before := listings(n)
+		var calls []string
+		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
+		Expect(listings(n)).To(Equal(before), "no rule twice")
+	})
+
+	It("leaves the isolation policies to iptables-restore", func() {
+		n := seeded()
+		r := rules(o, "10.1.0.5")
+		r.Policy, r.Bridge = IngressIsolated, "cni0"
+		var calls []string
+		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(calls).To(ContainElement("iptables-nft-restore"))
+		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Check(r) })).To(Succeed())
+	})
+})
