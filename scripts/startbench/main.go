@@ -3,7 +3,7 @@
 // DIR/cniforge made by `cniforge install --dir DIR`) starts at most as
 // slowly as the same plugin built alone (bin/<plugin>, by ./build_linux.sh).
 //
-//	go run ./scripts/startbench [-n 200] [-trace 20] [-mode version,add] [-sep bin] [-c DIR]... [-p REGEXP] [-v] DIR
+//	go run ./scripts/startbench [-n 200] [-trace 20] [-mode version,add] [-sep bin] [-c DIR]... [-p REGEXP] [-v] [-copy=false] DIR
 //
 // For each plugin the multicall in DIR holds (`DIR/cniforge version`), it
 // execs DIR/<plugin> and SEP/<plugin> (and each -c DIR/<plugin> there is,
@@ -31,6 +31,13 @@
 // allocations per exec, the packages initialised, and (-v: all of them)
 // the packages whose init the multicall runs and the separate binary does
 // not, heaviest first: that is the part of the start that differs.
+//
+// It measures copies (-copy=false: the files in place), each folder's
+// binaries written the same way into a temporary folder: the multicall by
+// its own `cniforge install`, the others by a plain copy. How a file came
+// to be matters: on our test VM bin/loopback as the Go linker wrote it
+// started about a fifth slower, in CPU time, than a copy of the same bytes,
+// which in place would favour the multicall (a copy) over bin/.
 //
 // It needs no root and touches no namespace. Run it after ./build_linux.sh
 // and `bin/cniforge install --dir DIR`.
@@ -64,6 +71,7 @@ type options struct {
 	compare  []string
 	only     *regexp.Regexp
 	verbose  bool
+	copy     bool
 }
 
 func main() {
@@ -78,6 +86,7 @@ func main() {
 	})
 	only := flag.String("p", "", "only the plugins whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "list every package only the multicall initialises, per plugin")
+	flag.BoolVar(&o.copy, "copy", true, "measure copies of the binaries, each written the same way (false: the files in place)")
 	flag.Parse()
 	o.modes = strings.Split(*modes, ",")
 	var err error
@@ -92,7 +101,7 @@ func main() {
 		}
 	}
 	if flag.NArg() != 1 || o.n < 1 || o.trace < 0 {
-		fmt.Fprintln(os.Stderr, "usage: startbench [-n N] [-trace N] [-mode version,add] [-sep DIR] [-c DIR]... [-p REGEXP] [-v] DIR")
+		fmt.Fprintln(os.Stderr, "usage: startbench [-n N] [-trace N] [-mode version,add] [-sep DIR] [-c DIR]... [-p REGEXP] [-v] [-copy=false] DIR")
 		os.Exit(2)
 	}
 	if err := run(os.Stdout, flag.Arg(0), o); err != nil {
@@ -188,6 +197,17 @@ func run(w io.Writer, multi string, o options) error {
 	for _, f := range folders {
 		fmt.Fprintf(w, "  %-5s = %s\n", f.label, f.dir)
 	}
+	if o.copy {
+		tmp, err := os.MkdirTemp("", "cniforge-startbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if folders, err = copyFolders(tmp, folders, plugins); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  measured as copies in %s (multi by its own cniforge install --dir, the others by a plain copy)\n", tmp)
+	}
 	faults := map[string][]float64{} // plugin/folder → minor faults, over every mode
 	for _, m := range o.modes {
 		c := calls[m]
@@ -213,6 +233,75 @@ func run(w io.Writer, multi string, o options) error {
 		printTraces(w, folders, plugins, traces, faults, o.verbose)
 	}
 	return nil
+}
+
+// copyFolders copies what is measured into tmp, one folder per label,
+// every binary written the same way (by write(2)-style copies, synced) as
+// `cniforge install` and a tarball's unpacking write them. The files in
+// place may differ in more than their bytes: on this machine bin/loopback
+// as the Go linker left it started 0.6-0.7 ms (about a fifth) slower, in
+// CPU time, than a plain copy of it, which would favour whichever folder
+// holds copies.
+func copyFolders(tmp string, folders []folder, plugins []string) ([]folder, error) {
+	var out []folder
+	for _, f := range folders {
+		dst := filepath.Join(tmp, f.label)
+		if f.label == "multi" {
+			// The multicall exactly as a node gets it: the binary and its links.
+			if b, err := exec.Command(filepath.Join(f.dir, "cniforge"), "install", "--dir", dst).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("%s install --dir %s: %w\n%s", filepath.Join(f.dir, "cniforge"), dst, err, b)
+			}
+			if err := syncFile(filepath.Join(dst, "cniforge")); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				return nil, err
+			}
+			for _, p := range plugins {
+				err := copyFile(filepath.Join(f.dir, p), filepath.Join(dst, p))
+				if errors.Is(err, os.ErrNotExist) && f.label != "sep" {
+					continue // a folder to compare with that lacks this plugin
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+		out = append(out, folder{f.label, dst})
+	}
+	return out, nil
+}
+
+// copyFile copies src (a link followed) to a new executable dst, synced.
+func copyFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := io.Copy(out, in); err != nil {
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return out.Sync()
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // multicallPlugins is the plugin list `cniforge version` prints.

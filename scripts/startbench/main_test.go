@@ -57,7 +57,7 @@ func install(t *testing.T) string {
 func TestRunSmoke(t *testing.T) {
 	multi := install(t)
 	var out bytes.Buffer
-	o := options{n: 1, trace: 1, modes: []string{"version", "add"}, sep: testutil.BinDir(), only: regexp.MustCompile(`^(bridge|loopback)$`)}
+	o := options{n: 1, trace: 1, modes: []string{"version", "add"}, sep: testutil.BinDir(), only: regexp.MustCompile(`^(bridge|loopback)$`), copy: true}
 	if err := run(&out, multi, o); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -67,6 +67,40 @@ func TestRunSmoke(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "only in multi") {
 		t.Errorf("no inittrace table:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "measured as copies in ") {
+		t.Errorf("no word of the copies measured:\n%s", out.String())
+	}
+}
+
+// TestCopyFolders: the multicall copied as cniforge install makes it, the
+// separate binary byte for byte; a folder to compare with may lack one.
+func TestCopyFolders(t *testing.T) {
+	multi := install(t)
+	other := t.TempDir()
+	tmp := t.TempDir()
+	got, err := copyFolders(tmp, []folder{{"multi", multi}, {"sep", testutil.BinDir()}, {"c1", other}}, []string{"loopback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []folder{{"multi", filepath.Join(tmp, "multi")}, {"sep", filepath.Join(tmp, "sep")}, {"c1", filepath.Join(tmp, "c1")}}; !slices.Equal(got, want) {
+		t.Errorf("folders %v, want %v", got, want)
+	}
+	if l, err := os.Readlink(filepath.Join(tmp, "multi", "loopback")); err != nil || l != "cniforge" {
+		t.Errorf("multi/loopback: link to %q, %v; want cniforge", l, err)
+	}
+	for _, f := range [][2]string{
+		{filepath.Join(multi, "cniforge"), filepath.Join(tmp, "multi", "cniforge")},
+		{filepath.Join(testutil.BinDir(), "loopback"), filepath.Join(tmp, "sep", "loopback")},
+	} {
+		a, errA := os.ReadFile(f[0])
+		b, errB := os.ReadFile(f[1])
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s is not a copy of %s (%v, %v)", f[1], f[0], errA, errB)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "c1", "loopback")); !os.IsNotExist(err) {
+		t.Errorf("c1/loopback: %v, want none (c1 has none)", err)
 	}
 }
 
