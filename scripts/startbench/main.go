@@ -3,7 +3,7 @@
 // DIR/cniforge made by `cniforge install --dir DIR`) starts at most as
 // slowly as the same plugin built alone (bin/<plugin>, by ./build_linux.sh).
 //
-//	go run ./scripts/startbench [-n 200] [-trace 20] [-mode version,add] [-sep bin] [-c DIR]... [-p REGEXP] [-v] [-copy=false] DIR
+//	go run ./scripts/startbench [-n 200] [-trace 20] [-mode version,add] [-sep bin] [-c DIR]... [-p REGEXP] [-v] [-copy=false] [-evict=false] DIR
 //
 // For each plugin the multicall in DIR holds (`DIR/cniforge version`), it
 // execs DIR/<plugin> and SEP/<plugin> (and each -c DIR/<plugin> there is,
@@ -34,10 +34,12 @@
 //
 // It measures copies (-copy=false: the files in place), each folder's
 // binaries written the same way into a temporary folder: the multicall by
-// its own `cniforge install`, the others by a plain copy. How a file came
-// to be matters: on our test VM bin/loopback as the Go linker wrote it
-// started about a fifth slower, in CPU time, than a copy of the same bytes,
-// which in place would favour the multicall (a copy) over bin/.
+// its own `cniforge install`, the others by a plain copy; then dropped from
+// the page cache (-evict=false: not), so that each is read in by its first
+// exec, untimed, as a node's binaries are after a reboot. How a binary's
+// pages came into the page cache matters: on our test VM a fresh copy of
+// bin/loopback started about a fifth cheaper in CPU time than bin/loopback
+// as the Go linker wrote it, or than the copy dropped and read in again.
 //
 // It needs no root and touches no namespace. Run it after ./build_linux.sh
 // and `bin/cniforge install --dir DIR`.
@@ -61,6 +63,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/cniforge/plugins/scripts/internal/benchnode"
 )
 
@@ -72,6 +76,7 @@ type options struct {
 	only     *regexp.Regexp
 	verbose  bool
 	copy     bool
+	evict    bool
 }
 
 func main() {
@@ -87,6 +92,7 @@ func main() {
 	only := flag.String("p", "", "only the plugins whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "list every package only the multicall initialises, per plugin")
 	flag.BoolVar(&o.copy, "copy", true, "measure copies of the binaries, each written the same way (false: the files in place)")
+	flag.BoolVar(&o.evict, "evict", true, "drop the copies from the page cache, so each is read in by its first exec as after a reboot (false: keep the pages the copy wrote)")
 	flag.Parse()
 	o.modes = strings.Split(*modes, ",")
 	var err error
@@ -101,7 +107,7 @@ func main() {
 		}
 	}
 	if flag.NArg() != 1 || o.n < 1 || o.trace < 0 {
-		fmt.Fprintln(os.Stderr, "usage: startbench [-n N] [-trace N] [-mode version,add] [-sep DIR] [-c DIR]... [-p REGEXP] [-v] [-copy=false] DIR")
+		fmt.Fprintln(os.Stderr, "usage: startbench [-n N] [-trace N] [-mode version,add] [-sep DIR] [-c DIR]... [-p REGEXP] [-v] [-copy=false] [-evict=false] DIR")
 		os.Exit(2)
 	}
 	if err := run(os.Stdout, flag.Arg(0), o); err != nil {
@@ -203,10 +209,14 @@ func run(w io.Writer, multi string, o options) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		if folders, err = copyFolders(tmp, folders, plugins); err != nil {
+		if folders, err = copyFolders(tmp, folders, plugins, o.evict); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "  measured as copies in %s (multi by its own cniforge install --dir, the others by a plain copy)\n", tmp)
+		how := "each read in by its first exec"
+		if !o.evict {
+			how = "in the page cache as the copy wrote them"
+		}
+		fmt.Fprintf(w, "  measured as copies in %s (multi by its own cniforge install --dir, the others by a plain copy), %s\n", tmp, how)
 	}
 	faults := map[string][]float64{} // plugin/folder → minor faults, over every mode
 	for _, m := range o.modes {
@@ -236,13 +246,16 @@ func run(w io.Writer, multi string, o options) error {
 }
 
 // copyFolders copies what is measured into tmp, one folder per label,
-// every binary written the same way (by write(2)-style copies, synced) as
-// `cniforge install` and a tarball's unpacking write them. The files in
-// place may differ in more than their bytes: on this machine bin/loopback
-// as the Go linker left it started 0.6-0.7 ms (about a fifth) slower, in
-// CPU time, than a plain copy of it, which would favour whichever folder
-// holds copies.
-func copyFolders(tmp string, folders []folder, plugins []string) ([]folder, error) {
+// every binary written the same way, as `cniforge install` and a tarball's
+// unpacking write them, and synced; with evict, dropped from the page
+// cache then, so that each is read in by its first (untimed) exec, as a
+// node's binaries are after a reboot. How a binary's pages came into the
+// page cache changes its start: on our test VM a fresh copy of
+// bin/loopback started about a fifth cheaper in CPU time than bin/loopback
+// as the Go linker left it, or than the same copy dropped and read in
+// again by exec; files in place that came about differently would favour
+// one folder.
+func copyFolders(tmp string, folders []folder, plugins []string, evict bool) ([]folder, error) {
 	var out []folder
 	for _, f := range folders {
 		dst := filepath.Join(tmp, f.label)
@@ -251,7 +264,7 @@ func copyFolders(tmp string, folders []folder, plugins []string) ([]folder, erro
 			if b, err := exec.Command(filepath.Join(f.dir, "cniforge"), "install", "--dir", dst).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("%s install --dir %s: %w\n%s", filepath.Join(f.dir, "cniforge"), dst, err, b)
 			}
-			if err := syncFile(filepath.Join(dst, "cniforge")); err != nil {
+			if err := settle(filepath.Join(dst, "cniforge"), evict); err != nil {
 				return nil, err
 			}
 		} else {
@@ -266,6 +279,9 @@ func copyFolders(tmp string, folders []folder, plugins []string) ([]folder, erro
 				if err != nil {
 					return nil, err
 				}
+				if err := settle(filepath.Join(dst, p), evict); err != nil {
+					return nil, err
+				}
 			}
 		}
 		out = append(out, folder{f.label, dst})
@@ -273,7 +289,7 @@ func copyFolders(tmp string, folders []folder, plugins []string) ([]folder, erro
 	return out, nil
 }
 
-// copyFile copies src (a link followed) to a new executable dst, synced.
+// copyFile copies src (a link followed) to a new executable dst.
 func copyFile(src, dst string) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
@@ -292,16 +308,26 @@ func copyFile(src, dst string) (err error) {
 	if _, err := io.Copy(out, in); err != nil {
 		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
-	return out.Sync()
+	return nil
 }
 
-func syncFile(path string) error {
+// settle writes path's pages to disk and, with evict, drops them from the
+// page cache (only clean pages can be dropped, hence the sync first).
+func settle(path string, evict bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if evict {
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("drop %s from the page cache: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // multicallPlugins is the plugin list `cniforge version` prints.

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/testutil"
 )
@@ -74,34 +77,82 @@ func TestRunSmoke(t *testing.T) {
 }
 
 // TestCopyFolders: the multicall copied as cniforge install makes it, the
-// separate binary byte for byte; a folder to compare with may lack one.
+// separate binary byte for byte; a folder to compare with may lack one;
+// with evict, the copies are out of the page cache.
 func TestCopyFolders(t *testing.T) {
 	multi := install(t)
 	other := t.TempDir()
-	tmp := t.TempDir()
-	got, err := copyFolders(tmp, []folder{{"multi", multi}, {"sep", testutil.BinDir()}, {"c1", other}}, []string{"loopback"})
+	for _, evict := range []bool{false, true} {
+		tmp := t.TempDir()
+		got, err := copyFolders(tmp, []folder{{"multi", multi}, {"sep", testutil.BinDir()}, {"c1", other}}, []string{"loopback"}, evict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []folder{{"multi", filepath.Join(tmp, "multi")}, {"sep", filepath.Join(tmp, "sep")}, {"c1", filepath.Join(tmp, "c1")}}; !slices.Equal(got, want) {
+			t.Errorf("folders %v, want %v", got, want)
+		}
+		if l, err := os.Readlink(filepath.Join(tmp, "multi", "loopback")); err != nil || l != "cniforge" {
+			t.Errorf("multi/loopback: link to %q, %v; want cniforge", l, err)
+		}
+		pairs := [][2]string{
+			{filepath.Join(multi, "cniforge"), filepath.Join(tmp, "multi", "cniforge")},
+			{filepath.Join(testutil.BinDir(), "loopback"), filepath.Join(tmp, "sep", "loopback")},
+		}
+		// Before reading them: tmpfs keeps its pages whatever one asks.
+		var fs unix.Statfs_t
+		if err := unix.Statfs(tmp, &fs); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range pairs {
+			n := resident(t, f[1])
+			switch {
+			case fs.Type == unix.TMPFS_MAGIC:
+				t.Logf("%s: on tmpfs, %d pages resident whatever evict says", f[1], n)
+			case evict && n != 0:
+				t.Errorf("evict: %s has %d pages in the page cache, want none", f[1], n)
+			case !evict && n == 0:
+				t.Errorf("no evict: %s has no page in the page cache, want those the copy wrote", f[1])
+			}
+		}
+		for _, f := range pairs {
+			a, errA := os.ReadFile(f[0])
+			b, errB := os.ReadFile(f[1])
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Errorf("%s is not a copy of %s (%v, %v)", f[1], f[0], errA, errB)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(tmp, "c1", "loopback")); !os.IsNotExist(err) {
+			t.Errorf("c1/loopback: %v, want none (c1 has none)", err)
+		}
+	}
+}
+
+// resident is how many of path's pages are in the page cache (mincore).
+func resident(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []folder{{"multi", filepath.Join(tmp, "multi")}, {"sep", filepath.Join(tmp, "sep")}, {"c1", filepath.Join(tmp, "c1")}}; !slices.Equal(got, want) {
-		t.Errorf("folders %v, want %v", got, want)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if l, err := os.Readlink(filepath.Join(tmp, "multi", "loopback")); err != nil || l != "cniforge" {
-		t.Errorf("multi/loopback: link to %q, %v; want cniforge", l, err)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range [][2]string{
-		{filepath.Join(multi, "cniforge"), filepath.Join(tmp, "multi", "cniforge")},
-		{filepath.Join(testutil.BinDir(), "loopback"), filepath.Join(tmp, "sep", "loopback")},
-	} {
-		a, errA := os.ReadFile(f[0])
-		b, errB := os.ReadFile(f[1])
-		if errA != nil || errB != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s is not a copy of %s (%v, %v)", f[1], f[0], errA, errB)
-		}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore %s: %v", path, errno)
 	}
-	if _, err := os.Stat(filepath.Join(tmp, "c1", "loopback")); !os.IsNotExist(err) {
-		t.Errorf("c1/loopback: %v, want none (c1 has none)", err)
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
 	}
+	return n
 }
 
 // TestRunRefusesWrongAnswer: a binary that answers neither call as a
