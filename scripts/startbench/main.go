@@ -28,9 +28,12 @@
 // Then, unless -trace 0, each binary runs VERSION -trace times more with
 // GODEBUG=inittrace=1 (untimed: the trace's own printing slows it), and
 // it prints per plugin the median sum of the package inits' clock time and
-// allocations per exec, the packages initialised, and (-v: all of them)
-// the packages whose init the multicall runs and the separate binary does
-// not, heaviest first: that is the part of the start that differs.
+// allocations per exec, the packages initialised, the minor page faults of
+// the timed execs, and (-v: all of them) the packages whose init the
+// multicall runs and the separate binary does not, heaviest first. That is
+// one part of what differs; the other is the bigger binary itself (more
+// pages to fault in, a runtime start that grows with the binary), which
+// the faults column hints at.
 //
 // It measures copies (-copy=false: the files in place), each folder's
 // binaries written the same way into a temporary folder: the multicall by
