@@ -44,8 +44,7 @@ import (
 )
 
 func main() {
-	plugins := all.Plugins()
-	plugin.Register(plugins...)
+	plugin.SetLookup(all.Lookup) // in-process IPAM finds host-local here too
 
 	name := filepath.Base(os.Args[0])
 	if p, ok := plugin.Lookup(name); ok {
@@ -58,6 +57,7 @@ func main() {
 			return
 		}
 	}
+	plugins := all.Plugins()
 	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" {
 		os.Exit(noSuchPlugin(name, cmd, plugins, os.Stdout))
 	}

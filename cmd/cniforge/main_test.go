@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/all"
 )
@@ -150,5 +152,58 @@ func TestUnknownNameAnswersARuntimeWithACodedError(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &e); err != nil || e.Code != 7 || !strings.Contains(e.Msg, `type "`+c.name+`"`) {
 			t.Errorf("%s with CNI_COMMAND=ADD printed %q (%v), want CNI error JSON, code 7, naming the type", c.name, stdout.String(), err)
 		}
+	}
+}
+
+// A plugin of the multicall binary that delegates to an IPAM plugin which
+// is the same binary runs it in its own process: bridge's host-local on a
+// CNI_PATH mounted noexec still gives an address, which an exec of it
+// could not (EACCES). The noexec mount is a bind of the install folder in
+// a mount namespace of the call's own, so the file is the same one.
+func TestMulticallRunsItsIPAMInProcess(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Fatal("unshare is needed (util-linux)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(multicall(t), "install", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("install: %v: %s", err, out)
+	}
+	noexec := t.TempDir()
+	hostNS, _ := newNS(t)
+	contNS, _ := newNS(t)
+	data := t.TempDir()
+	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inproc","type":"bridge","bridge":"cni-inproc",
+		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.77.7.0/24"}]]}}`, data)
+	call := func(cniPath string, contNS *ns.NetNS) (string, error) {
+		cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+			`mount --bind "$1" "$2" && mount -o remount,bind,noexec "$2" && CNI_PATH="$3" exec "$1/bridge"`,
+			"sh", dir, noexec, cniPath)
+		cmd.Env = append(os.Environ(), "CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS="+contNS.Path(), "CNI_IFNAME=eth0")
+		cmd.Stdin = strings.NewReader(conf)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := hostNS.Do(cmd.Run) // the child starts in the stand-in host
+		return out.String(), err
+	}
+	out, err := call(noexec, contNS)
+	if err != nil || !strings.Contains(out, `"10.77.7.2/24"`) {
+		t.Fatalf("bridge ADD with host-local on a noexec CNI_PATH: %v: %s", err, out)
+	}
+	// The check can fail: an IPAM plugin that is another binary on that
+	// path is exec'd, and the mount refuses it.
+	if err := os.Remove(filepath.Join(dir, "host-local")); err != nil {
+		t.Fatal(err)
+	}
+	// A file in the folder (a link would leave it, to an exec mount).
+	trueBin, err := os.ReadFile("/usr/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "host-local"), trueBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := newNS(t)
+	if out, err := call(noexec, other); err == nil || !strings.Contains(out, "permission denied") {
+		t.Errorf("a foreign host-local on a noexec CNI_PATH: %v: %s; want an exec refused", err, out)
 	}
 }

@@ -25,6 +25,51 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/vrf"
 )
 
+// Lookup returns the descriptor of the plugin with that name, and only
+// that one: a plugin exec of the multicall binary asks for one plugin, so
+// it builds no list of all of them and no table to find it in.
+func Lookup(name string) (plugin.Plugin, bool) {
+	switch name {
+	case "bandwidth":
+		return bandwidth.Plugin, true
+	case "bridge":
+		return bridge.Plugin, true
+	case "dhcp":
+		return dhcp.Plugin, true
+	case "dummy":
+		return dummy.Plugin, true
+	case "firewall":
+		return firewall.Plugin, true
+	case "host-device":
+		return hostdevice.Plugin, true
+	case "host-local":
+		return hostlocal.Plugin, true
+	case "ipvlan":
+		return ipvlan.Plugin, true
+	case "loopback":
+		return loopback.Plugin, true
+	case "macvlan":
+		return macvlan.Plugin, true
+	case "portmap":
+		return portmap.Plugin, true
+	case "ptp":
+		return ptp.Plugin, true
+	case "sbr":
+		return sbr.Plugin, true
+	case "static":
+		return static.Plugin, true
+	case "tap":
+		return tap.Plugin, true
+	case "tuning":
+		return tuning.Plugin, true
+	case "vlan":
+		return vlan.Plugin, true
+	case "vrf":
+		return vrf.Plugin, true
+	}
+	return plugin.Plugin{}, false
+}
+
 // Plugins returns the descriptors, sorted by name. It is a function, not a
 // package variable, so nothing is built before the multicall needs it.
 func Plugins() []plugin.Plugin {

@@ -107,3 +107,16 @@ func costlyInits(fset *token.FileSet, f *ast.File) []string {
 	}
 	return out
 }
+
+// Lookup finds every plugin Plugins lists, by its name, and nothing else.
+func TestLookupFindsEveryPlugin(t *testing.T) {
+	for _, p := range Plugins() {
+		got, ok := Lookup(p.Name)
+		if !ok || got.Name != p.Name {
+			t.Errorf("Lookup(%q) = %q, %v", p.Name, got.Name, ok)
+		}
+	}
+	if _, ok := Lookup("cniforge"); ok {
+		t.Error(`Lookup("cniforge") found a plugin`)
+	}
+}
