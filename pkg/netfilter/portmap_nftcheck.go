@@ -71,7 +71,9 @@ func (p *iptablesPortMap) checkNFT(f family, r pmRules) bool {
 				if !nat.chains[name] {
 					continue
 				}
-				rs, err := c.GetRules(table, &nftables.Chain{Name: name})
+				// Only the rules naming a chain sharedLines looks for a
+				// jump to (POSTROUTING holds a masquerade jump per pod).
+				rs, err := rulesWith(c, table, name, []byte(pmDNATChain), []byte(pmMasqChain))
 				if err != nil {
 					return view{}, err
 				}
@@ -87,7 +89,9 @@ func (p *iptablesPortMap) checkNFT(f family, r pmRules) bool {
 			if err != nil {
 				return view{}, err
 			}
-			dnat, err := c.GetRules(table, &nftables.Chain{Name: pmDNATChain})
+			// Of CNI-HOSTPORT-DNAT (entries of every pod) only ours:
+			// each entry Check wants jumps to r.chain.
+			dnat, err := rulesWith(c, table, pmDNATChain, []byte(r.chain))
 			return view{nat, own, dnat}, err
 		})
 		return err
