@@ -1,6 +1,7 @@
 package netfilter
 
 import (
+	"bytes"
 	"net"
 	"slices"
 
@@ -39,10 +40,28 @@ func (m *iptablesForward) checkNFT(r ForwardRules, f family, ips []net.IP) bool 
 			*ch.Hooknum != *nftables.ChainHookForward || *ch.Priority != *nftables.ChainPriorityFilter {
 			return errNotNFTReady
 		}
+		// Of CNI-FORWARD (two rules per pod) only the first, which must
+		// be the admin jump, and the rules holding one of our
+		// addresses: each address rule Check wants compares with one.
+		var addrs [][]byte
+		for _, ip := range ips {
+			if p := parseCIDR(hostPrefix(ip)); p != nil {
+				addrs = append(addrs, p.IP)
+			}
+		}
+		ours := func(i int, data []byte) bool {
+			return i == 0 || slices.ContainsFunc(addrs, func(a []byte) bool { return bytes.Contains(data, a) })
+		}
 		got, err = consistentOn(c.nl, func() (map[string][]*nftables.Rule, error) {
 			out := map[string][]*nftables.Rule{}
 			for _, name := range chains {
-				rs, err := c.GetRules(table, &nftables.Chain{Name: name})
+				var rs []*nftables.Rule
+				var err error
+				if name == fwdChain {
+					rs, err = rulesWhere(c, table, name, ours)
+				} else {
+					rs, err = c.GetRules(table, &nftables.Chain{Name: name})
+				}
 				if err != nil {
 					return nil, err
 				}

@@ -83,4 +83,19 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 		})).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
+
+	// checkNFT decodes of CNI-FORWARD only the rules holding one of the
+	// attachment's addresses, and the first: the admin jump must be it.
+	It("fails, as iptables-save does, when another attachment's rule is ahead of the admin jump", func() {
+		n := testutil.NewNS()
+		r := ForwardRules{Owner: o, Policy: IngressOpen, Addrs: []net.IP{net.ParseIP("10.1.0.5")}}
+		fw := func(m *iptablesMasq) *iptablesForward { return &iptablesForward{ipt: m} }
+		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Setup(r) })).To(Succeed())
+		testutil.NetfilterOutput(n, "iptables-nft", "-w", "-I", "CNI-FORWARD", "1", "-s", "10.1.0.6/32", "-j", "ACCEPT")
+		want := in(n, func() error { return fw(&iptablesMasq{variant: "nft", noNFT: true}).Check(r) })
+		Expect(want).To(MatchError(ErrMissing))
+		var calls []string
+		err := in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Check(r) })
+		Expect(err).To(MatchError(want.Error()))
+	})
 })

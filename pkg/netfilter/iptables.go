@@ -76,7 +76,7 @@ func (m *iptablesMasq) tool(f family, tool string) string {
 // rules of that family can exist either.
 func (m *iptablesMasq) usable(f family) error {
 	for _, t := range []string{"restore", "save"} {
-		if _, err := lookPath(m.tool(f, t)); err != nil {
+		if _, err := findTool(m.tool(f, t)); err != nil {
 			return fmt.Errorf("%s: %w: %w", m.tool(f, t), ErrUnavailable, err)
 		}
 	}

@@ -50,17 +50,38 @@ func (m *iptablesMasq) exec(name string, args []string, stdin []byte) ([]byte, e
 // process (per PATH): a DEL asks for the same tools several times per
 // family, and each ask stats every PATH directory.
 func lookPath(name string) (string, error) {
+	return cachedPath(name, true)
+}
+
+// findTool is exec.LookPath, remembered as lookPath is, for a caller that
+// only needs to know the tool is there: resolving the links (Debian's
+// alternatives: two, each a readlink and a stat per path element) is
+// needed only by isNFTVariant.
+func findTool(name string) (string, error) {
+	return cachedPath(name, false)
+}
+
+func cachedPath(name string, resolve bool) (string, error) {
 	type found struct {
 		path string
 		err  error
 	}
 	key := os.Getenv("PATH") + "\x00" + name
+	if resolve {
+		key += "\x00resolved"
+	}
 	if v, ok := lookPaths.Load(key); ok {
 		return v.(found).path, v.(found).err
 	}
-	p, err := exec.LookPath(name)
-	if err == nil {
-		p, err = filepath.EvalSymlinks(p)
+	var p string
+	var err error
+	if resolve {
+		p, err = findTool(name)
+		if err == nil {
+			p, err = filepath.EvalSymlinks(p)
+		}
+	} else {
+		p, err = exec.LookPath(name)
 	}
 	lookPaths.Store(key, found{p, err})
 	return p, err

@@ -38,7 +38,9 @@ func (m *iptablesMasq) checkNFT(f family, want iptablesRules) bool {
 		table := &nftables.Table{Name: "nat", Family: f.nft()}
 		var err error
 		v, err = consistentOn(c.nl, func() (view, error) {
-			post, err := c.GetRules(table, &nftables.Chain{Name: "POSTROUTING"})
+			// Of POSTROUTING (a jump per pod) only the rules naming our
+			// chain: none other can be a jump Check wants.
+			post, err := rulesWith(c, table, "POSTROUTING", []byte(want.chain))
 			if err != nil {
 				return view{}, err
 			}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // Closing a bound NETLINK_NETFILTER socket is not free: the kernel then
@@ -51,8 +53,15 @@ var sharedNFTs = struct {
 // read); the next caller opens another. A caller must not acquire it
 // again before it has released it.
 func acquireNFT() (*nftConn, func(failed bool), error) {
+	// Not a stat of /proc/thread-self/ns/net: see ns.Current.
+	cur, err := ns.Current()
+	if err != nil {
+		return nil, nil, fmt.Errorf("network namespace of this thread: %w", err)
+	}
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+	err = unix.Fstat(int(cur.Fd()), &st)
+	_ = cur.Close() // best effort: read-only, nothing written through it
+	if err != nil {
 		return nil, nil, fmt.Errorf("network namespace of this thread: %w", err)
 	}
 	key := [2]uint64{uint64(st.Dev), st.Ino} // Dev is uint32 on mips64

@@ -13,7 +13,7 @@ import (
 
 // checkNFT is portmap Check's short way for iptables-nft: instead of
 // iptables-save (a process, 5-10 ms), it reads over netlink, in one
-// generation, which nat chains exist, where PREROUTING, OUTPUT and
+// generation, which of the nat chains it reads exist, where PREROUTING, OUTPUT and
 // POSTROUTING jump (what sharedLines reads, as sharedViewNFT gives it to
 // ADD), and the rules of the attachment's chain and of CNI-HOSTPORT-DNAT.
 // Each rule Check wants there (r.rules, r.entries) is encoded as
@@ -54,15 +54,16 @@ func (p *iptablesPortMap) checkNFT(f family, r pmRules) bool {
 	err := withNFT(func(c *nftConn) error {
 		var err error
 		v, err = consistentOn(c.nl, func() (view, error) {
+			// The nat chains read below and by sharedLines, each asked
+			// for by name: a dump of the family's chains lists every
+			// pod's two (masquerade and hostport).
 			nat := natTable{chains: map[string]bool{}, rules: map[string][]string{}}
-			chains, err := c.ListChainsOfTableFamily(fam)
-			if err != nil {
-				return view{}, err
-			}
-			for _, ch := range chains {
-				if ch.Table != nil && ch.Table.Name == "nat" {
-					nat.chains[ch.Name] = true
+			for _, name := range []string{r.chain, pmDNATChain, pmSetMarkChain, pmMasqChain, "PREROUTING", "OUTPUT", "POSTROUTING"} {
+				there, err := nftChainExistsIn(c.nl, fam, "nat", name)
+				if err != nil {
+					return view{}, err
 				}
+				nat.chains[name] = there
 			}
 			if !nat.chains[r.chain] || !nat.chains[pmDNATChain] {
 				return view{nat: nat}, nil
@@ -71,7 +72,9 @@ func (p *iptablesPortMap) checkNFT(f family, r pmRules) bool {
 				if !nat.chains[name] {
 					continue
 				}
-				rs, err := c.GetRules(table, &nftables.Chain{Name: name})
+				// Only the rules naming a chain sharedLines looks for a
+				// jump to (POSTROUTING holds a masquerade jump per pod).
+				rs, err := rulesWith(c, table, name, []byte(pmDNATChain), []byte(pmMasqChain))
 				if err != nil {
 					return view{}, err
 				}
@@ -87,7 +90,9 @@ func (p *iptablesPortMap) checkNFT(f family, r pmRules) bool {
 			if err != nil {
 				return view{}, err
 			}
-			dnat, err := c.GetRules(table, &nftables.Chain{Name: pmDNATChain})
+			// Of CNI-HOSTPORT-DNAT (entries of every pod) only ours:
+			// each entry Check wants jumps to r.chain.
+			dnat, err := rulesWith(c, table, pmDNATChain, []byte(r.chain))
 			return view{nat, own, dnat}, err
 		})
 		return err
