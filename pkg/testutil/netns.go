@@ -60,19 +60,35 @@ func CreateNS() (*ns.NetNS, func() error, error) {
 
 	errc := make(chan error, 1)
 	go func() {
-		// Never unlocked: the thread ends with this goroutine, inside the
-		// new namespace, instead of returning to the scheduler.
+		// The thread goes back to its namespace and to the scheduler. Left
+		// to end inside the new one, it could be the main thread, which the
+		// runtime never ends but wedges: /proc/<pid>/ns/net would then name
+		// a test namespace for the rest of the process. If it cannot go
+		// back, it stays locked and ends with this goroutine.
 		runtime.LockOSThread()
+		origin, err := ns.Current()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer origin.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // unshare failed: still in origin
 			errc <- fmt.Errorf("unshare netns: %w", err)
 			return
 		}
 		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		if err := unix.Mount(self, p, "none", unix.MS_BIND, ""); err != nil {
-			errc <- fmt.Errorf("bind netns to %s: %w", p, err)
+		mountErr := unix.Mount(self, p, "none", unix.MS_BIND, "")
+		if mountErr != nil {
+			mountErr = fmt.Errorf("bind netns to %s: %w", p, mountErr)
+		}
+		if err := unix.Setns(int(origin.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- errors.Join(mountErr, fmt.Errorf("return to %s: %w", origin.Path(), err))
 			return
 		}
-		errc <- nil
+		runtime.UnlockOSThread()
+		errc <- mountErr
 	}()
 	if err := <-errc; err != nil {
 		os.Remove(p)
