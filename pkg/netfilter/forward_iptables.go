@@ -12,7 +12,8 @@ import (
 // iptablesMasq's binaries, process runner and chain locks; every change of
 // one family is one iptables-restore --noflush of the filter table. On
 // iptables-nft, Check reads over netlink (checkNFT) and starts
-// iptables-save only when something is missing.
+// iptables-save only when something is missing, and an ADD beside other
+// attachments appends its rules over netlink (forward_nftadd.go).
 type iptablesForward struct{ ipt *iptablesMasq }
 
 func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: newIPTablesMasq()} }

@@ -14,7 +14,9 @@ import (
 // iptablesPortMap is the iptables backend of port forwarding (the layout
 // is in portmap_iptrules.go). It shares the masquerade backend's process
 // runner, binaries and chain locks: per family, a change is one
-// iptables-save and one iptables-restore --noflush.
+// iptables-save and one iptables-restore --noflush, except on iptables-nft
+// beside other attachments, where ADD is one nf_tables batch
+// (portmap_nftadd.go) and starts no process.
 type iptablesPortMap struct{ m *iptablesMasq }
 
 func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: newIPTablesMasq()} }
