@@ -169,8 +169,13 @@ func (n *node) hostVeth(id string) string {
 // dialHostPort connects from the host netns to the bridge's address on
 // port, as a client on the node would reach a published port.
 func (n *node) dialHostPort(port int) error {
-	return n.hostNS.Do(func() error {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("10.123.0.1:%d", port), 3*time.Second)
+	return dialHello(n.hostNS, fmt.Sprintf("10.123.0.1:%d", port))
+}
+
+// dialHello connects from inside from to addr and reads serve's "hello".
+func dialHello(from *ns.NetNS, addr string) error {
+	return from.Do(func() error {
+		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
 		if err != nil {
 			return err
 		}
@@ -401,23 +406,7 @@ func checkRepairFirewalldReload(t *testing.T, backend string) {
 	// A service on the host's bridge address, outside every zone's
 	// services: only the trusted zone lets the container reach it.
 	serveAt(t, n.hostNS, "10.123.0.1:18090")
-	dialHost := func() error {
-		return a.Do(func() error {
-			c, err := net.DialTimeout("tcp", "10.123.0.1:18090", 3*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			buf := make([]byte, 5)
-			if _, err := io.ReadFull(c, buf); err != nil {
-				return err
-			}
-			if string(buf) != "hello" {
-				return fmt.Errorf("read %q", buf)
-			}
-			return nil
-		})
-	}
+	dialHost := func() error { return dialHello(a, "10.123.0.1:18090") }
 	if err := dialHost(); err != nil {
 		t.Fatalf("container to host before the reload: %v", err)
 	}

@@ -38,21 +38,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		return n
 	}
 
-	// listings is everything iptables and nft print of n's filter tables,
-	// rule expressions included.
-	listings := func(n *ns.NetNS) string {
-		GinkgoHelper()
-		var b strings.Builder
-		for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool, "-t", "filter"), "\n") {
-				if !strings.HasPrefix(l, "#") {
-					b.WriteString(l + "\n")
-				}
-			}
-		}
-		b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
-		return b.String()
-	}
+	listings := func(n *ns.NetNS) string { GinkgoHelper(); return nftListings(n, "-t", "filter") }
 
 	DescribeTable("writes exactly what iptables-restore writes, with no process",
 		func(addrs ...string) {

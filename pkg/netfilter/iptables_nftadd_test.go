@@ -37,21 +37,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		return n
 	}
 
-	// listings is everything iptables and nft print of n's nat tables,
-	// rule expressions included.
-	listings := func(n *ns.NetNS) string {
-		GinkgoHelper()
-		var b strings.Builder
-		for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool, "-t", "nat"), "\n") {
-				if !strings.HasPrefix(l, "#") {
-					b.WriteString(l + "\n")
-				}
-			}
-		}
-		b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
-		return b.String()
-	}
+	listings := func(n *ns.NetNS) string { GinkgoHelper(); return nftListings(n, "-t", "nat") }
 
 	DescribeTable("writes exactly what iptables-restore writes, with no process",
 		func(addrs ...string) {
@@ -190,4 +176,22 @@ func shellFields(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// nftListings is everything iptables-nft-save and ip6tables-nft-save
+// (given saveArgs: a table) and nft print of n's rules, expressions
+// included, without the save tools' comment lines: what a rule written
+// over netlink must print exactly as iptables-restore's does.
+func nftListings(n *ns.NetNS, saveArgs ...string) string {
+	GinkgoHelper()
+	var b strings.Builder
+	for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
+		for _, l := range strings.Split(testutil.NetfilterOutput(n, append([]string{tool}, saveArgs...)...), "\n") {
+			if !strings.HasPrefix(l, "#") {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
+	return b.String()
 }

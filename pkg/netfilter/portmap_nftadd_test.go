@@ -16,19 +16,7 @@ import (
 // (setupNFT). Whatever reads them (iptables-save, iptables -C and -D, nft)
 // must not be able to tell them from iptables-restore's.
 var _ = Describe("iptables-nft port forwards written over netlink", func() {
-	opts := func(id string, snat bool, mappings []PortMapping, ips ...string) PortMapOptions {
-		o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: snat,
-			MarkMasqBit: DefaultMarkMasqBit, Mappings: mappings}
-		for _, ip := range ips {
-			a := net.ParseIP(ip)
-			bits := 64
-			if a.To4() != nil {
-				a, bits = a.To4(), 24
-			}
-			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: a, Mask: net.CIDRMask(bits, len(a)*8)})
-		}
-		return o
-	}
+	opts := portMapOpts
 	pm := func(m *iptablesMasq) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// seeded returns a namespace whose nat (and raw) tables hold another
@@ -41,21 +29,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		return n
 	}
 
-	// listings is everything iptables and nft print of n's tables, rule
-	// expressions included.
-	listings := func(n *ns.NetNS) string {
-		GinkgoHelper()
-		var b strings.Builder
-		for _, tool := range []string{"iptables-nft-save", "ip6tables-nft-save"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool), "\n") {
-				if !strings.HasPrefix(l, "#") {
-					b.WriteString(l + "\n")
-				}
-			}
-		}
-		b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
-		return b.String()
-	}
+	listings := func(n *ns.NetNS) string { GinkgoHelper(); return nftListings(n) }
 
 	DescribeTable("writes exactly what iptables-restore writes, with no process",
 		func(snat bool, mappings []PortMapping, ips ...string) {

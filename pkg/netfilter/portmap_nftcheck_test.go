@@ -17,19 +17,7 @@ import (
 // cannot be encoded. It must accept exactly what the iptables-save path
 // accepts.
 var _ = Describe("iptables-nft portmap Check over netlink", func() {
-	opts := func(id string, snat bool, mappings []PortMapping, ips ...string) PortMapOptions {
-		o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: snat,
-			MarkMasqBit: DefaultMarkMasqBit, Mappings: mappings}
-		for _, ip := range ips {
-			a := net.ParseIP(ip)
-			bits := 64
-			if a.To4() != nil {
-				a, bits = a.To4(), 24
-			}
-			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: a, Mask: net.CIDRMask(bits, len(a)*8)})
-		}
-		return o
-	}
+	opts := portMapOpts
 	pm := func(m *iptablesMasq) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// natRules lists n's nat rules that are a's or shared, per tool: not
@@ -93,4 +81,20 @@ func TestIPTSpecExprsRefuses(t *testing.T) {
 	if _, ok := iptSpecExprs(ipv4, `-p tcp -m comment --comment "dnat name: \"n\" id: \"c\"" -m multiport --dports 80,443 -j CNI-DN-x`); !ok {
 		t.Error("an entry is not encoded")
 	}
+}
+
+// portMapOpts is the port forwarding of container id (network "n", eth0)
+// with mappings, at ips (an IPv4 address in a /24, an IPv6 one in a /64).
+func portMapOpts(id string, snat bool, mappings []PortMapping, ips ...string) PortMapOptions {
+	o := PortMapOptions{Owner: Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: snat,
+		MarkMasqBit: DefaultMarkMasqBit, Mappings: mappings}
+	for _, ip := range ips {
+		a := net.ParseIP(ip)
+		bits := 64
+		if a.To4() != nil {
+			a, bits = a.To4(), 24
+		}
+		o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: a, Mask: net.CIDRMask(bits, len(a)*8)})
+	}
+	return o
 }

@@ -355,6 +355,24 @@ func parsePluginList(out []byte) ([]string, error) {
 
 func key(plugin, label string) string { return plugin + "/" + label }
 
+// inTurn is the folders that run plugin p in this round, in turn: the
+// order reversed every other round (what the machine's load does to one,
+// it does to the others), without a folder to compare with (-c) that
+// lacks p.
+func inTurn(folders []folder, round int, p string) []folder {
+	order := make([]folder, 0, len(folders))
+	for _, f := range folders {
+		if _, err := os.Stat(filepath.Join(f.dir, p)); err != nil && f.label != "multi" && f.label != "sep" {
+			continue
+		}
+		order = append(order, f)
+	}
+	if round%2 != 0 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
 // measure execs every plugin in every folder that has it n times, after
 // one untimed exec each (page cache). Round by round, plugin by plugin,
 // folder by folder, the folders' order reversed every other round: what
@@ -363,15 +381,8 @@ func measure(folders []folder, plugins []string, c call, n int) (map[string][]sa
 	samples := map[string][]sample{}
 	for round := -1; round < n; round++ {
 		for _, p := range plugins {
-			order := slices.Clone(folders)
-			if round%2 != 0 {
-				slices.Reverse(order)
-			}
-			for _, f := range order {
+			for _, f := range inTurn(folders, round, p) {
 				path := filepath.Join(f.dir, p)
-				if _, err := os.Stat(path); err != nil && f.label != "multi" && f.label != "sep" {
-					continue // a folder to compare with that lacks this plugin
-				}
 				s, _, err := execOnce(path, c.env(p), c.stdin(p), c.check)
 				if err != nil {
 					return nil, err
@@ -502,15 +513,8 @@ func traceInits(folders []folder, plugins []string, n int) (map[string][]inittra
 	traces := map[string][]inittrace{}
 	for round := range n {
 		for _, p := range plugins {
-			order := slices.Clone(folders)
-			if round%2 != 0 {
-				slices.Reverse(order)
-			}
-			for _, f := range order {
+			for _, f := range inTurn(folders, round, p) {
 				path := filepath.Join(f.dir, p)
-				if _, err := os.Stat(path); err != nil && f.label != "multi" && f.label != "sep" {
-					continue
-				}
 				_, stderr, err := execOnce(path, env(p), nil, c.check)
 				if err != nil {
 					return nil, err
