@@ -243,19 +243,20 @@ var _ = Describe("the frame", func() {
 
 	DescribeTable("releases IPAM on DEL after the plugin's steps, but dhcp while the interface it releases on exists",
 		func(ipamType, want string) {
+			// The IPAM delegate is this test binary (seenipam_test.go): on
+			// DEL it reads the interface over netlink and writes what it saw.
 			seen := filepath.Join(GinkgoT().TempDir(), "seen")
+			GinkgoT().Setenv(seenEnv, seen)
 			dir := GinkgoT().TempDir()
-			script := `#!/bin/sh
-[ "$CNI_COMMAND" = DEL ] || exit 0
-if nsenter --net="$CNI_NETNS" ip link show "$CNI_IFNAME" >/dev/null 2>&1; then echo present; else echo gone; fi > "` + seen + `"
-`
-			Expect(os.WriteFile(filepath.Join(dir, ipamType), []byte(script), 0o755)).To(Succeed())
+			self, err := os.Executable()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.Symlink(self, filepath.Join(dir, ipamType))).To(Succeed())
 			Expect(run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf("")}).Err).To(BeNil())
 			out := run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Path: dir,
 				Stdin: conf(`"ipam": {"type": "` + ipamType + `"}`)})
 			Expect(out.Err).To(BeNil())
-			b, err := os.ReadFile(seen)
-			Expect(err).NotTo(HaveOccurred())
+			b, rerr := os.ReadFile(seen)
+			Expect(rerr).NotTo(HaveOccurred())
 			Expect(string(b)).To(Equal(want+"\n"), "the container interface at IPAM DEL")
 			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 		},
