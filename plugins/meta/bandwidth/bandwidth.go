@@ -3,6 +3,7 @@ package bandwidth
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -44,18 +45,21 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		a.Log.Warn("burst clamped to the largest tbf can hold at the rate", "key", cl.key,
 			"bits", cl.asked, "rate", cl.rate, "installed", cl.installed)
 	}
-	_, h, err := a.Host()
+	hostNS, h, err := a.Host()
 	if err != nil {
 		return nil, err
 	}
 	hostName := p.host.Attrs().Name
 
 	if p.ingress != nil {
-		q := tbf(p.host.Attrs().Index, *p.ingress)
-		if err := replaceRoot(h, q); err != nil {
-			return nil, fmt.Errorf("add tbf to %q: %w", hostName, err)
+		where := fmt.Sprintf("%q (the host end of %q in %s)", hostName, a.Args.IfName, a.Args.Netns)
+		undo, err := ensureRootTbf(h, p.host, *p.ingress, p.upIngress, where)
+		if err != nil {
+			return nil, err
 		}
-		a.Undo.Push("delete tbf of "+hostName, func() error { return qdiscDel(h, q) })
+		if undo != nil {
+			a.Undo.Push("undo the tbf of "+hostName, undo)
+		}
 	}
 	if err := a.Step(StepIngress); err != nil {
 		return nil, err
@@ -64,24 +68,30 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		return res, nil
 	}
 
-	ifb, err := setupIfb(h, p.ifbName, p.ifAlias, IfbGroup(c.Name), p.host.Attrs().MTU)
+	ifb, made, err := ensureIfb(h, p.ifbName, p.ifAlias, IfbGroup(c.Name), p.host.Attrs().MTU)
 	if err != nil {
 		return nil, err
 	}
-	a.Undo.Push("delete ifb "+p.ifbName, func() error { return ip.DelLinkByName(h, p.ifbName) })
+	if made {
+		a.Undo.Push("delete ifb "+p.ifbName, func() error { return ip.DelLinkByName(h, p.ifbName) })
+	}
 	if err := a.Step(StepIfb); err != nil {
 		return nil, err
 	}
 
-	if err := setupRedirect(a, h, p.host, ifb); err != nil {
+	if err := ensureRedirect(a, h, p.host, ifb); err != nil {
 		return nil, err
 	}
 	if err := a.Step(StepRedirect); err != nil {
 		return nil, err
 	}
 
-	if err := h.QdiscAdd(tbf(ifb.Attrs().Index, *p.egress)); err != nil {
-		return nil, fmt.Errorf("add tbf to %q: %w", p.ifbName, err)
+	undo, err := ensureRootTbf(h, ifb, *p.egress, p.upEgress, fmt.Sprintf("%q in %s", p.ifbName, hostNS.Path()))
+	if err != nil {
+		return nil, err
+	}
+	if undo != nil {
+		a.Undo.Push("undo the tbf of "+p.ifbName, undo)
 	}
 	if err := a.Step(StepEgress); err != nil {
 		return nil, err
@@ -175,21 +185,68 @@ func tbf(index int, t tbfParams) *netlink.Tbf {
 	}
 }
 
-// replaceRoot makes q the root qdisc of its link. The root of the host end
-// is bandwidth's slot: a tbf left there (by upstream's DEL, which never
-// removes it, or by a DEL without prevResult) is replaced, not "file
-// exists" (issue 22). A root qdisc of another kind with our handle cannot
-// be changed into a tbf in place: it is deleted first.
-func replaceRoot(h *netlink.Handle, q netlink.Qdisc) error {
-	err := h.QdiscReplace(q)
-	if errors.Is(err, unix.EINVAL) {
-		root := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: q.Attrs().LinkIndex, Parent: netlink.HANDLE_ROOT}}
-		if err := qdiscDel(h, root); err != nil {
-			return err
-		}
-		err = h.QdiscAdd(q)
+// ensureRootTbf makes a tbf with want the root qdisc of l (described in
+// errors as where) and returns how to undo what it changed (nil: nothing). The
+// root slot is taken only when it is free (the kernel's default qdisc,
+// handle 0:) or bandwidth's own: a tbf 1: (ADD's, upstream's, or one a DEL
+// without prevResult left, issue 22). One with want, or with what
+// upstream's ADD installs for the same limits, stays as it is, so an ADD
+// over a live attachment (check --repair) leaves no moment unshaped; one
+// with other parameters is changed in place, and the undo puts them back.
+// Any other root qdisc is another tool's: it is refused and left as it is
+// (upstream's ADD fails on it too, "file exists"; issue 29).
+func ensureRootTbf(h *netlink.Handle, l netlink.Link, want, upstream tbfParams, where string) (undo func() error, err error) {
+	root, err := rootQdisc(h, l)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	return err
+	q := tbf(l.Attrs().Index, want)
+	if root == nil {
+		// Add, not replace: a qdisc another tool put there meanwhile
+		// makes it fail instead of being replaced.
+		if err := h.QdiscAdd(q); err != nil {
+			return nil, fmt.Errorf("add tbf to %s: %w", where, err)
+		}
+		return func() error { return qdiscDel(h, q) }, nil
+	}
+	if !ownRoot(root) {
+		return nil, fmt.Errorf("%s has another tool's root qdisc (%s %x:): bandwidth puts its tbf at the root and replaces no other qdisc there",
+			where, root.Type(), root.Attrs().Handle>>16)
+	}
+	t := root.(*netlink.Tbf)
+	got := tbfParams{Rate: t.Rate, Buffer: t.Buffer, Limit: t.Limit}
+	if got == want || got == upstream {
+		return nil, nil
+	}
+	if err := h.QdiscReplace(q); err != nil {
+		return nil, fmt.Errorf("change the tbf of %s: %w", where, err)
+	}
+	was := tbf(l.Attrs().Index, got)
+	return func() error { return h.QdiscReplace(was) }, nil
+}
+
+// rootQdisc is l's root qdisc, or nil when that is the kernel's default
+// (handle 0: noqueue, pfifo_fast, mq...), which any qdisc may take the
+// place of.
+func rootQdisc(h *netlink.Handle, l netlink.Link) (netlink.Qdisc, error) {
+	qs, err := h.QdiscList(l)
+	if err != nil {
+		return nil, fmt.Errorf("qdiscs of %q: %w", l.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT && q.Attrs().Handle != 0 {
+			return q, nil
+		}
+	}
+	return nil, nil
+}
+
+// ownRoot reports whether q is a root qdisc bandwidth made (ours or
+// upstream's): a tbf with handle 1:. ADD changes only such a root, DEL
+// deletes only such a root.
+func ownRoot(q netlink.Qdisc) bool {
+	_, isTbf := q.(*netlink.Tbf)
+	return isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT
 }
 
 // redirectPrio is the priority of the redirect on the host end's ingress
@@ -211,17 +268,19 @@ func redirect(hostIndex, ifbIndex int) *netlink.U32 {
 	}
 }
 
-// setupRedirect sends what the container sends (the host end's ingress)
+// ensureRedirect sends what the container sends (the host end's ingress)
 // to the ifb: a u32 filter matching everything, with a mirred egress
 // redirect, on the ingress hook. The hook's qdisc (ffff:) may be there
 // already: another tool's clsact, or the ingress qdisc of an earlier ADD.
 // It is reused, never replaced; only when there is none is a clsact made
 // (not upstream's ingress qdisc: a tool that comes later can share a
-// clsact, and cannot turn an ingress qdisc into one). Redirects bandwidth
+// clsact, and cannot turn an ingress qdisc into one). A redirect to this
+// ifb already there (an earlier ADD's, ours or upstream's) stays, so an
+// ADD over a live attachment changes nothing; other redirects bandwidth
 // left on the hook (to an ifb that is gone) are removed first: they would
 // drop the traffic.
-func setupRedirect(a *attach.Attachment, h *netlink.Handle, host, ifb netlink.Link) error {
-	hostName := host.Attrs().Name
+func ensureRedirect(a *attach.Attachment, h *netlink.Handle, host, ifb netlink.Link) error {
+	hostName, to := host.Attrs().Name, ifb.Attrs().Index
 	made, err := ensureIngressHook(h, host)
 	if err != nil {
 		return fmt.Errorf("clsact qdisc on %q: %w", hostName, err)
@@ -229,14 +288,42 @@ func setupRedirect(a *attach.Attachment, h *netlink.Handle, host, ifb netlink.Li
 	if made {
 		a.Undo.Push("delete clsact qdisc of "+hostName, func() error { return deleteIngressHookIfUnused(h, host) })
 	}
-	if err := deleteRedirects(h, host); err != nil {
+	fs, err := bandwidthRedirects(h, host)
+	if err != nil {
 		return err
 	}
-	f := redirect(host.Attrs().Index, ifb.Attrs().Index)
+	var stale []netlink.Filter
+	there := false
+	for _, f := range fs {
+		if t, _ := redirectTarget(f); t == to {
+			there = true
+		} else {
+			stale = append(stale, f)
+		}
+	}
+	if err := deleteFilters(h, host, stale); err != nil {
+		return err
+	}
+	if there {
+		return nil
+	}
+	f := redirect(host.Attrs().Index, to)
 	if err := h.FilterAdd(f); err != nil {
 		return fmt.Errorf("redirect the ingress of %q to %q (u32, mirred): %w", hostName, ifb.Attrs().Name, err)
 	}
-	a.Undo.Push("delete redirect of "+hostName, func() error { return deleteRedirects(h, host) })
+	a.Undo.Push("delete redirect of "+hostName, func() error {
+		fs, err := bandwidthRedirects(h, host)
+		if err != nil {
+			return err
+		}
+		var mine []netlink.Filter
+		for _, f := range fs {
+			if t, _ := redirectTarget(f); t == to {
+				mine = append(mine, f)
+			}
+		}
+		return deleteFilters(h, host, mine)
+	})
 	return nil
 }
 
@@ -311,17 +398,48 @@ func bandwidthRedirects(h *netlink.Handle, l netlink.Link) ([]netlink.Filter, er
 	return ours, nil
 }
 
-// deleteRedirects deletes bandwidth's redirects on l's ingress hook, each
-// by its own priority and handle: another tool's filters stay.
+// deleteRedirects deletes bandwidth's redirects on l's ingress hook:
+// another tool's filters stay.
 func deleteRedirects(h *netlink.Handle, l netlink.Link) error {
 	fs, err := bandwidthRedirects(h, l)
 	if err != nil {
 		return err
 	}
+	return deleteFilters(h, l, fs)
+}
+
+// deleteFilters deletes the u32 filters fs on l's ingress hook, each by
+// its handle, then the u32 classifier at each priority they were at when
+// nothing else is left in it: deleting a u32 filter by its handle leaves
+// its classifier (with an empty hash table) at that priority (issue 29).
+// One that holds another tool's u32 filters stays.
+func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error {
+	type slot struct{ prio, proto uint16 }
 	var errs []error
+	emptied := map[slot]bool{}
 	for _, f := range fs {
 		if err := h.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("delete redirect of %q (pref %d): %w", l.Attrs().Name, f.Attrs().Priority, err))
+			continue
+		}
+		emptied[slot{f.Attrs().Priority, f.Attrs().Protocol}] = true
+	}
+	if len(emptied) == 0 {
+		return errors.Join(errs...)
+	}
+	left, err := h.FilterList(l, ingressHook)
+	if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return errors.Join(append(errs, fmt.Errorf("filters of %q: %w", l.Attrs().Name, err))...)
+	}
+	for _, f := range left {
+		delete(emptied, slot{f.Attrs().Priority, f.Attrs().Protocol})
+	}
+	for s := range emptied {
+		// Handle 0 names the classifier at the priority, not a filter in it.
+		u := &netlink.GenericFilter{FilterType: "u32", FilterAttrs: netlink.FilterAttrs{
+			LinkIndex: l.Attrs().Index, Parent: ingressHook, Priority: s.prio, Protocol: s.proto}}
+		if err := h.FilterDel(u); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("delete the empty u32 of %q (pref %d): %w", l.Attrs().Name, s.prio, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -351,41 +469,60 @@ func deleteIngressHookIfUnused(h *netlink.Handle, l netlink.Link) error {
 	return nil
 }
 
-// setupIfb creates the ifb, up, with the host end's MTU and upstream's
-// queue length, in the network's link group, and marks it with the alias GC
-// reads.
-func setupIfb(h *netlink.Handle, name, alias string, group uint32, mtu int) (netlink.Link, error) {
+// ensureIfb makes the ifb, up, with the host end's MTU and upstream's
+// queue length, in the network's link group, and marks it with the alias
+// GC reads; made says whether it made it. An ifb already there has this
+// attachment's name (network and container ID): an earlier ADD's, or one a
+// killed ADD left. It is kept, so that a redirect to it stays valid, and
+// brought in line.
+func ensureIfb(h *netlink.Handle, name, alias string, group uint32, mtu int) (l netlink.Link, made bool, err error) {
 	la := netlink.NewLinkAttrs()
 	la.Name = name
 	la.Group = group
 	la.MTU = mtu
 	la.TxQLen = 1000
 	la.Flags = unix.IFF_UP
-	err := h.LinkAdd(&netlink.Ifb{LinkAttrs: la})
-	if errors.Is(err, unix.EEXIST) {
-		// The name is this attachment's (network and container ID): an ifb
-		// there is one an ADD killed before its rollback left.
-		if l, lerr := ip.LinkByName(h, name); lerr == nil && l.Type() == "ifb" {
-			if err = ip.DelLinkByName(h, name); err == nil {
-				err = h.LinkAdd(&netlink.Ifb{LinkAttrs: la})
-			}
-		}
+	err = h.LinkAdd(&netlink.Ifb{LinkAttrs: la})
+	switch {
+	case err == nil:
+		made = true
+	case !errors.Is(err, unix.EEXIST):
+		return nil, false, fmt.Errorf("add ifb %q: %w", name, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("add ifb %q: %w", name, err)
+	l, err = ip.LinkByName(h, name)
+	if err == nil && !made {
+		err = alignIfb(h, l, group, mtu)
 	}
-	l, err := ip.LinkByName(h, name)
-	if err == nil {
+	if err == nil && l.Attrs().Alias != alias {
 		err = h.LinkSetAlias(l, alias)
 	}
-	if err == nil {
+	if err == nil && l.Attrs().Flags&net.FlagUp == 0 {
 		err = h.LinkSetUp(l)
 	}
 	if err != nil {
-		_ = ip.DelLinkByName(h, name) // best effort: the undo is not pushed yet
-		return nil, fmt.Errorf("ifb %q: %w", name, err)
+		if made {
+			_ = ip.DelLinkByName(h, name) // best effort: the undo is not pushed yet
+		}
+		return nil, false, fmt.Errorf("ifb %q: %w", name, err)
 	}
-	return l, nil
+	return l, made, nil
+}
+
+// alignIfb gives an ifb that was there the group and MTU ADD makes one
+// with.
+func alignIfb(h *netlink.Handle, l netlink.Link, group uint32, mtu int) error {
+	if l.Type() != "ifb" {
+		return fmt.Errorf("exists, and is a %s, not an ifb", l.Type())
+	}
+	if l.Attrs().Group != group {
+		if err := h.LinkSetGroup(l, int(group)); err != nil {
+			return err
+		}
+	}
+	if l.Attrs().MTU != mtu {
+		return h.LinkSetMTU(l, mtu)
+	}
+	return nil
 }
 
 func qdiscDel(h *netlink.Handle, q netlink.Qdisc) error {
@@ -468,7 +605,7 @@ func deleteShaping(h *netlink.Handle, l netlink.Link) error {
 	}
 	var errs []error
 	for _, q := range qs {
-		if _, isTbf := q.(*netlink.Tbf); isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT {
+		if ownRoot(q) {
 			if err := qdiscDel(h, q); err != nil {
 				errs = append(errs, fmt.Errorf("%q: %w", l.Attrs().Name, err))
 			}
@@ -532,6 +669,10 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	}
 	if ifb.Type() != "ifb" {
 		return fmt.Errorf("%q in %s is a %s, not an ifb", p.ifbName, hostNS.Path(), ifb.Type())
+	}
+	if ifb.Attrs().Flags&net.FlagUp == 0 {
+		// What the container sends is redirected to it: dropped.
+		return fmt.Errorf("ifb %q in %s is down", p.ifbName, hostNS.Path())
 	}
 	if err := checkTbf(h, ifb, *p.egress, p.upEgress); err != nil {
 		return fmt.Errorf("%q in %s: %w", p.ifbName, hostNS.Path(), err)

@@ -290,6 +290,19 @@ var _ = Describe("bandwidth", func() {
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
 	})
 
+	// What `cniforge gc` sends for an orphaned reservation: the network's
+	// config (capabilities, no limits: they came as runtimeConfig), no
+	// prevResult, no runtimeConfig, CNI_NETNS empty. The ifb goes by its
+	// name (network and container ID).
+	It("DEL with neither limits nor prevResult nor netns removes the ifb by its name", func() {
+		rc := `"capabilities": {"bandwidth": true}, "runtimeConfig": {"bandwidth": {"egressRate": 4000000, "egressBurst": 400000}}`
+		must("ADD", contNS, conf("1.1.0", rc, prevFor("1.1.0", contNS, "veth-h")))
+		Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
+		must("DEL", nil, conf("1.1.0", `"capabilities": {"bandwidth": true}`, nil))
+		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
+		must("DEL", nil, conf("1.1.0", `"capabilities": {"bandwidth": true}`, nil))
+	})
+
 	// Issue 22, defect 12: an upstream DEL deletes only the ifb; it leaves
 	// the root tbf, the ingress qdisc and a u32 redirect to the ifb that is
 	// gone on the host end. ADD over them made "file exists".
@@ -321,25 +334,35 @@ var _ = Describe("bandwidth", func() {
 		Expect(state()).To(Equal(before))
 	})
 
-	// The root of the host end is bandwidth's slot: whatever root qdisc is
-	// there gives way to its tbf (a tbf is changed in place; another kind
-	// with handle 1: cannot be, and is deleted first).
-	DescribeTable("ADD takes the host end's root slot from the qdisc there",
-		func(q func(index int) netlink.Qdisc) {
+	// The root of the host end is bandwidth's slot only when it is free
+	// or holds bandwidth's tbf 1:; another tool's root qdisc, whatever its
+	// handle, is refused (issue 29; upstream fails on it with "file
+	// exists").
+	DescribeTable("ADD refuses a root qdisc that is not bandwidth's, naming it",
+		func(q func(index int) netlink.Qdisc, named string) {
 			h := testutil.Handle(hostNS)
 			host, err := h.LinkByName("veth-h")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.QdiscAdd(q(host.Attrs().Index))).To(Succeed())
-			out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-			Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
-			must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+			// (tc's text has the qdisc's statistics: packets pass.)
+			state := func() []string {
+				return append(append(testutil.LinkNames(hostNS), rootAndClasses(hostNS, "veth-h")...), hooks(hostNS, "veth-h")...)
+			}
+			before := state()
+			out := run(attach.Hooks{}, "ADD", "ctr1", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring(named))
+			Expect(state()).To(Equal(before))
 		},
 		Entry("an htb with handle 1:", func(index int) netlink.Qdisc {
 			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
-		}),
+		}, "(htb 1:)"),
 		Entry("an htb with handle 2:", func(index int) netlink.Qdisc {
 			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT})
-		}),
+		}, "(htb 2:)"),
+		Entry("a tbf with handle 2:", func(index int) netlink.Qdisc {
+			return &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT}, Rate: 1000, Buffer: 100000, Limit: 10000}
+		}, "(tbf 2:)"),
 	)
 
 	It("DEL without prevResult finds the host end as the peer of CNI_IFNAME, so the next ADD works", func() {
