@@ -2,6 +2,7 @@ package bandwidth_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 
@@ -87,6 +88,25 @@ var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func
 		ours("DEL", conf("1.0.0", limits, out.Stdout))
 		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("tbf"))
 		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("ingress"))
+	})
+
+	// `cniforge check --repair` on a node that switched suites runs our
+	// ADD over upstream's attachment: it keeps upstream's tbfs (their
+	// parameters are CHECK's too), ifb, ingress qdisc and redirect at
+	// priority 1, deleting nothing.
+	It("ADD over an attachment upstream's ADD made keeps it as it is", func() {
+		prev := prevFor("1.0.0", contNS, "veth-h")
+		res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", limits, prev))
+		ifb := bandwidth.IfbName(netName, "ctr1")
+		was := []string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}
+		Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElement("ingress"))
+		seen := deletions(hostNS)
+		out := ours("ADD", conf("1.0.0", limits, prev))
+		Expect(seen()).To(BeEmpty())
+		Expect([]string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}).To(Equal(was))
+		Expect(redirectsTo(hostNS, "veth-h", ifb)).To(Equal([]uint16{1}))
+		ours("CHECK", conf("1.0.0", limits, out.Stdout))
+		ours("CHECK", conf("1.0.0", limits, res))
 	})
 })
 
