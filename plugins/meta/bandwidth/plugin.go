@@ -37,6 +37,13 @@
 // qdisc, the ifb (up) and the redirect with the config. GC deletes the ifbs this suite made
 // for the network whose container is not listed. STATUS has nothing to
 // report.
+//
+// Files by concern: config.go parses and validates; add.go resolves the
+// plan and runs the steps; tbf.go computes tbf's parameters (and clamps a
+// burst) and takes the root slot; ifb.go names and makes the ifb;
+// redirect.go holds the ingress hook, the redirect and which redirects are
+// bandwidth's; del.go is DEL and GC with their ownership rules; check.go
+// is CHECK.
 package bandwidth
 
 import (
