@@ -86,7 +86,14 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err := a.Step(StepEgress); err != nil {
 		return nil, err
 	}
-	res.Interfaces = append(res.Interfaces, &current.Interface{Name: p.ifbName, Mac: ifb.Attrs().HardwareAddr.String()})
+	mac := ifb.Attrs().HardwareAddr.String()
+	// An ADD over a live attachment may get the result of the one before
+	// as prevResult: the ifb is listed once.
+	if i := result.InterfaceIndex(res, p.ifbName, ""); i >= 0 {
+		res.Interfaces[i].Mac = mac
+	} else {
+		res.Interfaces = append(res.Interfaces, &current.Interface{Name: p.ifbName, Mac: mac})
+	}
 	return res, nil
 }
 

@@ -149,6 +149,13 @@ var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func()
 		Entry("the ifb deleted", func() { Expect(testutil.Handle(hostNS).LinkDel(link(ifb))).To(Succeed()) }, []string{"del filter pref 65535"}),
 	)
 
+	It("ADD again with the result of the first as prevResult lists the ifb once", func() {
+		out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+		again := must("ADD", conf("1.1.0", limits, out.Stdout))
+		Expect(testutil.ParseResult("1.1.0", again.Stdout).Interfaces).To(Equal(testutil.ParseResult("1.1.0", out.Stdout).Interfaces))
+		must("CHECK", conf("1.1.0", limits, again.Stdout))
+	})
+
 	// ADD leaves everything or nothing, also over a live attachment: a
 	// failure after any step puts back the tbf it changed and deletes
 	// nothing that was there.
