@@ -307,11 +307,11 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 		c2 := testutil.Call{Command: "ADD", ContainerID: "ctr2", IfName: "eth0", Netns: otherNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", otherNS, "veth-o"))}
 		out := testutil.RunIn(hostNS, bandwidth.Plugin, c2)
 		Expect(out.Err).To(BeNil())
-		before := rootTbf(hostNS, "veth-o")
+		before := tbfOf(hostNS, "veth-o")
 
 		del := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: c1NS.Path(), Stdin: conf("1.1.0", limits, nil)})
 		Expect(del.Err).To(BeNil())
-		Expect(*rootTbf(hostNS, "veth-o")).To(Equal(*before))
+		Expect(tbfOf(hostNS, "veth-o")).To(Equal(before))
 		Expect(redirectsTo(hostNS, "veth-o", bandwidth.IfbName(netName, "ctr2"))).To(HaveLen(1))
 		c2.Command, c2.Stdin = "CHECK", conf("1.1.0", limits, out.Stdout)
 		Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c2).Err).To(BeNil())
