@@ -147,6 +147,10 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 	if o.apply {
 		would = ""
 	}
+	if !st.view.ok {
+		lg.keep("cannot prove any netns gone from here (%s): every attachment whose netns file is missing is kept; run gc on the host, as deploy/systemd's cniforge-gc.timer does",
+			q(st.view.why))
+	}
 	ctx := context.Background() // a DEL is never cut short: see the loop in gc
 	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
 

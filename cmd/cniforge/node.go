@@ -95,6 +95,7 @@ type nodeState struct {
 	MultusPods []string `json:"multusPods,omitempty"` // container IDs Multus keeps delegates for
 
 	noResults  bool     // the cache dir has no results/ folder
+	view       hostView // whether a missing netns file proves anything here
 	unreadable []string // cache files that could not be read: their owners are unknown
 }
 
@@ -117,6 +118,7 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 		return nil, err
 	}
 	view := probeHostView()
+	st.view = view
 	owned := map[[3]string]bool{}
 	for i, e := range append(entries, multusEntries...) {
 		netns := e.NetNS
@@ -511,37 +513,77 @@ func cachedIPs(raw json.RawMessage) []string {
 }
 
 // hostView says whether a missing file can prove anything: only in the
-// mount namespace the runtime made its netns files in. That is taken to
-// be the kernel's initial one, or pid 1's (the host's; in a stand-in node
-// or a container with its own pid namespace, that namespace's init, beside
-// which its runtime runs).
+// mount namespace the runtime made its netns files in, the host's. The
+// tool must show it looks there (probeHostView); when it cannot, every
+// missing netns file is kept and reported.
 type hostView struct {
 	ok  bool
 	why string // when not ok
 }
 
-// The paths probeHostView compares (tests point them elsewhere).
-var selfMntNS, initMntNS = "/proc/self/ns/mnt", "/proc/1/ns/mnt"
+// The namespace links probeHostView reads.
+const selfMntNS, selfPidNS, initMntNS = "/proc/self/ns/mnt", "/proc/self/ns/pid", "/proc/1/ns/mnt"
 
-// initialMntNSIno is the inode of the kernel's initial mount namespace
-// since Linux 6.18 (MNT_NS_INIT_INO), fixed as the initial pid or net
-// namespace's are; on older kernels no namespace has it.
-const initialMntNSIno = 0xEFFFFFF8
+// Inodes the kernel gives its initial namespaces: the pid namespace's
+// (PROC_PID_INIT_INO) since namespaces had inodes, the mount namespace's
+// (MNT_NS_INIT_INO) since Linux 6.18; on older kernels no mount namespace
+// has that inode.
+const (
+	initialPidNSIno = 0xEFFFFFFC
+	initialMntNSIno = 0xEFFFFFF8
+)
+
+// nsLink is what stat and statfs say of a /proc/<pid>/ns/<type> link.
+type nsLink struct {
+	dev, ino uint64
+	nsfs     bool // the link leads to a namespace (nsfs), not a stand-in file
+	err      error
+}
+
+func statNS(path string) nsLink {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nsLink{err: err}
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return nsLink{err: err}
+	}
+	return nsLink{dev: st.Dev, ino: st.Ino, nsfs: fs.Type == unix.NSFS_MAGIC}
+}
 
 func probeHostView() hostView {
-	var self, init unix.Stat_t
-	if err := unix.Stat(selfMntNS, &self); err != nil {
-		return hostView{why: fmt.Sprintf("cannot tell this mount namespace from the host's: %v", err)}
+	return decideHostView(statNS(selfMntNS), statNS(selfPidNS), func() nsLink { return statNS(initMntNS) })
+}
+
+// decideHostView: this is the host's mount namespace when it is the
+// kernel's initial one (told by its inode, Linux 6.18+), or when this
+// process is in the initial pid namespace and shares pid 1's mount
+// namespace: there pid 1 is the host's init. In a container with its own
+// pid namespace (a DaemonSet's, `unshare -p`), pid 1 is that container's
+// init, and sharing its mount namespace proves nothing about the host's.
+func decideHostView(selfMnt, selfPid nsLink, initMnt func() nsLink) hostView {
+	const cannot = "cannot tell this mount namespace from the host's"
+	if selfMnt.err != nil {
+		return hostView{why: fmt.Sprintf("%s: %v", cannot, selfMnt.err)}
 	}
-	if self.Ino == initialMntNSIno {
+	if selfMnt.nsfs && selfMnt.ino == initialMntNSIno {
 		return hostView{ok: true}
+	}
+	switch {
+	case selfPid.err != nil:
+		return hostView{why: fmt.Sprintf("%s: %v", cannot, selfPid.err)}
+	case !selfPid.nsfs || selfPid.ino != initialPidNSIno:
+		return hostView{why: "run in a pid namespace of its own (a container's?), whose pid 1 is not the host's init: " +
+			"it cannot show it sees the host's mount namespace, so a missing netns file proves nothing here"}
 	}
 	// Reading pid 1's namespace links takes ptrace rights over it: root
 	// without some of pid 1's capabilities is refused (EACCES).
-	if err := unix.Stat(initMntNS, &init); err != nil {
-		return hostView{why: fmt.Sprintf("cannot tell this mount namespace from the host's: %v", err)}
+	init := initMnt()
+	if init.err != nil {
+		return hostView{why: fmt.Sprintf("%s: %v", cannot, init.err)}
 	}
-	if self.Dev != init.Dev || self.Ino != init.Ino {
+	if !selfMnt.nsfs || !init.nsfs || selfMnt.dev != init.dev || selfMnt.ino != init.ino {
 		return hostView{why: "not run in the host's mount namespace (pid 1's): a missing netns file proves nothing here"}
 	}
 	return hostView{ok: true}
