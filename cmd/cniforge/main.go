@@ -10,10 +10,9 @@
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
 //	                                 /opt/cni/bin) and each plugin as a link to it
-//	cniforge daemon [--dir D] [--force] [-- gc ... --every D]
+//	cniforge daemon [--dir D] [--force]
 //	                                 the node image's command: install into D
 //	                                 (default /host/opt/cni/bin), then stay up
-//	                                 (or run the gc loop given after --)
 //	cniforge ls [--json]             cached attachments, unowned host-local
 //	                                 reservations, addresses used and free
 //	cniforge gc [--apply] [--network NAME] [--min-age D] [--every D] [--allow-empty-cache]
@@ -149,10 +148,10 @@ usage:
                         install this binary into the directory, and each plugin
                         as a link to it; each file is replaced atomically, and a
                         file that is not cniforge's only with --force
-  cniforge daemon [--dir /host/opt/cni/bin] [--force] [-- gc ... --every D]
+  cniforge daemon [--dir /host/opt/cni/bin] [--force]
                         the node image's command (deploy/): install as above,
-                        then stay up until SIGTERM, or run the gc loop given
-                        after --
+                        then stay up until SIGTERM; it reclaims nothing (run
+                        gc on the host: deploy/systemd's cniforge-gc.timer)
   cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
                         host-local reservations no attachment owns, and per
                         network the addresses used and free
