@@ -230,6 +230,109 @@ func TestGCHonoursDisableGC(t *testing.T) {
 	}
 }
 
+// disableGC set on the network today, after the attachment was made with
+// a config without it: the conf dir's network says other runtimes share
+// it, so gc DELs none of its cached attachments either.
+func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
+	n := newNode(t)
+	gone, rmGone := newNS(t)
+	live, _ := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`{"cniVersion"`), []byte(`{"disableGC":true,"cniVersion"`), 1), 0o644))
+	cached, err := os.ReadFile(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0"))
+	must(t, err)
+	var e cacheEntry
+	must(t, json.Unmarshal(cached, &e))
+	if bytes.Contains(e.Config, []byte("disableGC")) {
+		t.Fatalf("the cached config already has disableGC: the test cannot tell the network's from it: %s", e.Config)
+	}
+	must(t, rmGone())
+	n.waitLinks(3)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") ||
+		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") {
+		t.Errorf("gc --apply, disableGC in the conf dir only: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed a network the conf dir marks disableGC:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A container with two attachments on one network (eth0 and net1) lost
+// net1's cache entry and net1's veth: net1's reservation looks unowned,
+// but a DEL by the container's ID runs through plugins that key state on
+// the ID alone, so gc keeps it while eth0 is cached.
+func TestGCKeepsAnUnownedReservationOfACachedContainer(t *testing.T) {
+	n := newNode(t)
+	pod, _ := newNS(t)
+	n.add("ctr-x", pod)
+	ip1 := n.addAs(n.cache, "ctr-x", "net1", pod)
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-x-net1")))
+	// Without its veth, nothing else shows gc that net1 still lives.
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	links, err := ip.LinkList(h)
+	must(t, err)
+	for _, l := range links {
+		if l.Attrs().Alias == "cni:ctr-x:net1" {
+			must(t, h.LinkDel(l))
+		}
+	}
+	h.Close()
+	n.waitLinks(3) // lo, cnode0, eth0's veth
+	n.age(ip1)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, ": DEL ") ||
+		!strings.Contains(out, "nodenet: keeps ctr-x net1 (reservation(s) "+ip1+": the container has other cached attachments on this network") {
+		t.Errorf("gc --apply, an unowned reservation of a cached container: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A round that fails (here: --network names nothing) is said, with the
+// time, in every --every loop; the loop goes on until SIGTERM.
+func TestGCLoopSaysARoundFailed(t *testing.T) {
+	n := newNode(t)
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--network", "nope", "--every", "10ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+	want := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ round failed: no network nope in `)
+	deadline := time.Now().Add(60 * time.Second)
+	for !want.MatchString(out.String()) {
+		select {
+		case err := <-exited:
+			t.Fatalf("gc --every ended (%v) before saying its round failed:\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gc --every never said its round failed:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	if err := <-exited; err != nil {
+		t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
+	}
+	t.Logf("gc --every with a failing round:\n%s", out.String())
+}
+
 // The conf dir's file changed since the ADD (here: to a plugin that does
 // not exist); DEL runs what the ADD ran, which libcni cached.
 func TestGCDeletesWithTheCachedConfig(t *testing.T) {
