@@ -624,7 +624,6 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	podG, rmG := newNS(t)
 	n.add("ctr-live", live)
 	n.addAs(n.multus, "pod-g", "net1", podG)
-	must(t, rmG()) // Multus's to DEL, with the pod's DEL
 	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
 	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
 	// pod-s is known only by the delegate list Multus keeps for its DEL.
@@ -644,16 +643,21 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(n.multus, "pod-s"), delegates, 0o600))
 	// A delegate such as macvlan or SR-IOV leaves no veth on the host,
 	// nothing else gc could see the pod by: take the bridge's away.
+	// pod-g's too, before its netns goes: the kernel destroys a removed
+	// namespace, and the host end of its veth, asynchronously, so the
+	// snapshots below could see that veth and then not. LinkDel returns
+	// with both ends gone.
 	h, err := n.hostNS.Handle()
 	must(t, err)
 	links, err := ip.LinkList(h)
 	must(t, err)
 	for _, l := range links {
-		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" {
+		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" || a == "cni:pod-g:net1" {
 			must(t, h.LinkDel(l))
 		}
 	}
 	h.Close()
+	must(t, rmG()) // Multus's to DEL, with the pod's DEL
 	n.age(ipM)
 	n.age(ipS)
 
