@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/plugins/meta/portmap"
 )
 
 // defaultMinAge is how old a reservation no cached attachment owns must be
@@ -263,13 +264,34 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 				continue
 			}
 			rt := &libcni.RuntimeConf{ContainerID: g.id, IfName: ifName}
-			if err := cni.DelNetworkList(ctx, n.list, rt); err != nil {
+			err := cni.DelNetworkList(ctx, n.list, rt)
+			if err == nil {
+				err = releaseByOwner(n.list, g.id)
+			}
+			if err != nil {
 				failed++
 				lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
 			}
 		}
 	}
 	return failed, nil
+}
+
+// releaseByOwner removes what the plugins of list keep on the host for
+// container id and a DEL without runtime config leaves: an unowned
+// reservation's DEL carries no capability arguments and no prevResult
+// (nothing recorded them), and portmap's DEL with no portMappings touches
+// nothing, as upstream's (a pod without host ports has none). Left alone,
+// the dead pod's DNAT would send its host port to the next pod given the
+// address. bridge's, ptp's, firewall's and bandwidth's DELs find their
+// state by owner themselves.
+func releaseByOwner(list *libcni.NetworkConfigList, id string) error {
+	for _, p := range list.Plugins {
+		if p.Network.Type == "portmap" {
+			return portmap.TeardownOwner(list.Name, id)
+		}
+	}
+	return nil
 }
 
 // delConfig is the config to DEL a with: the one libcni cached with it
