@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -563,7 +563,7 @@ func TestLsQuotesCacheFields(t *testing.T) {
 		Warnings: []string{"bad\x1b[0m file"},
 	}
 	var b bytes.Buffer
-	printNode(st, &nodeDirs{cache: "/var/lib/cni", conf: "/etc/cni/net.d"}, &b)
+	printNode(st, &Dirs{Cache: "/var/lib/cni", Conf: "/etc/cni/net.d"}, &b)
 	out := b.String()
 	t.Logf("ls:\n%s", out)
 	if strings.ContainsAny(out, "\x1b\x07\r") {

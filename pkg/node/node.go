@@ -1,9 +1,8 @@
-package main
+package node
 
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,21 +21,12 @@ import (
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 )
 
-// The node tool: what libcni's result cache (written by containerd, CRI-O
-// and Podman) says is attached, which host-local reservations nobody owns,
-// and a reclaim for runtimes that never send GC (gc.go).
-
-type nodeDirs struct{ cache, conf, bin, multus string }
-
-func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *nodeDirs) {
-	fl := flag.NewFlagSet("cniforge "+name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	d := &nodeDirs{}
-	fl.StringVar(&d.cache, "cache-dir", libcni.CacheDir, "libcni's cache (results/ below it)")
-	fl.StringVar(&d.conf, "conf-dir", "/etc/cni/net.d", "network configs")
-	fl.StringVar(&d.bin, "bin-dir", "/opt/cni/bin", "plugin binaries")
-	fl.StringVar(&d.multus, "multus-dir", defaultMultusDir, "Multus's cache (its cniDir), read when there")
-	return fl, d
+// Dirs are the node's folders every verb but install reads.
+type Dirs struct {
+	Cache  string // libcni's cache (results/ below it); libcni.CacheDir on a node
+	Conf   string // network configs; /etc/cni/net.d on a node
+	Bin    string // plugin binaries; /opt/cni/bin on a node
+	Multus string // Multus's cache, its cniDir (DefaultMultusDir), read when there
 }
 
 // Netns states of a cached attachment.
@@ -103,17 +93,17 @@ type nodeState struct {
 // conflist and a result; a reservation file a container ID and a name.
 const maxCacheFile = 16 << 20
 
-func loadNode(d *nodeDirs) (*nodeState, error) {
+func loadNode(d *Dirs) (*nodeState, error) {
 	st := &nodeState{Attachments: []attachment{}, Orphans: []reservation{}, Networks: []network{}}
-	if err := st.loadNetworks(d.conf); err != nil {
+	if err := st.loadNetworks(d.Conf); err != nil {
 		return nil, err
 	}
-	entries, noResults, err := st.readCache(d.cache)
+	entries, noResults, err := st.readCache(d.Cache)
 	if err != nil {
 		return nil, err
 	}
 	st.noResults = noResults
-	multusEntries, multusPods, err := st.readMultus(d.multus)
+	multusEntries, multusPods, err := st.readMultus(d.Multus)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +147,9 @@ func loadNode(d *nodeDirs) (*nodeState, error) {
 		}
 	}
 	if st.noResults {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("%s has no results/ folder: is --cache-dir right? Every reservation looks unowned", d.cache))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s has no results/ folder: is --cache-dir right? Every reservation looks unowned", d.Cache))
 	} else if len(entries) == 0 && len(st.Orphans) > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("libcni cache %s is empty while reservations exist: is --cache-dir right?", d.cache))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("libcni cache %s is empty while reservations exist: is --cache-dir right?", d.Cache))
 	}
 	for _, f := range st.unreadable {
 		st.Warnings = append(st.Warnings, "unreadable cache entry "+f+": its attachment's reservations cannot be told from leaked ones")
@@ -216,9 +206,9 @@ func (st *nodeState) readCache(dir string) (out []cacheEntry, noResults bool, er
 	return out, false, nil
 }
 
-// defaultMultusDir is Multus's cniDir default, on the host for the thin
+// DefaultMultusDir is Multus's cniDir default, on the host for the thin
 // plugin and the thick one's daemon alike.
-const defaultMultusDir = "/var/lib/cni/multus"
+const DefaultMultusDir = "/var/lib/cni/multus"
 
 // readMultus reads Multus's cache, laid out as Multus (thin, and the thick
 // daemon) writes it in its cniDir:
@@ -639,18 +629,17 @@ func netnsState(path string, view hostView) (state, why string) {
 	return nsGone, ""
 }
 
-func ls(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("ls", stderr)
-	asJSON := fl.Bool("json", false, "print JSON")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
+// Ls prints what the node holds: libcni's cached attachments (is their
+// netns alive?), Multus's delegates, the host-local reservations no cached
+// attachment owns, and per network the addresses used and free; as tables,
+// or as JSON. It returns the exit status.
+func Ls(d *Dirs, asJSON bool, stdout, stderr io.Writer) int {
 	st, err := loadNode(d)
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge ls: %v\n", err)
 		return 1
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(st); err != nil {
@@ -665,7 +654,7 @@ func ls(args []string, stdout, stderr io.Writer) int {
 // printNode prints st as tables. Every field read from the cache, a
 // reservation file or a config goes through q: a container ID holding a
 // newline or an escape sequence must not fake rows on the terminal.
-func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
+func printNode(st *nodeState, d *Dirs, out io.Writer) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	printAttachments := func(cache string) {
 		fmt.Fprintln(tw, "NETWORK\tCONTAINER\tIFNAME\tNETNS\tIPS\tNETNS STATE")
@@ -685,10 +674,10 @@ func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 				dash(strings.Join(ips, ",")), state)
 		}
 	}
-	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", q(filepath.Join(d.cache, "results")))
+	fmt.Fprintf(tw, "attachments (libcni cache %s):\n", q(filepath.Join(d.Cache, "results")))
 	printAttachments("")
 	if len(st.MultusPods) > 0 {
-		fmt.Fprintf(tw, "\nattachments Multus delegated (its cache %s; pods: %d):\n", q(d.multus), len(st.MultusPods))
+		fmt.Fprintf(tw, "\nattachments Multus delegated (its cache %s; pods: %d):\n", q(d.Multus), len(st.MultusPods))
 		printAttachments("multus")
 	}
 	fmt.Fprintln(tw, "\nhost-local reservations no cached attachment owns:")
@@ -696,7 +685,7 @@ func printNode(st *nodeState, d *nodeDirs, out io.Writer) {
 	for _, r := range st.Orphans {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q(r.Network), r.IP, q(r.ContainerID), q(dash(r.IfName)), q(r.File))
 	}
-	fmt.Fprintf(tw, "\nnetworks (%s):\n", q(d.conf))
+	fmt.Fprintf(tw, "\nnetworks (%s):\n", q(d.Conf))
 	fmt.Fprintln(tw, "NETWORK\tCNIVERSION\tIPAM\tUSED\tFREE\tFILE")
 	for _, n := range st.Networks {
 		used := "-"

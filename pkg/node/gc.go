@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -22,11 +22,20 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/portmap"
 )
 
-// defaultMinAge is how old a reservation no cached attachment owns must be
+// DefaultMinAge is how old a reservation no cached attachment owns must be
 // before gc releases it. Until the runtime caches the result, a running ADD's
 // reservation looks exactly like a leaked one; the kubelet gives a sandbox
 // 2 minutes (its runtime request timeout), and this leaves a wide margin.
-const defaultMinAge = 5 * time.Minute
+const DefaultMinAge = 5 * time.Minute
+
+// GCOptions are gc's flags.
+type GCOptions struct {
+	Apply      bool          // DEL (default: a dry run that says what it would do)
+	Network    string        // only this network
+	MinAge     time.Duration // release an unowned reservation only when its file is this old
+	AllowEmpty bool          // go on when the cache looks empty or wrong
+	Every      time.Duration // run again at this interval until SIGTERM or SIGINT (0: once)
+}
 
 type gcOpts struct {
 	apply      bool
@@ -35,7 +44,7 @@ type gcOpts struct {
 	minAge     time.Duration
 }
 
-// gc DELs, through libcni, every cached attachment whose netns is
+// GC DELs, through libcni, every cached attachment whose netns is
 // positively gone, with the config cached with it; then every host-local
 // reservation no cached attachment owns, old enough that no ADD can still
 // be making it, in a network whose lock nobody holds: a DEL of exactly that
@@ -44,17 +53,9 @@ type gcOpts struct {
 // was read would lose what it has made so far. Without --apply it only says
 // what it would do; with --every it runs again at that interval until
 // SIGTERM or SIGINT.
-func gc(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("gc", stderr)
-	var o gcOpts
-	fl.BoolVar(&o.apply, "apply", false, "do it (default: a dry run)")
-	fl.StringVar(&o.only, "network", "", "only this network")
-	fl.DurationVar(&o.minAge, "min-age", defaultMinAge, "release an unowned reservation only when its file is this old")
-	fl.BoolVar(&o.allowEmpty, "allow-empty-cache", false, "go on when the cache has no results/ folder, or no attachment of a network with reservations")
-	every := fl.Duration("every", 0, "run again at this interval until SIGTERM or SIGINT")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
+func GC(d *Dirs, opts GCOptions, stdout, stderr io.Writer) int {
+	o := gcOpts{apply: opts.Apply, allowEmpty: opts.AllowEmpty, only: opts.Network, minAge: opts.MinAge}
+	every := &opts.Every
 	if o.minAge < 0 || *every < 0 {
 		fmt.Fprintln(stderr, "cniforge gc: --min-age and --every take a duration of 0 or more")
 		return 2
@@ -128,20 +129,20 @@ func (l *gcLog) endRound() { l.prev, l.this = l.this, nil }
 
 // gcRound is one pass of gc. err says why it did nothing; failed counts
 // the DELs that failed (each printed).
-func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
+func gcRound(d *Dirs, o gcOpts, lg *gcLog) (failed int, err error) {
 	st, err := loadNode(d)
 	if err != nil {
 		return 0, err
 	}
 	if o.only != "" && !st.hasNetwork(o.only) {
-		return 0, fmt.Errorf("no network %s in %s or the cache", q(o.only), d.conf)
+		return 0, fmt.Errorf("no network %s in %s or the cache", q(o.only), d.Conf)
 	}
 	if !o.allowEmpty {
 		if st.noResults {
-			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.cache)
+			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.Cache)
 		}
 		if n := st.reservationCount(); st.runtimeAttachments() == 0 && n > 0 {
-			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.cache, n)
+			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.Cache, n)
 		}
 	}
 	would := "would "
@@ -153,7 +154,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			q(st.view.why))
 	}
 	ctx := context.Background() // a DEL is never cut short: see the loop in gc
-	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Cache, nil)
 
 	for _, a := range st.Attachments {
 		if o.only != "" && a.Network != o.only {
