@@ -61,8 +61,9 @@ type CheckOptions struct {
 	Repair  bool   // re-apply what drifted where that leaves the container alone
 }
 
+// Check checks every cached attachment as said at the top of this file,
+// and returns the exit status.
 func Check(d *Dirs, o CheckOptions, stdout, stderr io.Writer) int {
-	asJSON, only, repair := &o.JSON, &o.Network, &o.Repair
 	st, err := loadNode(d)
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge check: %v\n", err)
@@ -71,10 +72,10 @@ func Check(d *Dirs, o CheckOptions, stdout, stderr io.Writer) int {
 	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Cache, nil)
 	lines := []checkLine{}
 	for _, a := range st.Attachments {
-		if *only != "" && a.Network != *only {
+		if o.Network != "" && a.Network != o.Network {
 			continue
 		}
-		lines = append(lines, checkAttachment(context.Background(), cni, st, a, repairWith(*repair, d.Bin)))
+		lines = append(lines, checkAttachment(context.Background(), cni, st, a, repairWith(o.Repair, d.Bin)))
 	}
 	rc := 0
 	for _, l := range lines {
@@ -82,7 +83,7 @@ func Check(d *Dirs, o CheckOptions, stdout, stderr io.Writer) int {
 			rc = 1
 		}
 	}
-	if *asJSON {
+	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(lines); err != nil {

@@ -39,6 +39,8 @@ type finding struct {
 // procSys holds the sysctls; those below net/ are the calling netns's own.
 const procSys = "/proc/sys"
 
+// Doctor prints its findings (those listed at the top of this file), as JSON
+// when asJSON, and returns the exit status: 1 when it found something.
 func Doctor(d *Dirs, asJSON bool, stdout, stderr io.Writer) int {
 	st, err := loadNode(d)
 	if err != nil {
