@@ -3,7 +3,9 @@
 // files the runtimes and plugins keep (libcni's result cache, written by
 // containerd, CRI-O and Podman; Multus's cache; host-local's reservation
 // files; the conf dir) and from the kernel. cmd/cniforge parses the command
-// line and calls one verb here; each returns the exit status.
+// line and calls one verb here; each returns the exit status. Every verb
+// works in the network and mount namespaces it is called in: the host's
+// (a stand-in node's in the tests).
 //
 //	Ls       the cached attachments (is their netns alive?), Multus's
 //	         delegates, the host-local reservations no cached attachment
