@@ -33,6 +33,33 @@ const (
 
 var bwVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
+// newPair makes a spec's host and container netns, joined by a veth:
+// veth-h (hostAddr) in the host, eth0 (contAddr) in the container.
+func newPair() (hostNS, contNS *ns.NetNS) {
+	GinkgoHelper()
+	hostNS, contNS = testutil.NewNS(), testutil.NewNS()
+	Expect(testutil.ConnectNS(
+		testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
+		testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
+	)).To(Succeed())
+	return hostNS, contNS
+}
+
+// callCtr1 runs bandwidth with hooks in hostNS for container ctr1's eth0
+// in contNS.
+func callCtr1(hostNS, contNS *ns.NetNS, hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return testutil.RunIn(hostNS, bandwidth.New(hooks), testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
+}
+
+// mustCtr1 is callCtr1 without hooks, which must succeed.
+func mustCtr1(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	out := callCtr1(hostNS, contNS, attach.Hooks{}, cmd, stdin)
+	Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
+	return out
+}
+
 func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	GinkgoHelper()
 	idx := 1
@@ -67,12 +94,7 @@ func replaceTbf(n *ns.NetNS, name string, rate uint64, buffer, limit uint32) {
 // rootTbf is the root tbf of link name in n, read over netlink.
 func rootTbf(n *ns.NetNS, name string) *netlink.Tbf {
 	GinkgoHelper()
-	h := testutil.Handle(n)
-	l, err := h.LinkByName(name)
-	Expect(err).NotTo(HaveOccurred())
-	qs, err := h.QdiscList(l)
-	Expect(err).NotTo(HaveOccurred())
-	for _, q := range qs {
+	for _, q := range qdiscsOf(n, name) {
 		if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT {
 			return t
 		}
@@ -139,14 +161,7 @@ func transfer(from, to *ns.NetNS, addr string, size int) time.Duration {
 var _ = Describe("bandwidth", func() {
 	var hostNS, contNS *ns.NetNS
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 
 	run := func(hooks attach.Hooks, cmd, id string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()

@@ -72,13 +72,8 @@ func u32s(cs []string) []string {
 // with their parameters (statistics left out), read over netlink.
 func rootAndClasses(n *ns.NetNS, link string) []string {
 	GinkgoHelper()
-	h := testutil.Handle(n)
-	l, err := h.LinkByName(link)
-	Expect(err).NotTo(HaveOccurred())
-	qs, err := h.QdiscList(l)
-	Expect(err).NotTo(HaveOccurred())
 	var out []string
-	for _, q := range qs {
+	for _, q := range qdiscsOf(n, link) {
 		if q.Attrs().Parent != netlink.HANDLE_ROOT {
 			continue
 		}
@@ -88,6 +83,9 @@ func rootAndClasses(n *ns.NetNS, link string) []string {
 		}
 		out = append(out, d)
 	}
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(link)
+	Expect(err).NotTo(HaveOccurred())
 	cs, err := h.ClassList(l, netlink.HANDLE_ROOT)
 	Expect(err).NotTo(HaveOccurred())
 	for _, c := range cs {
@@ -156,23 +154,14 @@ func redirectsTo(n *ns.NetNS, link, target string) []uint16 {
 
 var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 	run := func(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		return testutil.RunIn(hostNS, bandwidth.New(hooks), testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
+		return callCtr1(hostNS, contNS, hooks, cmd, stdin)
 	}
 	must := func(cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		out := run(attach.Hooks{}, cmd, stdin)
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
+		return mustCtr1(hostNS, contNS, cmd, stdin)
 	}
 	state := func() []string {
 		return append(append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...), qdiscKinds(hostNS, "veth-h")...)

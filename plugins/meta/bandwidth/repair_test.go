@@ -75,23 +75,14 @@ func tbfOf(n *ns.NetNS, link string) string {
 // different, and touches no other tool's qdisc or filter.
 var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func() {
 	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 	run := func(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		return testutil.RunIn(hostNS, bandwidth.New(hooks), testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
+		return callCtr1(hostNS, contNS, hooks, cmd, stdin)
 	}
 	must := func(cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		out := run(attach.Hooks{}, cmd, stdin)
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
+		return mustCtr1(hostNS, contNS, cmd, stdin)
 	}
 	ifb := bandwidth.IfbName(netName, "ctr1")
 	link := func(name string) netlink.Link {
