@@ -35,6 +35,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/filelock"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -151,6 +152,14 @@ func (n *NetNS) Fd() uintptr { return n.file.Fd() }
 
 // Close releases the namespace handle.
 func (n *NetNS) Close() error { return n.file.Close() }
+
+// Lock takes an exclusive flock on the namespace file, waiting for the
+// current holder, so that plugin commands in one namespace that pick and
+// fill shared state there (sbr's tables, a VRF) run in turn. The returned
+// func releases it; closing n releases it too.
+func (n *NetNS) Lock() (func(), error) {
+	return filelock.Hold(int(n.Fd()), n.Path())
+}
 
 // Do runs fn with the network namespace n entered, on a thread of its own,
 // and returns fn's error. The caller's thread is never switched. A panic

@@ -25,7 +25,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockNS(contNS)
+	unlock, err := contNS.Lock()
 	if err != nil {
 		return nil, err
 	}
@@ -111,22 +111,6 @@ func addrsOf(res *current.Result, ifName string) []*current.IPConfig {
 	return out
 }
 
-// lockNS takes an exclusive flock on the namespace file, so that two sbr
-// commands in one namespace pick and fill tables in turn.
-func lockNS(n *ns.NetNS) (func(), error) {
-	fd := int(n.Fd())
-	for {
-		err := unix.Flock(fd, unix.LOCK_EX)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return nil, fmt.Errorf("lock %s: %w", n.Path(), err)
-		}
-	}
-	return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil // closing the namespace releases it too
-}
-
 func hostPrefix(addr net.IP) *net.IPNet {
 	if a4 := addr.To4(); a4 != nil {
 		return &net.IPNet{IP: a4, Mask: net.CIDRMask(32, 32)}
@@ -152,22 +136,9 @@ func sourceRule(addr net.IP, table int) *netlink.Rule {
 // freeTable is the first table from FirstTable up that no rule points at
 // and no route (of either family) is in.
 func freeTable(h *netlink.Handle) (int, error) {
-	used := map[int]bool{}
-	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := h.RuleList(fam)
-		if err != nil {
-			return 0, fmt.Errorf("list rules: %w", err)
-		}
-		for _, r := range rules {
-			used[r.Table] = true
-		}
-		routes, err := ip.RouteListFiltered(h, fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range routes {
-			used[r.Table] = true
-		}
+	used, err := ip.UsedTables(h)
+	if err != nil {
+		return 0, err
 	}
 	for t := FirstTable; t <= lastTable; t++ {
 		if !used[t] {
@@ -284,7 +255,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 		return nil // gone, and the rules and routes with it
 	}
 	defer contNS.Close()
-	unlock, err := lockNS(contNS)
+	unlock, err := contNS.Lock()
 	if err != nil {
 		return []error{err}
 	}
@@ -367,7 +338,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 				if fam == 0 {
 					fam = ip.Family(r.Gw)
 				}
-				if isDefault(r.Dst) && !prevDefault[fam] {
+				if ip.IsDefault(r.Dst) && !prevDefault[fam] {
 					continue // made by sbr's ADD, not moved from main
 				}
 				back := r
@@ -392,19 +363,11 @@ func prevDefaultRoutes(a *attach.Attachment) map[int]bool {
 		return out
 	}
 	for _, r := range prev.Routes {
-		if isDefault(&r.Dst) {
+		if ip.IsDefault(&r.Dst) {
 			out[ip.Family(r.Dst.IP)] = true
 		}
 	}
 	return out
-}
-
-func isDefault(dst *net.IPNet) bool {
-	if dst == nil {
-		return true
-	}
-	ones, _ := dst.Mask.Size()
-	return ones == 0
 }
 
 // ownRule reports whether r is a source rule sbr would have made for one
