@@ -161,6 +161,44 @@ func (n *NetNS) Lock() (func(), error) {
 	return filelock.Hold(int(n.Fd()), n.Path())
 }
 
+// Locked is a namespace held under its Lock, with a netlink handle bound
+// to it (H).
+type Locked struct {
+	*NetNS
+	H *netlink.Handle
+}
+
+// OpenLocked opens the namespace at nsPath, takes its Lock and a netlink
+// handle in it: what a DEL that takes turns with the plugin's other
+// commands in the namespace (sbr, vrf) runs with. An empty nsPath, or one
+// that no longer opens, is (nil, nil): the namespace is gone, and what the
+// plugin made in it with it. Close releases all of it.
+func OpenLocked(nsPath string) (*Locked, error) {
+	if nsPath == "" {
+		return nil, nil
+	}
+	n, err := Open(nsPath)
+	if err != nil {
+		return nil, nil // gone
+	}
+	if _, err := n.Lock(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close() // releases the lock too
+		return nil, err
+	}
+	return &Locked{NetNS: n, H: h}, nil
+}
+
+// Close closes the handle and the namespace, which releases the lock.
+func (l *Locked) Close() error {
+	l.H.Close()
+	return l.NetNS.Close()
+}
+
 // Do runs fn with the network namespace n entered, on a thread of its own,
 // and returns fn's error. The caller's thread is never switched. A panic
 // in fn is returned as a *PanicError, after the thread has left n: on a

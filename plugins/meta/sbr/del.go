@@ -17,24 +17,15 @@ import (
 // when the interface is gone) and, without "table", the interface's routes
 // in their tables. A namespace that is gone took all of it along.
 func del(a *attach.Attachment, c *netConf) []error {
-	if a.Args.Netns == "" {
-		return nil
-	}
-	contNS, err := ns.Open(a.Args.Netns)
+	contNS, err := ns.OpenLocked(a.Args.Netns)
 	if err != nil {
+		return []error{err}
+	}
+	if contNS == nil {
 		return nil // gone, and the rules and routes with it
 	}
 	defer contNS.Close()
-	unlock, err := contNS.Lock()
-	if err != nil {
-		return []error{err}
-	}
-	defer unlock()
-	h, err := contNS.Handle()
-	if err != nil {
-		return []error{err}
-	}
-	defer h.Close()
+	h := contNS.H
 
 	var addrs []net.IP
 	link, err := ip.LinkByName(h, a.Args.IfName)

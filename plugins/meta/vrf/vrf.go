@@ -256,24 +256,15 @@ func deleteIfEmpty(h *netlink.Handle, name string) error {
 // success: with the lock, two DELs in one namespace run in turn, and the
 // second finds the VRF gone (upstream #1282).
 func del(a *attach.Attachment, c *netConf) []error {
-	if a.Args.Netns == "" {
-		return nil
-	}
-	contNS, err := ns.Open(a.Args.Netns)
+	contNS, err := ns.OpenLocked(a.Args.Netns)
 	if err != nil {
+		return []error{err}
+	}
+	if contNS == nil {
 		return nil // gone, and the VRF with it
 	}
 	defer contNS.Close()
-	unlock, err := contNS.Lock()
-	if err != nil {
-		return []error{err}
-	}
-	defer unlock()
-	h, err := contNS.Handle()
-	if err != nil {
-		return []error{err}
-	}
-	defer h.Close()
+	h := contNS.H
 	where := "in " + contNS.Path()
 	vrf, err := ip.LinkByName(h, c.VRFName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
