@@ -161,11 +161,35 @@ func (n *NetNS) Lock() (func(), error) {
 	return filelock.Hold(int(n.Fd()), n.Path())
 }
 
-// Locked is a namespace held under its Lock, with a netlink handle bound
-// to it (H).
-type Locked struct {
+// Bound is an open namespace with a netlink handle bound to it (H), as a
+// DEL opens the container's.
+type Bound struct {
 	*NetNS
 	H *netlink.Handle
+}
+
+// OpenForDel opens the namespace at nsPath and a netlink handle in it, for
+// a DEL. An empty nsPath, a missing path and a path that is no longer a
+// network namespace (what a runtime leaves after unmounting one) are
+// (nil, nil): the namespace is gone, and what the plugin made in it with
+// it. Close releases both.
+func OpenForDel(nsPath string) (*Bound, error) {
+	if nsPath == "" {
+		return nil, nil
+	}
+	n, err := Open(nsPath)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotNetNS) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	return &Bound{NetNS: n, H: h}, nil
 }
 
 // OpenLocked opens the namespace at nsPath, takes its Lock and a netlink
@@ -173,7 +197,7 @@ type Locked struct {
 // commands in the namespace (sbr, vrf) runs with. An empty nsPath, or one
 // that no longer opens, is (nil, nil): the namespace is gone, and what the
 // plugin made in it with it. Close releases all of it.
-func OpenLocked(nsPath string) (*Locked, error) {
+func OpenLocked(nsPath string) (*Bound, error) {
 	if nsPath == "" {
 		return nil, nil
 	}
@@ -190,13 +214,13 @@ func OpenLocked(nsPath string) (*Locked, error) {
 		n.Close() // releases the lock too
 		return nil, err
 	}
-	return &Locked{NetNS: n, H: h}, nil
+	return &Bound{NetNS: n, H: h}, nil
 }
 
-// Close closes the handle and the namespace, which releases the lock.
-func (l *Locked) Close() error {
-	l.H.Close()
-	return l.NetNS.Close()
+// Close closes the handle and the namespace (which releases its Lock).
+func (b *Bound) Close() error {
+	b.H.Close()
+	return b.NetNS.Close()
 }
 
 // Do runs fn with the network namespace n entered, on a thread of its own,
