@@ -68,3 +68,12 @@ func JoinConf(head, keys string, prev []byte) []byte {
 	}
 	return []byte(s + "}")
 }
+
+// MarshalConf is JoinConf with conf (not empty) as the head: conf as
+// JSON, then keys, then prev as prevResult.
+func MarshalConf(conf map[string]any, keys string, prev []byte) []byte {
+	ginkgo.GinkgoHelper()
+	b, err := json.Marshal(conf)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return JoinConf(string(b[1:len(b)-1]), keys, prev)
+}
