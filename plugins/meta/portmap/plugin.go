@@ -244,6 +244,12 @@ func flushTo(a *attach.Attachment, ips []net.IP) error {
 		return err
 	}
 	defer h.Close()
+	return flushReplies(h, ips)
+}
+
+// flushReplies deletes, through h, the conntrack entries whose reply comes
+// from one of ips.
+func flushReplies(h *netlink.Handle, ips []net.IP) error {
 	var errs []error
 	for _, x := range ips {
 		f := &netlink.ConntrackFilter{}
@@ -259,6 +265,29 @@ func flushTo(a *attach.Attachment, ips []net.IP) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// TeardownOwner removes every forward that container id holds on network,
+// on both backends (ours or upstream's, found by owner alone), and the
+// conntrack entries DNATed to the addresses those forwards pointed at. It
+// serves a DEL that cannot carry the mappings: cniforge gc releasing a
+// reservation whose pod left no cache entry, so no runtime config. A plain
+// DEL without portMappings touches nothing (see del). It works in the
+// calling thread's netns, the host's.
+func TeardownOwner(network, id string) error {
+	ips, err := netfilter.TeardownPortMapAllOf(netfilter.Owner{Network: network, ContainerID: id}, nil)
+	if err != nil {
+		return fmt.Errorf("port forwards of %q on %q: %w", id, network, err)
+	}
+	if len(ips) == 0 {
+		return nil
+	}
+	h, err := netlink.NewHandle(unix.NETLINK_NETFILTER)
+	if err != nil {
+		return fmt.Errorf("conntrack: %w", err)
+	}
+	defer h.Close()
+	return flushReplies(h, ips)
 }
 
 func del(a *attach.Attachment, c *netConf) []error {
