@@ -45,3 +45,6 @@ func (p Plugin[T, PT]) New(hooks attach.Hooks) plugin.Plugin {
 		// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
 	}.Descriptor(hooks)
 }
+
+// Descriptor returns the plugin's descriptor, without hooks.
+func (p Plugin[T, PT]) Descriptor() plugin.Plugin { return p.New(attach.Hooks{}) }

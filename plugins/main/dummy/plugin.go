@@ -20,21 +20,16 @@
 // MAC, addresses and routes with prevResult. GC and STATUS are IPAM's.
 package dummy
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
 // AddSteps lists the steps of ADD in the order they run, as passed to
 // attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-// New returns the dummy plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin {
-	return link.Plugin[netConf, *netConf]{Kind: "dummy", Parse: parse, Add: add, Check: check,
-		Summary: "a dummy link in the container with the IPAM addresses"}.New(hooks)
-}
+// Frame is the dummy plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[netConf, *netConf]{Kind: "dummy", Parse: parse, Add: add, Check: check,
+	Summary: "a dummy link in the container with the IPAM addresses"}
 
 // Plugin is the dummy plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

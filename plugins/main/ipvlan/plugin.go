@@ -25,21 +25,16 @@
 // prevResult. GC and STATUS are IPAM's.
 package ipvlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
 // AddSteps lists the steps of ADD in the order they run, as passed to
 // attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-// New returns the ipvlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin {
-	return link.Plugin[config, *config]{Kind: "ipvlan", Parse: parse, Add: add, Check: check,
-		Summary: "an ipvlan link on a master interface"}.New(hooks)
-}
+// Frame is the ipvlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[config, *config]{Kind: "ipvlan", Parse: parse, Add: add, Check: check,
+	Summary: "an ipvlan link on a master interface"}
 
 // Plugin is the ipvlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

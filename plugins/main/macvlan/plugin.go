@@ -22,21 +22,16 @@
 // addresses and routes with prevResult. GC and STATUS are IPAM's.
 package macvlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
 // AddSteps lists the steps of ADD in the order they run, as passed to
 // attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-// New returns the macvlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin {
-	return link.Plugin[config, *config]{Kind: "macvlan", Parse: parse, Add: add, Check: check,
-		Summary: "a macvlan link on a master interface"}.New(hooks)
-}
+// Frame is the macvlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[config, *config]{Kind: "macvlan", Parse: parse, Add: add, Check: check,
+	Summary: "a macvlan link on a master interface"}
 
 // Plugin is the macvlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

@@ -23,21 +23,16 @@
 // STATUS are IPAM's.
 package vlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
 // AddSteps lists the steps of ADD in the order they run, as passed to
 // attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-// New returns the vlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin {
-	return link.Plugin[netConf, *netConf]{Kind: "vlan", Parse: parse, Add: add, Check: check,
-		Summary: "an 802.1Q vlan link on a master interface"}.New(hooks)
-}
+// Frame is the vlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[netConf, *netConf]{Kind: "vlan", Parse: parse, Add: add, Check: check,
+	Summary: "an 802.1Q vlan link on a master interface"}
 
 // Plugin is the vlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()
