@@ -79,13 +79,10 @@ func linkName(h *netlink.Handle, index int) string {
 // nil or /0 as "default".
 func routeString(h *netlink.Handle, r netlink.Route) string {
 	GinkgoHelper()
-	dst := "default"
-	if r.Dst != nil {
-		if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-			dst = r.Dst.String()
-		}
+	s := "default"
+	if !ip.IsDefault(r.Dst) {
+		s = r.Dst.String()
 	}
-	s := dst
 	if r.Gw != nil {
 		s += " via " + r.Gw.String()
 	}
