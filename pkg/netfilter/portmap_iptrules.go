@@ -182,12 +182,20 @@ func (r pmRules) sharedLines(nat natTable) []string {
 		}
 	}
 	if r.snat && r.ownMark {
+		// The chain and its rule: a flushed chain is as broken as a
+		// missing one, and every ADD puts the rule back, as upstream's
+		// (issue 29). Any rule doing the same counts, however written.
 		if !nat.chains[pmSetMarkChain] {
-			l = append(l, "-N "+pmSetMarkChain,
-				`-A `+pmSetMarkChain+` -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark `+r.mark)
+			l = append(l, "-N "+pmSetMarkChain)
+		}
+		if !slices.ContainsFunc(nat.rules[pmSetMarkChain], r.isSetMark) {
+			l = append(l, `-A `+pmSetMarkChain+` -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark `+r.mark)
 		}
 		if !nat.chains[pmMasqChain] {
-			l = append(l, "-N "+pmMasqChain, "-A "+pmMasqChain+" -m mark --mark "+r.mark+" -j MASQUERADE")
+			l = append(l, "-N "+pmMasqChain)
+		}
+		if !slices.ContainsFunc(nat.rules[pmMasqChain], r.isMarkMasq) {
+			l = append(l, "-A "+pmMasqChain+" -m mark --mark "+r.mark+" -j MASQUERADE")
 		}
 		// Inserted first, as upstream does: bridge's and ptp's masquerade
 		// chains ACCEPT traffic to the container's own subnet, which ends
@@ -199,6 +207,18 @@ func (r pmRules) sharedLines(nat natTable) []string {
 		}
 	}
 	return l
+}
+
+// isSetMark reports whether rule spec s sets r's mark unconditionally
+// (any comment).
+func (r pmRules) isSetMark(s string) bool {
+	return strings.HasSuffix(s, "-j MARK --set-xmark "+r.mark) &&
+		!strings.Contains(s, " -s ") && !strings.Contains(s, " -d ") && !strings.HasPrefix(s, "-s ") && !strings.HasPrefix(s, "-d ")
+}
+
+// isMarkMasq reports whether rule spec s masquerades what carries r's mark.
+func (r pmRules) isMarkMasq(s string) bool {
+	return strings.Contains(s, "-m mark --mark "+r.mark+" ") && (strings.HasSuffix(s, "-j MASQUERADE") || strings.Contains(s, "-j MASQUERADE "))
 }
 
 const pmGuardRule = `-d 127.0.0.0/8 ! -i lo -m comment --comment "CNI portfwd route_localnet guard" -j DROP`
