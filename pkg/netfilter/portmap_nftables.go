@@ -233,6 +233,13 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 		c.AddTable(pmTableOf(f))
 		sets := map[string]*nftables.Set{}
 		for _, set := range p.setupSets(f) {
+			// An existing set is not declared again: one nft -f loaded
+			// back (a listing of the table) differs in attributes the
+			// kernel then refuses to update (EEXIST).
+			if _, there := s.elems[set.Name]; there {
+				sets[set.Name] = set
+				continue
+			}
 			if err := c.AddSet(set, nil); err != nil {
 				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
 			}

@@ -1,8 +1,8 @@
 package netfilter
 
 import (
-	"encoding/hex"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -27,24 +27,44 @@ import (
 // with one the kernel holds.
 func pmRuleSig(f family, exprs []expr.Any) string {
 	var sig []string
-	addrLoad := false
+	// An address compare: a load of the address or of its first bytes
+	// (nft loads one byte for a /8), maybe masked, then equal to a
+	// value; written as the prefix it matches.
+	var load *expr.Payload
+	var mask []byte
 	for _, e := range exprs {
 		switch e := e.(type) {
 		case *expr.Payload:
-			addrLoad = e.Base == expr.PayloadBaseNetworkHeader &&
-				(e.Offset == addrField[f].saddr || e.Offset == addrField[f].daddr) && e.Len == addrField[f].len
-			if addrLoad {
+			load, mask = nil, nil
+			if e.Base == expr.PayloadBaseNetworkHeader && e.Len <= addrField[f].len &&
+				(e.Offset == addrField[f].saddr || e.Offset == addrField[f].daddr) {
+				load = e
 				sig = append(sig, fmt.Sprintf("load@%d", e.Offset))
 			}
-		case *expr.Cmp:
-			if addrLoad {
-				sig = append(sig, fmt.Sprintf("cmp%d=%s", e.Op, hex.EncodeToString(e.Data)))
-			}
-			addrLoad = false
 		case *expr.Bitwise:
 			// a prefix's mask, between the load and the compare
+			if load != nil {
+				mask = e.Mask
+			}
+		case *expr.Cmp:
+			if load != nil && e.Op == expr.CmpOpEq && len(e.Data) == int(load.Len) {
+				addr := make([]byte, addrField[f].len)
+				bits := 0
+				for i, b := range e.Data {
+					m := byte(0xff)
+					if i < len(mask) {
+						m = mask[i]
+					}
+					addr[i] = b & m
+					for ; m&0x80 != 0; m <<= 1 {
+						bits++
+					}
+				}
+				sig[len(sig)-1] = fmt.Sprintf("addr@%d=%s/%d", load.Offset, net.IP(addr), bits)
+			}
+			load, mask = nil, nil
 		case *expr.Lookup:
-			addrLoad = false
+			load = nil
 			sig = append(sig, "@"+e.SetName)
 		case *expr.Verdict:
 			switch e.Kind {
@@ -58,7 +78,7 @@ func pmRuleSig(f family, exprs []expr.Any) string {
 		case *expr.Masq:
 			sig = append(sig, "masq")
 		default:
-			addrLoad = false
+			load = nil
 		}
 	}
 	return strings.Join(sig, " ")

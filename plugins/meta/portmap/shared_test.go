@@ -69,3 +69,41 @@ var _ = Describe("shared rules of port forwarding (issue 29)", func() {
 			func(e env) (string, error) { return tcpGet(e.cont, hp6(80)) }),
 	)
 })
+
+// CRI-O runs CHECK after every ADD and at each start: a shared rule
+// another tool wrote back in an equivalent form, or upstream's form of it,
+// must pass, and the next ADD must not add ours beside it.
+var _ = Describe("shared rules in another tool's form (issue 29)", func() {
+	DescribeTable("CHECK passes and ADD adds nothing",
+		func(backend string, rewrite func(e env), listing []string) {
+			e := newEnv()
+			conf := confOpts{ver: "1.1.0", backend: backend, mappings: []mapping{{HostPort: 80, ContainerPort: 8080}},
+				prev: e.prevResult("1.1.0")}.json()
+			tcpServe(e.cont, ":8080", "rewritten")
+			Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf)).Err).To(BeNil())
+			rewrite(e)
+			before := ipt(e.host, listing...)
+			Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, conf)).Err).To(BeNil())
+			Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, conf)).Err).To(BeNil())
+			Expect(ipt(e.host, listing...)).To(Equal(before))
+			Expect(tcpGet(e.outside, hp(80))).To(Equal("rewritten"))
+			Expect(tcpGet(e.cont, hp(80))).To(Equal("rewritten"), "hairpin")
+		},
+		Entry("nftables: the table listed and loaded again with nft -f", "nftables", func(e env) {
+			table := ipt(e.host, "nft", "list", "table", "ip", "cni_hostport")
+			ipt(e.host, "nft", "delete", "table", "ip", "cni_hostport")
+			ipt(e.host, "sh", "-c", "printf '%s' \"$0\" | nft -f -", table)
+		}, []string{"nft", "list", "table", "ip", "cni_hostport"}),
+		Entry("nftables: upstream's prerouting and output, jumping to hostip_hostports and hostports", "nftables", func(e env) {
+			for _, c := range []string{"prerouting", "output"} {
+				ipt(e.host, "nft", "flush", "chain", "ip", "cni_hostport", c)
+				ipt(e.host, "nft", "add", "rule", "ip", "cni_hostport", c, "fib", "daddr", "type", "local", "jump", "hostip_hostports")
+				ipt(e.host, "nft", "add", "rule", "ip", "cni_hostport", c, "fib", "daddr", "type", "local", "jump", "hostports")
+			}
+		}, []string{"nft", "list", "table", "ip", "cni_hostport"}),
+		Entry("iptables: the mark set with --or-mark and no comment", "iptables", func(e env) {
+			ipt(e.host, "iptables", "-t", "nat", "-F", "CNI-HOSTPORT-SETMARK")
+			ipt(e.host, "iptables", "-t", "nat", "-A", "CNI-HOSTPORT-SETMARK", "-j", "MARK", "--or-mark", "0x2000")
+		}, []string{"iptables-save", "-t", "nat"}),
+	)
+})
