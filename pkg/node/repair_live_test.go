@@ -127,33 +127,35 @@ func TestCheckRepairKeepsEstablishedConnections(t *testing.T) {
 	for _, tc := range []struct {
 		name, backend string
 		drift         func(n *node)
+		// named: the plugin and what check names as missing.
+		plugin, named string
 	}{
 		{"nftables, the pod's DNAT element deleted", "nftables", func(n *node) {
 			n.inHost("nft", "delete", "element", "ip", "cni_hostport", "hostports_map", "{", "tcp", ".", "18080", "}")
-		}},
+		}, "portmap", "of hostports_map"},
 		{"nftables, a shared chain flushed", "nftables", func(n *node) {
 			n.inHost("nft", "flush", "chain", "ip", "cni_hostport", "prerouting")
-		}},
+		}, "portmap", "chain prerouting"},
 		{"nftables, the table flushed", "nftables", func(n *node) {
 			n.inHost("nft", "flush", "table", "ip", "cni_hostport")
-		}},
+		}, "portmap", "chain prerouting"},
 		{"iptables, the pod's DNAT rules flushed", "iptables", func(n *node) {
 			n.inHost("iptables", "-t", "nat", "-F", chain("ctr-a"))
-		}},
+		}, "portmap", chain("ctr-a") + " -p tcp"},
 		{"iptables, a shared chain flushed", "iptables", func(n *node) {
 			n.inHost("iptables", "-t", "nat", "-F", "CNI-HOSTPORT-SETMARK")
-		}},
+		}, "portmap", "CNI-HOSTPORT-SETMARK -m comment"},
 		{"firewall's rules flushed", "nftables", func(n *node) {
 			n.inHost("iptables", "-t", "filter", "-F", "CNI-FORWARD")
-		}},
+		}, "firewall", "CNI-FORWARD"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			checkRepairKeepsConnections(t, tc.backend, tc.drift)
+			checkRepairKeepsConnections(t, tc.backend, tc.drift, tc.plugin, tc.named)
 		})
 	}
 }
 
-func checkRepairKeepsConnections(t *testing.T, backend string, drift func(n *node)) {
+func checkRepairKeepsConnections(t *testing.T, backend string, drift func(n *node), plugin, named string) {
 	n := newNode(t)
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
 		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
@@ -191,6 +193,9 @@ func checkRepairKeepsConnections(t *testing.T, backend string, drift func(n *nod
 	lines, text, rc := n.check()
 	if rc != 1 || len(lines) != 1 || lines[0].Status != checkDrift {
 		t.Fatalf("check after the drift: exit %d:\n%s", rc, text)
+	}
+	if p := lines[0].Problems; len(p) != 1 || p[0].Plugin != plugin || !strings.Contains(p[0].Error, named) {
+		t.Errorf("check after the drift names %+v, want %s naming %q", p, plugin, named)
 	}
 	res, rc := n.cli("check", "--repair")
 	t.Logf("cniforge check --repair:\n%s", res)
