@@ -135,7 +135,10 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 	defer func() { release(failed) }()
 	c := nc.Conn
 	fam := f.nft()
-	type view struct{ nat, raw natTable }
+	type view struct {
+		nat, raw natTable
+		unread   bool // a mark chain's rule markRuleSpec cannot render
+	}
 	v, err := consistentOn(nc.nl, func() (view, error) {
 		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
@@ -170,10 +173,16 @@ func (p *iptablesPortMap) sharedViewNFT(f family, chain string) (nat, raw natTab
 				}
 			}
 		}
-		return view{tables["nat"], tables["raw"]}, nil
+		// The mark chains' rules, which sharedLines puts back when
+		// missing (issue 29).
+		ok, err := readMarkChains(c, fam, tables["nat"])
+		if err != nil {
+			return view{}, err
+		}
+		return view{tables["nat"], tables["raw"], !ok}, nil
 	})
 	failed = err != nil
-	if err != nil || v.nat.chains[chain] {
+	if err != nil || v.unread || v.nat.chains[chain] {
 		return nat, raw, false
 	}
 	return v.nat, v.raw, true
