@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -84,11 +84,17 @@ type Plugin[C Conf] struct {
 	// belongs to none of keep; the frame forwards GC to IPAM and collects
 	// masquerade rules first. It runs without container ID, netns or
 	// ifname.
-	GC func(a *Attachment, c C, keep []netfilter.Owner) []error
+	GC func(a *Attachment, c C, keep []owner.Owner) []error
 
 	// Status, optional, reports what the plugin itself needs; the frame
 	// forwards STATUS to IPAM after it.
 	Status func(a *Attachment, c C) error
+
+	// Masq is the masquerade the frame tears down on DEL, collects on GC
+	// and probes on STATUS for a config that embeds Masq (bridge and ptp
+	// pass pkg/attach/masquerade's Frame). The frame links no netfilter
+	// code itself, so a plugin without masquerade links none.
+	Masq Masquerade
 }
 
 // Descriptor returns the plugin.Plugin that runs p with hooks.
@@ -96,6 +102,12 @@ func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 	vers := p.Versions
 	if vers == nil {
 		vers = plugin.AllVersions
+	}
+	var zero C
+	if _, ok := any(zero).(masqer); ok && p.Masq == nil {
+		// A programming error every test of the plugin shows: DEL would
+		// leave the masquerade rules ADD made.
+		panic(fmt.Sprintf("attach: %s's config embeds Masq but Plugin.Masq is nil", p.Name))
 	}
 	r := &runner[C]{p: p, hooks: hooks}
 	return plugin.Plugin{
@@ -304,9 +316,9 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	// with the plugin's own steps, so it runs beside them: their link
 	// deletion waits out an RCU grace period, its iptables a process.
 	var masqDone <-chan []error
-	if _, ok := any(c).(masqer); ok {
+	if _, ok := any(c).(masqer); ok && r.p.Masq != nil {
 		masqDone = a.Beside(func() error {
-			if err := netfilter.TeardownMasqAll(a.Owner()); err != nil {
+			if err := r.p.Masq.TeardownAll(a.Owner()); err != nil {
 				return fmt.Errorf("masquerade: %w", err)
 			}
 			return nil
@@ -468,9 +480,9 @@ func (r *runner[C]) gc(args *skel.CmdArgs) (err error) {
 			errs = append(errs, fmt.Errorf("ipam %s GC: %w", a.Conf.IPAM.Type, err))
 		}
 	}
-	keep := netfilter.Owners(a.Conf.Name, valid)
-	if _, ok := any(c).(masqer); ok {
-		if err := netfilter.GCMasqAll(a.Conf.Name, keep); err != nil {
+	keep := owner.Owners(a.Conf.Name, valid)
+	if _, ok := any(c).(masqer); ok && r.p.Masq != nil {
+		if err := r.p.Masq.GCAll(a.Conf.Name, keep); err != nil {
 			errs = append(errs, fmt.Errorf("masquerade GC: %w", err))
 		}
 	}
@@ -489,8 +501,8 @@ func (r *runner[C]) status(args *skel.CmdArgs) (err error) {
 	defer recovered(&err, a.Log)
 	// The chosen masquerade backend must work here, or every ADD would
 	// fail: code 50 (plugin not available).
-	if m, ok := any(c).(masqer); ok && m.MasqConf().IPMasq {
-		if err := netfilter.MasqUsable(m.MasqConf().Backend()); err != nil {
+	if m, ok := any(c).(masqer); ok && m.MasqConf().IPMasq && r.p.Masq != nil {
+		if err := r.p.Masq.Usable(m.MasqConf().Backend()); err != nil {
 			return result.Unavailable(fmt.Errorf("ipMasqBackend %q: %w", m.MasqConf().Backend(), err))
 		}
 	}

@@ -85,6 +85,8 @@ import (
 	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/cniforge/plugins/pkg/owner"
 )
 
 // Backend names, as accepted by NewMasq and in the ipMasqBackend config key.
@@ -105,25 +107,15 @@ var ErrUnavailable = errors.New("netfilter backend unavailable")
 // differs from what Setup installs; the message names what is missing.
 var ErrMissing = errors.New("rule missing")
 
-// Owner identifies one attachment's rules.
-type Owner struct {
-	Network     string // network name from the config ("name")
-	ContainerID string // CNI_CONTAINERID
-	IfName      string // CNI_IFNAME
-}
+// Owner identifies one attachment's rules: network, container ID and
+// interface name (see pkg/owner, where it is defined so that code that
+// keeps no rules can name an owner without linking this package).
+type Owner = owner.Owner
 
 // Owners turns the attachments a GC call lists as still in use into the
 // owners of network to keep.
 func Owners(network string, attachments []types.GCAttachment) []Owner {
-	keep := make([]Owner, 0, len(attachments))
-	for _, a := range attachments {
-		keep = append(keep, Owner{Network: network, ContainerID: a.ContainerID, IfName: a.IfName})
-	}
-	return keep
-}
-
-func (o Owner) String() string {
-	return fmt.Sprintf("network %q container %q ifname %q", o.Network, o.ContainerID, o.IfName)
+	return owner.Owners(network, attachments)
 }
 
 // Masq installs masquerade (source NAT to the outgoing interface's address)

@@ -7,6 +7,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -79,7 +80,7 @@ func (a *attachment) check(prev *current.Result) error {
 	if err := attach.CheckRoutes(a.contNS, a.contH, contLink, prev.Routes); err != nil {
 		return err
 	}
-	if err := a.CheckMasq(&conf.Masq, want); err != nil {
+	if err := masquerade.Check(a.Attachment, &conf.Masq, want); err != nil {
 		return err
 	}
 	if conf.MacSpoofChk {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -574,7 +574,7 @@ func checkTbf(h *netlink.Handle, l netlink.Link, want, upstream tbfParams) error
 // and the shaping of the host end that redirects to one. Upstream's ifbs
 // carry no alias and stay:
 // their name does not say which network they belong to.
-func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
+func gc(a *attach.Attachment, c *netConf, keep []owner.Owner) []error {
 	hostNS, h, err := a.Host()
 	if err != nil {
 		return []error{err}
