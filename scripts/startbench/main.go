@@ -68,7 +68,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cniforge/plugins/scripts/internal/benchnode"
+	"github.com/cniforge/plugins/scripts/internal/stats"
 )
 
 type options struct {
@@ -431,7 +431,7 @@ func medianMs(v []sample, f func(sample) time.Duration) float64 {
 	for i, s := range v {
 		d[i] = f(s)
 	}
-	return ms(benchnode.Median(d))
+	return ms(stats.Median(d))
 }
 
 func printTable(w io.Writer, folders []folder, plugins []string, samples map[string][]sample) {
@@ -549,7 +549,7 @@ func onlyIn(a, b []inittrace) []extra {
 		for i, t := range a {
 			v[i] = t.pkgs[pkg]
 		}
-		out = append(out, extra{pkg, benchnode.Median(v)})
+		out = append(out, extra{pkg, stats.Median(v)})
 	}
 	slices.SortFunc(out, func(x, y extra) int {
 		if c := -cmpFloat(x.ms, y.ms); c != 0 {
@@ -590,9 +590,9 @@ func printTraces(w io.Writer, folders []folder, plugins []string, traces map[str
 			}
 			r := "-"
 			if len(faults[key(p, f.label)]) > 0 {
-				r = fmt.Sprintf("%.0f", benchnode.Median(faults[key(p, f.label)]))
+				r = fmt.Sprintf("%.0f", stats.Median(faults[key(p, f.label)]))
 			}
-			row += fmt.Sprintf(" %9.3f %6.0f %4d %6s", benchnode.Median(clock), benchnode.Median(kib), len(v[0].pkgs), r)
+			row += fmt.Sprintf(" %9.3f %6.0f %4d %6s", stats.Median(clock), stats.Median(kib), len(v[0].pkgs), r)
 		}
 		extras := onlyIn(traces[key(p, "multi")], traces[key(p, "sep")])
 		var sum float64

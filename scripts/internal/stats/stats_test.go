@@ -1,4 +1,4 @@
-package benchnode
+package stats
 
 import (
 	"slices"
