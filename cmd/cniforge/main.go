@@ -10,15 +10,14 @@
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
 //	                                 /opt/cni/bin) and each plugin as a link to it
-//	cniforge daemon [--dir D] [--force] [-- gc ... --every D]
+//	cniforge daemon [--dir D] [--force]
 //	                                 the node image's command: install into D
 //	                                 (default /host/opt/cni/bin), then stay up
-//	                                 (or run the gc loop given after --)
 //	cniforge ls [--json]             cached attachments, unowned host-local
 //	                                 reservations, addresses used and free
 //	cniforge gc [--apply] [--network NAME] [--min-age D] [--every D] [--allow-empty-cache]
 //	                                 DEL attachments whose netns is gone, and
-//	                                 old reservations nobody owns (gc.go)
+//	                                 old reservations nobody owns
 //	cniforge check [--json] [--network NAME] [--repair]
 //	                                 CHECK every cached attachment, naming each
 //	                                 plugin whose part drifted; exit 1 if any;
@@ -26,19 +25,28 @@
 //	cniforge doctor [--json]         what makes the node misbehave, each with a fix
 //	                                 (ls, gc, check and doctor take --cache-dir,
 //	                                 --conf-dir, --bin-dir, --multus-dir)
+//
+// This package parses the command line and dispatches; the node tool's
+// verbs live in pkg/node.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/cniforge/plugins/pkg/node"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/plugins/all"
 )
@@ -100,7 +108,7 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 	case "install":
 		return install(args[1:], plugins, stdout, stderr)
 	case "daemon":
-		return daemon(args[1:], plugins, stdout, stderr)
+		return daemon(signalContext(), args[1:], plugins, stdout, stderr)
 	case "ls":
 		return ls(args[1:], stdout, stderr)
 	case "gc":
@@ -116,6 +124,104 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "cniforge: unknown command or plugin %q\n", args[0])
 	usage(stderr, plugins)
 	return 2
+}
+
+// The node tool's verbs: each parses its flags, then runs pkg/node's verb.
+
+func install(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("cniforge install", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("dir", "/opt/cni/bin", "the runtime's plugin directory")
+	force := fl.Bool("force", false, "replace files that are not cniforge's")
+	if !parseFlags(fl, args, stderr) {
+		return 2
+	}
+	return node.Install(*dir, *force, names(plugins), stdout, stderr)
+}
+
+// daemon takes, after its own flags, only a gc loop: `gc ... --every D`.
+func daemon(ctx context.Context, args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("cniforge daemon", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	o := node.DaemonOptions{}
+	fl.StringVar(&o.Dir, "dir", "/host/opt/cni/bin", "the host's plugin directory, as mounted in this container")
+	fl.BoolVar(&o.Force, "force", false, "replace files that are not cniforge's (upstream's plugins, say)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	then := fl.Args()
+	if len(then) > 0 && (then[0] != "gc" || !slices.ContainsFunc(then, func(a string) bool {
+		return a == "--every" || strings.HasPrefix(a, "--every=")
+	})) {
+		fmt.Fprintf(stderr, "cniforge daemon: after its flags, only `gc ... --every DURATION` (the reclaim loop), not %q\n", strings.Join(then, " "))
+		return 2
+	}
+	if len(then) > 0 {
+		o.GC = then
+		o.RunGC = func() int { return gc(then[1:], stdout, stderr) }
+	}
+	return node.Daemon(ctx, o, names(plugins), stdout, stderr)
+}
+
+func signalContext() context.Context {
+	ctx, _ := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	return ctx
+}
+
+// nodeFlags are the flags of a verb that reads the node's folders.
+func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *node.Dirs) {
+	fl := flag.NewFlagSet("cniforge "+name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	d := &node.Dirs{}
+	fl.StringVar(&d.Cache, "cache-dir", libcni.CacheDir, "libcni's cache (results/ below it)")
+	fl.StringVar(&d.Conf, "conf-dir", "/etc/cni/net.d", "network configs")
+	fl.StringVar(&d.Bin, "bin-dir", "/opt/cni/bin", "plugin binaries")
+	fl.StringVar(&d.Multus, "multus-dir", node.DefaultMultusDir, "Multus's cache (its cniDir), read when there")
+	return fl, d
+}
+
+func ls(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("ls", stderr)
+	asJSON := fl.Bool("json", false, "print JSON")
+	if !parseFlags(fl, args, stderr) {
+		return 2
+	}
+	return node.Ls(d, *asJSON, stdout, stderr)
+}
+
+func gc(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("gc", stderr)
+	var o node.GCOptions
+	fl.BoolVar(&o.Apply, "apply", false, "do it (default: a dry run)")
+	fl.StringVar(&o.Network, "network", "", "only this network")
+	fl.DurationVar(&o.MinAge, "min-age", node.DefaultMinAge, "release an unowned reservation only when its file is this old")
+	fl.BoolVar(&o.AllowEmpty, "allow-empty-cache", false, "go on when the cache has no results/ folder, or no attachment of a network with reservations")
+	fl.DurationVar(&o.Every, "every", 0, "run again at this interval until SIGTERM or SIGINT")
+	if !parseFlags(fl, args, stderr) {
+		return 2
+	}
+	return node.GC(d, o, stdout, stderr)
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("check", stderr)
+	var o node.CheckOptions
+	fl.BoolVar(&o.JSON, "json", false, "print JSON")
+	fl.StringVar(&o.Network, "network", "", "only this network")
+	fl.BoolVar(&o.Repair, "repair", false, "re-apply what drifted where that leaves the container alone (masquerade, portmap, firewall, bandwidth)")
+	if !parseFlags(fl, args, stderr) {
+		return 2
+	}
+	return node.Check(d, o, stdout, stderr)
+}
+
+func doctor(args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags("doctor", stderr)
+	asJSON := fl.Bool("json", false, "print JSON")
+	if !parseFlags(fl, args, stderr) {
+		return 2
+	}
+	return node.Doctor(d, *asJSON, stdout, stderr)
 }
 
 // parseFlags parses a verb's flags (fl named "cniforge VERB"); the verb
@@ -149,10 +255,10 @@ usage:
                         install this binary into the directory, and each plugin
                         as a link to it; each file is replaced atomically, and a
                         file that is not cniforge's only with --force
-  cniforge daemon [--dir /host/opt/cni/bin] [--force] [-- gc ... --every D]
+  cniforge daemon [--dir /host/opt/cni/bin] [--force]
                         the node image's command (deploy/): install as above,
-                        then stay up until SIGTERM, or run the gc loop given
-                        after --
+                        then stay up until SIGTERM; it reclaims nothing (run
+                        gc on the host: deploy/systemd's cniforge-gc.timer)
   cniforge ls [--json]  list libcni's cached attachments (is their netns alive?),
                         host-local reservations no attachment owns, and per
                         network the addresses used and free

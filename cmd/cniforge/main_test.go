@@ -25,6 +25,17 @@ func multicall(t *testing.T) string {
 	return path
 }
 
+// newNS makes a netns removed when the test ends.
+func newNS(t *testing.T) (*ns.NetNS, func() error) {
+	t.Helper()
+	n, remove, err := testutil.CreateNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remove() })
+	return n, remove
+}
+
 func TestVersionListsEveryPlugin(t *testing.T) {
 	out, err := exec.Command(multicall(t), "version").Output()
 	if err != nil {

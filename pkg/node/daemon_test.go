@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bufio"
@@ -134,9 +134,10 @@ func TestSystemdUnitRunsGC(t *testing.T) {
 	}
 }
 
-// With a gc loop after --, the daemon installs, then runs that loop (a
-// dry run here) until SIGTERM; anything else after -- is refused before
-// it installs.
+// With a gc loop after --, the daemon installs, says that loop is no
+// reclaim to rely on from a container and what to run instead, then runs
+// it (a dry run here) until SIGTERM; anything else after -- is refused
+// before it installs.
 func TestDaemonRunsTheReclaimLoop(t *testing.T) {
 	n := newNode(t)
 	must(t, os.MkdirAll(filepath.Join(n.cache, "results"), 0o755))
@@ -151,10 +152,12 @@ func TestDaemonRunsTheReclaimLoop(t *testing.T) {
 		t.Fatalf("a refused daemon installed: %v", entries)
 	}
 	var out strings.Builder
+	var stderr syncBuffer
 	var rc int
 	must(t, n.hostNS.Do(func() error {
 		cmd := exec.Command(multicall(t), "daemon", "--dir", dir, "--", "gc", "--every", "50ms",
 			"--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", dir)
+		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			return err
@@ -181,5 +184,24 @@ func TestDaemonRunsTheReclaimLoop(t *testing.T) {
 	}))
 	if rc != 0 || !strings.Contains(out.String(), "running cniforge gc --every 50ms") || !strings.Contains(out.String(), "stopped by a signal") {
 		t.Errorf("daemon with the gc loop: exit %d:\n%s", rc, out.String())
+	}
+	if warn := stderr.String(); !strings.Contains(warn, "the gc loop from a container is no supported reclaim") ||
+		!strings.Contains(warn, "deploy/systemd's cniforge-gc.timer") {
+		t.Errorf("daemon with the gc loop did not say what it cannot do; stderr:\n%s", warn)
+	}
+}
+
+// The DaemonSet's container can reclaim nothing (no host paths, no
+// capabilities, no iptables, no view of the host's mount namespace): the
+// manifest must not tell how to run gc there, and points to the timer.
+func TestDaemonSetDoesNotClaimToReclaim(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/cniforge-daemonset.yaml")
+	must(t, err)
+	manifest := string(raw)
+	if strings.Contains(manifest, `"gc"`) || strings.Contains(manifest, "--every") {
+		t.Errorf("the DaemonSet manifest still tells how to run gc in its container:\n%s", manifest)
+	}
+	if !strings.Contains(manifest, "cniforge-gc.timer") {
+		t.Errorf("the DaemonSet manifest does not point to the systemd timer:\n%s", manifest)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -342,6 +342,48 @@ func TestCheckRepairFirewallAndSbr(t *testing.T) {
 	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
 		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)
 	}
+
+	// sbr drifts with its rule still there: a route gone from its table.
+	// Repair makes up no route (CHECK still fails) and adds no second
+	// rule from the address, however often it runs.
+	fromIP := func() []netlink.Rule {
+		t.Helper()
+		rules, err := h.RuleList(netlink.FAMILY_V4)
+		must(t, err)
+		var out []netlink.Rule
+		for _, r := range rules {
+			if r.Src != nil && r.Src.IP.String() == ip {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	own := fromIP()
+	if len(own) != 1 {
+		t.Fatalf("rules from %s after the repair: %+v, want sbr's one", ip, own)
+	}
+	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: own[0].Table}, netlink.RT_FILTER_TABLE)
+	must(t, err)
+	removed := false
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.String() == "10.123.0.0/24" {
+			must(t, h.RouteDel(&r))
+			removed = true
+		}
+	}
+	if !removed {
+		t.Fatalf("no route to 10.123.0.0/24 in sbr's table %d: %+v", own[0].Table, routes)
+	}
+	for range 2 {
+		out, rc = n.cli("check", "--repair")
+		if rc != 1 || !strings.Contains(out, "sbr: ") {
+			t.Errorf("check --repair with a route gone from sbr's table: exit %d, want 1 naming sbr:\n%s", rc, out)
+		}
+	}
+	t.Logf("cniforge check --repair, a route gone from sbr's table:\n%s", out)
+	if got := fromIP(); len(got) != 1 {
+		t.Errorf("rules from %s after two repairs of sbr: %d, want 1: %+v", ip, len(got), got)
+	}
 }
 
 // A chain whose firewall uses firewalld (the container's address a source
@@ -448,5 +490,74 @@ func checkRepairFirewalldReload(t *testing.T, backend string) {
 	}
 	if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
 		t.Errorf("check after check --repair: exit %d:\n%s", rc, text)
+	}
+}
+
+// The addresses masquerade repair installs rules for are the container
+// interface's: never one the result gives a host-side interface (the
+// bridge's gateway, a host end), nor another container interface's.
+func TestRepairMasqueradesOnlyContainerAddresses(t *testing.T) {
+	idx := func(i int) *int { return &i }
+	res := &current.Result{
+		Interfaces: []*current.Interface{
+			{Name: "cnode0"},                          // the bridge, on the host
+			{Name: "veth1234"},                        // the host end
+			{Name: "eth0", Sandbox: "/run/netns/pod"}, // the container's
+			{Name: "net1", Sandbox: "/run/netns/pod"}, // another of the pod's
+			{Name: "eth0"},                            // a host-side link named like it
+		},
+	}
+	for _, a := range []struct {
+		cidr  string
+		iface *int
+	}{
+		{"10.123.0.1/24", idx(0)}, {"10.9.0.1/32", idx(1)}, {"10.123.0.2/24", idx(2)},
+		{"10.124.0.2/24", idx(3)}, {"10.125.0.1/24", idx(4)}, {"10.126.0.2/24", nil}, {"10.127.0.2/24", idx(7)},
+	} {
+		ip, ipn, err := net.ParseCIDR(a.cidr)
+		must(t, err)
+		ipn.IP = ip
+		res.IPs = append(res.IPs, &current.IPConfig{Address: *ipn, Interface: a.iface})
+	}
+	var got []string
+	for _, a := range containerAddrs(res, "eth0") {
+		got = append(got, a.String())
+	}
+	// eth0's, and those no interface (or an index out of range) claims.
+	if want := "[10.123.0.2/24 10.126.0.2/24 10.127.0.2/24]"; fmt.Sprint(got) != want {
+		t.Errorf("containerAddrs(eth0) = %v, want %s", got, want)
+	}
+}
+
+// An attachment whose netns cannot be decided (its path a plain file: a
+// mount this namespace does not see) is reported as an error, and no
+// plugin's CHECK (nor, with --repair, any repair) runs against it.
+func TestCheckSkipsAnUndecidableNetns(t *testing.T) {
+	n := chainNode(t)
+	a, _ := newNS(t)
+	n.addMapped("ctr-a", a.Path(), 18080)
+	plain := filepath.Join(t.TempDir(), "netns")
+	must(t, os.WriteFile(plain, nil, 0o444))
+	path := filepath.Join(n.cache, "results", "nodenet-ctr-a-eth0")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	var entry map[string]any
+	must(t, json.Unmarshal(b, &entry))
+	entry["netns"] = plain
+	b, err = json.Marshal(entry)
+	must(t, err)
+	must(t, os.WriteFile(path, b, 0o600))
+	n.inHost("nft", "flush", "ruleset") // drift a CHECK would see
+	before := n.snapshot()
+	for _, args := range [][]string{nil, {"--repair"}} {
+		lines, text, rc := n.check(args...)
+		t.Logf("cniforge check %v:\n%s", args, text)
+		if rc != 1 || len(lines) != 1 || lines[0].Status != checkError || len(lines[0].Problems) != 0 ||
+			!strings.Contains(lines[0].Reason, "netns undecidable: a file that is not a namespace mount") {
+			t.Errorf("check %v of an undecidable netns: exit %d: %+v", args, rc, lines)
+		}
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("check --repair of an undecidable netns changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }

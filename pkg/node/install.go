@@ -1,9 +1,8 @@
-package main
+package node
 
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,8 +10,6 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/cniforge/plugins/pkg/plugin"
 )
 
 // cniforgeMark is in every cniforge binary, the separate plugin binaries
@@ -21,26 +18,20 @@ import (
 // alone unless --force.
 var cniforgeMark = []byte(" (cniforge): ")
 
-// install copies the running executable to <dir>/cniforge and makes every
+// Install copies the running executable to <dir>/cniforge and makes every
 // plugin name in dir a symlink to it. Each file is written aside and
 // renamed over its name, so a runtime exec'ing a plugin meanwhile sees the
 // old file or the new one, never half of one. Before anything is written,
 // every name is checked: a file that is not cniforge's stops the install
 // unless force.
-func install(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("cniforge install", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	dir := fl.String("dir", "/opt/cni/bin", "the runtime's plugin directory")
-	force := fl.Bool("force", false, "replace files that are not cniforge's")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
+// Plugins are the names to link to it. It returns the exit status.
+func Install(dir string, force bool, plugins []string, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge install: find this executable: %v\n", err)
 		return 1
 	}
-	if err := runInstall(self, *dir, names(plugins), *force, stdout); err != nil {
+	if err := runInstall(self, dir, plugins, force, stdout); err != nil {
 		fmt.Fprintf(stderr, "cniforge install: %v\n", err)
 		return 1
 	}

@@ -1,41 +1,38 @@
-package main
+package node
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/plugins/meta/portmap"
 )
 
-// defaultMinAge is how old a reservation no cached attachment owns must be
+// DefaultMinAge is how old a reservation no cached attachment owns must be
 // before gc releases it. Until the runtime caches the result, a running ADD's
 // reservation looks exactly like a leaked one; the kubelet gives a sandbox
 // 2 minutes (its runtime request timeout), and this leaves a wide margin.
-const defaultMinAge = 5 * time.Minute
+const DefaultMinAge = 5 * time.Minute
 
-type gcOpts struct {
-	apply      bool
-	allowEmpty bool
-	only       string
-	minAge     time.Duration
+// GCOptions are gc's flags.
+type GCOptions struct {
+	Apply      bool          // DEL (default: a dry run that says what it would do)
+	Network    string        // only this network
+	MinAge     time.Duration // release an unowned reservation only when its file is this old
+	AllowEmpty bool          // go on when the cache looks empty or wrong
+	Every      time.Duration // run again at this interval until SIGTERM or SIGINT (0: once)
 }
 
-// gc DELs, through libcni, every cached attachment whose netns is
+// GC DELs, through libcni, every cached attachment whose netns is
 // positively gone, with the config cached with it; then every host-local
 // reservation no cached attachment owns, old enough that no ADD can still
 // be making it, in a network whose lock nobody holds: a DEL of exactly that
@@ -44,22 +41,12 @@ type gcOpts struct {
 // was read would lose what it has made so far. Without --apply it only says
 // what it would do; with --every it runs again at that interval until
 // SIGTERM or SIGINT.
-func gc(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("gc", stderr)
-	var o gcOpts
-	fl.BoolVar(&o.apply, "apply", false, "do it (default: a dry run)")
-	fl.StringVar(&o.only, "network", "", "only this network")
-	fl.DurationVar(&o.minAge, "min-age", defaultMinAge, "release an unowned reservation only when its file is this old")
-	fl.BoolVar(&o.allowEmpty, "allow-empty-cache", false, "go on when the cache has no results/ folder, or no attachment of a network with reservations")
-	every := fl.Duration("every", 0, "run again at this interval until SIGTERM or SIGINT")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
-	if o.minAge < 0 || *every < 0 {
+func GC(d *Dirs, o GCOptions, stdout, stderr io.Writer) int {
+	if o.MinAge < 0 || o.Every < 0 {
 		fmt.Fprintln(stderr, "cniforge gc: --min-age and --every take a duration of 0 or more")
 		return 2
 	}
-	if *every == 0 {
+	if o.Every == 0 {
 		failed, err := gcRound(d, o, &gcLog{w: stdout})
 		if err != nil {
 			fmt.Fprintf(stderr, "cniforge gc: %v\n", err)
@@ -88,7 +75,7 @@ func gc(args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 			lg.act("stopped by a signal")
 			return 0
-		case <-time.After(*every):
+		case <-time.After(o.Every):
 		}
 	}
 }
@@ -128,31 +115,35 @@ func (l *gcLog) endRound() { l.prev, l.this = l.this, nil }
 
 // gcRound is one pass of gc. err says why it did nothing; failed counts
 // the DELs that failed (each printed).
-func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
+func gcRound(d *Dirs, o GCOptions, lg *gcLog) (failed int, err error) {
 	st, err := loadNode(d)
 	if err != nil {
 		return 0, err
 	}
-	if o.only != "" && !st.hasNetwork(o.only) {
-		return 0, fmt.Errorf("no network %s in %s or the cache", q(o.only), d.conf)
+	if o.Network != "" && !st.hasNetwork(o.Network) {
+		return 0, fmt.Errorf("no network %s in %s or the cache", q(o.Network), d.Conf)
 	}
-	if !o.allowEmpty {
+	if !o.AllowEmpty {
 		if st.noResults {
-			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.cache)
+			return 0, fmt.Errorf("%s has no results/ folder (is --cache-dir right?): every reservation would look unowned; nothing done (--allow-empty-cache goes on)", d.Cache)
 		}
 		if n := st.reservationCount(); st.runtimeAttachments() == 0 && n > 0 {
-			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.cache, n)
+			return 0, fmt.Errorf("libcni cache %s holds no attachment while %d reservation(s) exist (is --cache-dir right?); nothing done (--allow-empty-cache goes on)", d.Cache, n)
 		}
 	}
 	would := "would "
-	if o.apply {
+	if o.Apply {
 		would = ""
 	}
+	if !st.view.ok {
+		lg.keep("cannot prove any netns gone from here (%s): every attachment whose netns file is missing is kept; run gc on the host, as deploy/systemd's cniforge-gc.timer does",
+			q(st.view.why))
+	}
 	ctx := context.Background() // a DEL is never cut short: see the loop in gc
-	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Cache, nil)
 
 	for _, a := range st.Attachments {
-		if o.only != "" && a.Network != o.only {
+		if o.Network != "" && a.Network != o.Network {
 			continue
 		}
 		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
@@ -179,7 +170,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			continue
 		}
 		lg.act("%s: %sDEL %s (netns %s is gone)%s", net, would, who, q(a.Netns), note)
-		if !o.apply {
+		if !o.Apply {
 			continue
 		}
 		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
@@ -196,7 +187,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 	)
 	for i := range st.Networks {
 		n := &st.Networks[i]
-		if o.only != "" && n.Name != o.only {
+		if o.Network != "" && n.Name != o.Network {
 			continue
 		}
 		orphans := st.orphansOf(n.Name)
@@ -211,7 +202,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 		case len(st.unreadable) > 0:
 			lg.keep("%s: keeps %d unowned reservation(s) (unreadable cache entries: their owners are unknown)", net, len(orphans))
 			continue
-		case !o.allowEmpty && !st.hasAttachmentOn(n.Name):
+		case !o.AllowEmpty && !st.hasAttachmentOn(n.Name):
 			lg.keep("%s: keeps %d unowned reservation(s): no cached attachment owns any of its %d (is --cache-dir the runtime's? --allow-empty-cache goes on)",
 				net, len(orphans), n.Used)
 			continue
@@ -233,9 +224,9 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 			case g.id == "":
 				lg.keep("%s: keeps %s (reservation(s) %s name no container)", net, who, g.ips())
 				continue
-			case age < o.minAge:
+			case age < o.MinAge:
 				lg.keep("%s: keeps %s (reservation(s) %s %s old, under --min-age %s: an ADD may still be making them)",
-					net, who, g.ips(), age.Round(time.Second), o.minAge)
+					net, who, g.ips(), age.Round(time.Second), o.MinAge)
 				continue
 			case st.hasAttachmentID(n.Name, g.id):
 				lg.keep("%s: keeps %s (reservation(s) %s: the container has other cached attachments on this network, whose rules a DEL by its ID could take)", net, who, g.ips())
@@ -256,7 +247,7 @@ func gcRound(d *nodeDirs, o gcOpts, lg *gcLog) (failed int, err error) {
 				continue
 			}
 			lg.act("%s: %sDEL %s (releases unowned reservation(s) %s, %s old)", net, would, who, g.ips(), age.Round(time.Second))
-			if !o.apply {
+			if !o.Apply {
 				continue
 			}
 			rt := &libcni.RuntimeConf{ContainerID: g.id, IfName: ifName}
@@ -303,154 +294,4 @@ func (st *nodeState) delConfig(a attachment) (list *libcni.NetworkConfigList, no
 		return n.list, fmt.Sprintf(" with today's %s (no usable config cached)", q(n.File)), nil
 	}
 	return nil, "", errors.New("no usable config cached, and none in the conf dir")
-}
-
-// lockHeld reports whether some command holds host-local's lock on a
-// network folder (upstream's and ours: flock on <folder>/lock) right now.
-func lockHeld(path string) (bool, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil // no command ever ran there
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close() // drops the lock if we got it
-	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return true, nil
-	}
-	return false, err
-}
-
-// hostAliases are the aliases of this namespace's links: bridge and ptp
-// tag a host veth "cni:<containerID>:<ifname>", and a veth end lives only
-// while its peer's namespace does.
-func hostAliases() (map[string]bool, error) {
-	h, err := netlink.NewHandle()
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	links, err := ip.LinkList(h)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, l := range links {
-		if a := l.Attrs().Alias; a != "" {
-			out[a] = true
-		}
-	}
-	return out, nil
-}
-
-type ownerGroup struct {
-	id, ifName string
-	res        []reservation
-	newest     time.Time
-}
-
-func (g ownerGroup) ips() string {
-	var s []string
-	for _, r := range g.res {
-		s = append(s, r.IP)
-	}
-	return strings.Join(s, ",")
-}
-
-// groupByOwner: one DEL per (container ID, ifname), aged by its newest file.
-func groupByOwner(res []reservation) []ownerGroup {
-	var out []ownerGroup
-	idx := map[[2]string]int{}
-	for _, r := range res {
-		k := [2]string{r.ContainerID, r.IfName}
-		i, ok := idx[k]
-		if !ok {
-			i = len(out)
-			idx[k] = i
-			out = append(out, ownerGroup{id: r.ContainerID, ifName: r.IfName})
-		}
-		out[i].res = append(out[i].res, r)
-		if r.ModTime.After(out[i].newest) {
-			out[i].newest = r.ModTime
-		}
-	}
-	return out
-}
-
-func (st *nodeState) network(name string) *network {
-	for i := range st.Networks {
-		if st.Networks[i].Name == name {
-			return &st.Networks[i]
-		}
-	}
-	return nil
-}
-
-func (st *nodeState) hasNetwork(name string) bool {
-	return st.network(name) != nil || st.hasAttachmentOn(name)
-}
-
-func (st *nodeState) hasAttachmentOn(network string) bool {
-	for _, a := range st.Attachments {
-		if a.Network == network {
-			return true
-		}
-	}
-	return false
-}
-
-func (st *nodeState) hasAttachmentID(network, id string) bool {
-	for _, a := range st.Attachments {
-		if a.Network == network && a.ContainerID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (st *nodeState) orphansOf(network string) []reservation {
-	var out []reservation
-	for _, r := range st.Orphans {
-		if r.Network == network {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (st *nodeState) runtimeAttachments() int {
-	n := 0
-	for _, a := range st.Attachments {
-		if a.Cache == "" {
-			n++
-		}
-	}
-	return n
-}
-
-func (st *nodeState) reservationCount() int {
-	n := 0
-	for _, nw := range st.Networks {
-		n += len(nw.res)
-	}
-	return n
-}
-
-// q prints a field read from the cache, a reservation file or a config as
-// it is when every rune is printable, and Go-quoted otherwise: a newline or
-// an escape sequence in a container ID must not reach the terminal, where it
-// could fake lines or table rows. A field that starts with a quote is quoted
-// too, so a quoted field is never ambiguous.
-func q(s string) string {
-	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

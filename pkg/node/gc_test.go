@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,93 +18,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
-	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 )
-
-// Only a path positively gone, seen from the host's mount namespace, in a
-// folder that is there, is "gone"; everything else gc must keep.
-func TestNetnsStateTakesProof(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Fatal("needs root (network namespaces)")
-	}
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "plain") // a netns file whose mount this namespace does not see
-	must(t, os.WriteFile(plain, nil, 0o444))
-	loop := filepath.Join(dir, "loop")
-	must(t, os.Symlink(loop, loop))
-	live, _ := newNS(t)
-	// A process that has exited: its /proc path is gone, but its netns
-	// may live on in other processes.
-	done := exec.Command("true")
-	must(t, done.Run())
-	deadProc := fmt.Sprintf("/proc/%d/ns/net", done.Process.Pid)
-
-	host := hostView{ok: true}
-	other := hostView{why: "not run in the host's mount namespace"}
-	for _, c := range []struct {
-		name, path string
-		view       hostView
-		want       string
-	}{
-		{"a live namespace", live.Path(), host, nsLive},
-		{"a live process's", "/proc/self/ns/net", host, nsLive},
-		{"missing, in a folder that is there, host view", filepath.Join(dir, "gone"), host, nsGone},
-		{"missing, not the host's mount namespace", filepath.Join(dir, "gone"), other, nsUnknown},
-		{"missing folder", filepath.Join(dir, "nodir", "ns"), host, nsUnknown},
-		{"plain file", plain, host, nsUnknown},
-		{"stat error ENOTDIR", filepath.Join(plain, "ns"), host, nsUnknown},
-		{"stat error ELOOP", loop, host, nsUnknown},
-		{"a process that exited", deadProc, host, nsUnknown},
-		{"none recorded", "", host, nsUnknown},
-	} {
-		got, why := netnsState(c.path, c.view)
-		if got != c.want {
-			t.Errorf("%s: netnsState(%q) = %s (%s), want %s", c.name, c.path, got, why, c.want)
-		}
-		if got == nsUnknown && why == "" {
-			t.Errorf("%s: unknown without a reason", c.name)
-		}
-	}
-}
-
-func TestHostViewComparesMountNamespaces(t *testing.T) {
-	defer func(s, i string) { selfMntNS, initMntNS = s, i }(selfMntNS, initMntNS)
-	// The net namespace links stand in for mount namespaces that are not
-	// the kernel's initial one.
-	for _, c := range []struct {
-		self, init string
-		ok         bool
-	}{
-		{"/proc/self/ns/net", "/proc/self/ns/net", true},
-		{"/proc/self/ns/net", "/proc/self/ns/uts", false},
-		{"/proc/self/ns/net", filepath.Join(t.TempDir(), "missing"), false},
-	} {
-		selfMntNS, initMntNS = c.self, c.init
-		if v := probeHostView(); v.ok != c.ok {
-			t.Errorf("self %s, init %s: host view %v (%s), want %v", c.self, c.init, v.ok, v.why, c.ok)
-		}
-	}
-}
-
-// A DaemonSet container whose /run/netns mount was forgotten sees every
-// netns file missing: gc run there must DEL nothing.
-func TestGCFromAnotherMountNamespaceKeepsAll(t *testing.T) {
-	n := newNode(t)
-	live, _ := newNS(t)
-	n.add("ctr-a", live)
-	before := n.snapshot()
-	script := `mount -t tmpfs cniforge-test /run/netns && exec "$@"`
-	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", multicall(t)},
-		n.cliArgs("gc", "--apply")...)
-	out, rc := n.run(argv...)
-	t.Logf("gc --apply under a tmpfs /run/netns:\n%s", out)
-	if rc != 0 || strings.Contains(out, "DEL") || !strings.Contains(out, "nodenet: keeps ctr-a eth0 (netns "+live.Path()) {
-		t.Errorf("gc --apply in another mount namespace: exit %d:\n%s", rc, out)
-	}
-	if after := n.snapshot(); after != before {
-		t.Errorf("gc in another mount namespace changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
-}
 
 // A mistyped --cache-dir would make every reservation look leaked.
 func TestGCRefusesAnEmptyCache(t *testing.T) {
@@ -183,6 +96,109 @@ func TestGCHonoursDisableGC(t *testing.T) {
 	if after := n.snapshot(); after != before {
 		t.Errorf("gc changed a disableGC network:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+}
+
+// disableGC set on the network today, after the attachment was made with
+// a config without it: the conf dir's network says other runtimes share
+// it, so gc DELs none of its cached attachments either.
+func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
+	n := newNode(t)
+	gone, rmGone := newNS(t)
+	live, _ := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	b, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`{"cniVersion"`), []byte(`{"disableGC":true,"cniVersion"`), 1), 0o644))
+	cached, err := os.ReadFile(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0"))
+	must(t, err)
+	var e cacheEntry
+	must(t, json.Unmarshal(cached, &e))
+	if bytes.Contains(e.Config, []byte("disableGC")) {
+		t.Fatalf("the cached config already has disableGC: the test cannot tell the network's from it: %s", e.Config)
+	}
+	must(t, rmGone())
+	n.waitLinks(3)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, "DEL") ||
+		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") {
+		t.Errorf("gc --apply, disableGC in the conf dir only: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed a network the conf dir marks disableGC:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A container with two attachments on one network (eth0 and net1) lost
+// net1's cache entry and net1's veth: net1's reservation looks unowned,
+// but a DEL by the container's ID runs through plugins that key state on
+// the ID alone, so gc keeps it while eth0 is cached.
+func TestGCKeepsAnUnownedReservationOfACachedContainer(t *testing.T) {
+	n := newNode(t)
+	pod, _ := newNS(t)
+	n.add("ctr-x", pod)
+	ip1 := n.addAs(n.cache, "ctr-x", "net1", pod)
+	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-x-net1")))
+	// Without its veth, nothing else shows gc that net1 still lives.
+	h, err := n.hostNS.Handle()
+	must(t, err)
+	links, err := ip.LinkList(h)
+	must(t, err)
+	for _, l := range links {
+		if l.Attrs().Alias == "cni:ctr-x:net1" {
+			must(t, h.LinkDel(l))
+		}
+	}
+	h.Close()
+	n.waitLinks(3) // lo, cnode0, eth0's veth
+	n.age(ip1)
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || strings.Contains(out, ": DEL ") ||
+		!strings.Contains(out, "nodenet: keeps ctr-x net1 (reservation(s) "+ip1+": the container has other cached attachments on this network") {
+		t.Errorf("gc --apply, an unowned reservation of a cached container: exit %d:\n%s", rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		t.Errorf("gc changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A round that fails (here: --network names nothing) is said, with the
+// time, in every --every loop; the loop goes on until SIGTERM.
+func TestGCLoopSaysARoundFailed(t *testing.T) {
+	n := newNode(t)
+	var out syncBuffer
+	var cmd *exec.Cmd
+	must(t, n.hostNS.Do(func() error {
+		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--network", "nope", "--every", "10ms")...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+	want := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ round failed: no network nope in `)
+	deadline := time.Now().Add(60 * time.Second)
+	for !want.MatchString(out.String()) {
+		select {
+		case err := <-exited:
+			t.Fatalf("gc --every ended (%v) before saying its round failed:\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gc --every never said its round failed:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	if err := <-exited; err != nil {
+		t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
+	}
+	t.Logf("gc --every with a failing round:\n%s", out.String())
 }
 
 // The conf dir's file changed since the ADD (here: to a plugin that does
@@ -384,87 +400,6 @@ func TestGCLoop(t *testing.T) {
 	}
 }
 
-func TestQuoteUnprintable(t *testing.T) {
-	for in, want := range map[string]string{
-		"ctr-1":              "ctr-1",
-		"/run/netns/cni-1 2": "/run/netns/cni-1 2",
-		"a\nb":               `"a\nb"`,
-		"\x1b[2Jx":           `"\x1b[2Jx"`,
-		"tab\there":          `"tab\there"`,
-		"\xff":               `"\xff"`,
-		"bidi\u202eevil":     `"bidi\u202eevil"`,
-		`"quoted"`:           `"\"quoted\""`,
-		"ünïcödé":            "ünïcödé",
-	} {
-		if got := q(in); got != want {
-			t.Errorf("q(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
-// Cache and reservation fields reach the terminal quoted when they hold
-// what is not printable: no escape sequence, no faked row.
-func TestLsQuotesCacheFields(t *testing.T) {
-	evil := "ctr\x1b[2J\nnodenet  fake-ctr  eth0  /run/netns/x  10.0.0.9/24  live"
-	st := &nodeState{
-		Attachments: []attachment{{Network: "nodenet", ContainerID: evil, IfName: "eth0\x1b]0;title\x07",
-			Netns: "/run/netns/a\nb", IPs: []string{"10.0.0.1/24\n"}, NetnsState: nsLive}},
-		Orphans: []reservation{{Network: "nodenet", IP: "10.0.0.2", ContainerID: "x\x1b[31mred", IfName: "eth0\r\nnodenet  10.0.0.3",
-			File: "/var/lib/cni/networks/nodenet/10.0.0.2"}},
-		Networks: []network{{Name: "nodenet\x1b[1m", File: "/etc/cni/net.d/10\n.conflist", CNIVersion: "1.0.0"}},
-		Warnings: []string{"bad\x1b[0m file"},
-	}
-	var b bytes.Buffer
-	printNode(st, &nodeDirs{cache: "/var/lib/cni", conf: "/etc/cni/net.d"}, &b)
-	out := b.String()
-	t.Logf("ls:\n%s", out)
-	if strings.ContainsAny(out, "\x1b\x07\r") {
-		t.Errorf("ls printed a control character:\n%q", out)
-	}
-	for _, fake := range []string{"\nnodenet  fake-ctr", "\nnodenet  10.0.0.3", "\nb "} {
-		if strings.Contains(out, fake) {
-			t.Errorf("ls printed a faked row %q:\n%s", fake, out)
-		}
-	}
-	if !strings.Contains(out, strconv.Quote(evil)) {
-		t.Errorf("ls did not print the container ID quoted:\n%s", out)
-	}
-	if n := strings.Count(out, "\n"); n != 12 {
-		t.Errorf("ls printed %d lines, want 12 (headers, one row each, the warning):\n%s", n, out)
-	}
-}
-
-// ls's FREE: how many more attachments fit. An ADD takes an address from
-// every range set, so a dual-stack network is as full as its fuller set.
-func TestFreeAddressesPerRangeSet(t *testing.T) {
-	for _, c := range []struct {
-		name, ranges string
-		res          []string
-		free         string
-		perSet       []string
-	}{
-		{"one /24 without its gateway", `[[{"subnet":"10.1.0.0/24"}]]`, []string{"10.1.0.2", "10.1.0.3"}, "251", nil},
-		{"dual stack: the fuller set", `[[{"subnet":"10.1.0.0/24"}],[{"subnet":"fd00::/120"}]]`,
-			[]string{"10.1.0.2", "10.1.0.3", "fd00::2"}, "251", []string{"251", "253"}},
-		{"a reservation outside every range", `[[{"subnet":"10.1.0.0/24"}]]`, []string{"10.9.9.9"}, "253", nil},
-		{"two ranges in one set", `[[{"subnet":"10.1.0.0/29"},{"subnet":"10.2.0.0/29"}]]`, []string{"10.2.0.3"}, "9", nil},
-		{"IPv6 /64", `[[{"subnet":"fd00::/64"}]]`, nil, "18446744073709551614", nil},
-	} {
-		conf, err := hostlocal.ParseConfig([]byte(`{"cniVersion":"1.0.0","name":"n","ipam":{"type":"host-local","ranges":` + c.ranges + `}}`))
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		var res []reservation
-		for _, ip := range c.res {
-			res = append(res, reservation{IP: ip})
-		}
-		free, perSet := freeAddresses(conf, res)
-		if free != c.free || fmt.Sprint(perSet) != fmt.Sprint(c.perSet) {
-			t.Errorf("%s: free %s %v, want %s %v", c.name, free, perSet, c.free, c.perSet)
-		}
-	}
-}
-
 // Multus runs libcni on each delegate with its own cache dir (its cniDir,
 // /var/lib/cni/multus), and keeps each pod's delegate list there under the
 // container ID: their reservations are Multus's, not leaked.
@@ -476,7 +411,6 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	podG, rmG := newNS(t)
 	n.add("ctr-live", live)
 	n.addAs(n.multus, "pod-g", "net1", podG)
-	must(t, rmG()) // Multus's to DEL, with the pod's DEL
 	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
 	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
 	// pod-s is known only by the delegate list Multus keeps for its DEL.
@@ -496,16 +430,21 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(n.multus, "pod-s"), delegates, 0o600))
 	// A delegate such as macvlan or SR-IOV leaves no veth on the host,
 	// nothing else gc could see the pod by: take the bridge's away.
+	// pod-g's too, before its netns goes: the kernel destroys a removed
+	// namespace, and the host end of its veth, asynchronously, so the
+	// snapshots below could see that veth and then not. LinkDel returns
+	// with both ends gone.
 	h, err := n.hostNS.Handle()
 	must(t, err)
 	links, err := ip.LinkList(h)
 	must(t, err)
 	for _, l := range links {
-		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" {
+		if a := l.Attrs().Alias; a == "cni:pod-m:net1" || a == "cni:pod-s:net2" || a == "cni:pod-g:net1" {
 			must(t, h.LinkDel(l))
 		}
 	}
 	h.Close()
+	must(t, rmG()) // Multus's to DEL, with the pod's DEL
 	n.age(ipM)
 	n.age(ipS)
 

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -20,6 +20,17 @@ import (
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
+
+// multicall returns the built bin/cniforge (./build_linux.sh): the node
+// tool's tests run it as an admin would, in a stand-in node's namespaces.
+func multicall(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(testutil.BinDir(), "cniforge")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s missing (run ./build_linux.sh first): %v", path, err)
+	}
+	return path
+}
 
 // node is a stand-in node: a host netns, a plugin dir holding a cniforge
 // install, a conf dir, libcni's cache, host-local's data dir.

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 	"github.com/google/nftables"
 )
 
-// doctor reports what makes a node misbehave and is hard to see from a
+// Doctor reports what makes a node misbehave and is hard to see from a
 // pod: plugins a conflist names that are missing or fail VERSION (Podman
 // then drops the network without a word), CNI rules in both
 // iptables-legacy and iptables-nft (the kernel runs both, in an order
@@ -39,12 +39,9 @@ type finding struct {
 // procSys holds the sysctls; those below net/ are the calling netns's own.
 const procSys = "/proc/sys"
 
-func doctor(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("doctor", stderr)
-	asJSON := fl.Bool("json", false, "print JSON")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
+// Doctor prints its findings (those listed at the top of this file), as JSON
+// when asJSON, and returns the exit status: 1 when it found something.
+func Doctor(d *Dirs, asJSON bool, stdout, stderr io.Writer) int {
 	st, err := loadNode(d)
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge doctor: %v\n", err)
@@ -52,22 +49,22 @@ func doctor(args []string, stdout, stderr io.Writer) int {
 	}
 	found := []finding{}
 	if len(st.Networks) == 0 {
-		found = append(found, finding{Problem: fmt.Sprintf("no network config in %s: containerd and CRI-O report the node's network not ready, and no pod starts", d.conf),
+		found = append(found, finding{Problem: fmt.Sprintf("no network config in %s: containerd and CRI-O report the node's network not ready, and no pod starts", d.Conf),
 			Fix: "write a .conflist there (the README's Kubernetes section has one), or point --conf-dir at the runtime's conf dir"})
 	}
 	for _, w := range st.Warnings {
 		found = append(found, finding{Problem: w, Fix: "check what it names: runtimes skip a config they cannot read, and a wrong --cache-dir makes every reservation look unowned"})
 	}
-	found = append(found, pluginFindings(st, d.bin)...)
+	found = append(found, pluginFindings(st, d.Bin)...)
 	found = append(found, sysctlFindings(st)...)
 	found = append(found, rangeFindings(st)...)
 	found = append(found, iptablesFindings()...)
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(found) // best effort: the exit status says the rest
 	} else if len(found) == 0 {
-		fmt.Fprintf(stdout, "no findings (%d network(s) in %s)\n", len(st.Networks), d.conf)
+		fmt.Fprintf(stdout, "no findings (%d network(s) in %s)\n", len(st.Networks), d.Conf)
 	} else {
 		for _, f := range found {
 			where := ""

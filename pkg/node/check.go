@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 )
 
-// check runs CHECK, through libcni, for every attachment in the runtime's
+// Check runs CHECK, through libcni, for every attachment in the runtime's
 // cache, one plugin of its chain at a time, so that every plugin whose part
 // drifted is named (libcni's CheckNetworkList stops at the first). Runtimes
 // rarely send CHECK, so nothing else notices rules, qdiscs or routes that an
@@ -54,26 +54,28 @@ type checkLine struct {
 	Problems    []checkProblem `json:"problems,omitempty"`
 }
 
-func check(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("check", stderr)
-	asJSON := fl.Bool("json", false, "print JSON")
-	only := fl.String("network", "", "only this network")
-	repair := fl.Bool("repair", false, "re-apply what drifted where that leaves the container alone (masquerade, portmap, firewall, bandwidth)")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
+// CheckOptions are check's flags.
+type CheckOptions struct {
+	JSON    bool   // print JSON
+	Network string // only this network
+	Repair  bool   // re-apply what drifted where that leaves the container alone
+}
+
+// Check checks every cached attachment as said at the top of this file,
+// and returns the exit status.
+func Check(d *Dirs, o CheckOptions, stdout, stderr io.Writer) int {
 	st, err := loadNode(d)
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge check: %v\n", err)
 		return 1
 	}
-	cni := libcni.NewCNIConfigWithCacheDir([]string{d.bin}, d.cache, nil)
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Cache, nil)
 	lines := []checkLine{}
 	for _, a := range st.Attachments {
-		if *only != "" && a.Network != *only {
+		if o.Network != "" && a.Network != o.Network {
 			continue
 		}
-		lines = append(lines, checkAttachment(context.Background(), cni, st, a, repairWith(*repair, d.bin)))
+		lines = append(lines, checkAttachment(context.Background(), cni, st, a, repairWith(o.Repair, d.Bin)))
 	}
 	rc := 0
 	for _, l := range lines {
@@ -81,7 +83,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 			rc = 1
 		}
 	}
-	if *asJSON {
+	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(lines); err != nil {
