@@ -18,7 +18,7 @@ import (
 var _ = Describe("iptables Check", func() {
 	It("asks for the interface's own markers in a chain shared with another interface", func() {
 		hostNS := testutil.NewNS()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
 		addrs0, addrs1 := mustCIDRs("10.1.0.5/24"), mustCIDRs("10.2.0.5/24")

@@ -14,9 +14,9 @@ import (
 // iptables-nft, Check reads over netlink (checkNFT) and starts
 // iptables-save only when something is missing, and an ADD beside other
 // attachments appends its rules over netlink (forward_nftadd.go).
-type iptablesForward struct{ ipt *iptablesMasq }
+type iptablesForward struct{ ipt *iptRunner }
 
-func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: newIPTablesMasq()} }
+func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: &iptRunner{}} }
 
 func (m *iptablesForward) Backend() string { return BackendIPTables }
 

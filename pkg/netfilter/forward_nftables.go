@@ -28,7 +28,7 @@ func newNFTablesForward() *nftablesForward { return &nftablesForward{} }
 
 func (m *nftablesForward) Backend() string { return BackendNFTables }
 
-func (m *nftablesForward) usable() error { return newNFTablesMasq().usable() }
+func (m *nftablesForward) usable() error { return nftUsable(nftTableName) }
 
 // fwdLockFile serialises changes of the shared parts.
 const fwdLockFile = "/run/cniforge/nft-cni_firewall.lock"

@@ -18,7 +18,7 @@ import (
 var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 	seed := Owner{Network: "fw", ContainerID: "ctr-seed", IfName: "eth0"}
 	o := Owner{Network: "fw", ContainerID: "ctr-a", IfName: "eth0"}
-	fw := func(m *iptablesMasq) *iptablesForward { return &iptablesForward{ipt: m} }
+	fw := func(m *iptRunner) *iptablesForward { return &iptablesForward{ipt: m} }
 	rules := func(owner Owner, addrs ...string) ForwardRules {
 		r := ForwardRules{Owner: owner, Policy: IngressOpen}
 		for _, a := range addrs {
@@ -33,7 +33,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		Expect(in(n, func() error {
-			return fw(&iptablesMasq{variant: "nft", noNFT: true}).Setup(rules(seed, "10.9.0.5", "fd00:9::5"))
+			return fw(&iptRunner{variant: "nft", noNFT: true}).Setup(rules(seed, "10.9.0.5", "fd00:9::5"))
 		})).To(Succeed())
 		return n
 	}
@@ -44,9 +44,9 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		func(addrs ...string) {
 			r := rules(o, addrs...)
 			viaRestore, viaNetlink := seeded(), seeded()
-			Expect(in(viaRestore, func() error { return fw(&iptablesMasq{variant: "nft", noNFT: true}).Setup(r) })).To(Succeed())
+			Expect(in(viaRestore, func() error { return fw(&iptRunner{variant: "nft", noNFT: true}).Setup(r) })).To(Succeed())
 			var calls []string
-			Expect(in(viaNetlink, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+			Expect(in(viaNetlink, func() error { return fw(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "no iptables process")
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 			Expect(listings(viaNetlink)).To(ContainSubstring(`id: \"ctr-a\"`))
@@ -62,9 +62,9 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 					testutil.NetfilterOutput(viaNetlink, spec...)
 				}
 			}
-			Expect(in(viaNetlink, func() error { return fw(&iptablesMasq{variant: "nft"}).Check(r) })).To(Succeed())
+			Expect(in(viaNetlink, func() error { return fw(&iptRunner{variant: "nft"}).Check(r) })).To(Succeed())
 			for _, n := range []*ns.NetNS{viaNetlink, viaRestore} {
-				Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Teardown(o, r.Addrs) })).To(Succeed())
+				Expect(in(n, func() error { return fw(&iptRunner{variant: "nft"}).Teardown(o, r.Addrs) })).To(Succeed())
 			}
 			Expect(listings(viaNetlink)).NotTo(ContainSubstring(`id: \"ctr-a\"`))
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
@@ -78,7 +78,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		var calls []string
 		n := testutil.NewNS()
 		Expect(in(n, func() error {
-			return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(rules(o, "10.1.0.5"))
+			return fw(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(rules(o, "10.1.0.5"))
 		})).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 	})
@@ -86,10 +86,10 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 	It("leaves a repeated Setup, whose rules exist, to iptables-save and finds nothing to add", func() {
 		n := seeded()
 		r := rules(o, "10.1.0.5")
-		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Setup(r) })).To(Succeed())
+		Expect(in(n, func() error { return fw(&iptRunner{variant: "nft"}).Setup(r) })).To(Succeed())
 		before := listings(n)
 		var calls []string
-		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(in(n, func() error { return fw(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 		Expect(listings(n)).To(Equal(before), "no rule twice")
 	})
@@ -99,8 +99,8 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		r := rules(o, "10.1.0.5")
 		r.Policy, r.Bridge = IngressIsolated, "cni0"
 		var calls []string
-		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(in(n, func() error { return fw(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(r) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
-		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Check(r) })).To(Succeed())
+		Expect(in(n, func() error { return fw(&iptRunner{variant: "nft"}).Check(r) })).To(Succeed())
 	})
 })

@@ -42,13 +42,13 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 			for _, a := range addrs {
 				r.Addrs = append(r.Addrs, net.ParseIP(a))
 			}
-			fw := func(m *iptablesMasq) *iptablesForward { return &iptablesForward{ipt: m} }
-			setup := fw(&iptablesMasq{variant: "nft"})
+			fw := func(m *iptRunner) *iptablesForward { return &iptablesForward{ipt: m} }
+			setup := fw(&iptRunner{variant: "nft"})
 			o2 := r
 			o2.Owner, o2.Addrs = other, []net.IP{net.ParseIP("10.1.0.6"), net.ParseIP("fd00:1::6")}
 			Expect(in(n, func() error { return setup.Setup(o2) })).To(Succeed())
 			Expect(in(n, func() error { return setup.Setup(r) })).To(Succeed())
-			deleteEach(n, "filter", cniRules(n), func(m *iptablesMasq) error { return fw(m).Check(r) })
+			deleteEach(n, "filter", cniRules(n), func(m *iptablesMasq) error { return fw(m.iptRunner).Check(r) })
 		},
 		Entry("open, IPv4", IngressOpen, "10.1.0.5"),
 		Entry("same-bridge, dual stack", IngressSameBridge, "10.1.0.5", "fd00:1::5"),
@@ -68,18 +68,18 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 			testutil.NetfilterOutput(n, append([]string{"iptables-nft", "-w"}, args...)...)
 		}
 		r := ForwardRules{Owner: o, Policy: IngressOpen, Addrs: []net.IP{net.ParseIP("10.1.0.5")}}
-		deleteEach(n, "filter", cniRules(n), func(m *iptablesMasq) error { return (&iptablesForward{ipt: m}).Check(r) })
+		deleteEach(n, "filter", cniRules(n), func(m *iptablesMasq) error { return (&iptablesForward{ipt: m.iptRunner}).Check(r) })
 	})
 
 	It("asks iptables-save when the isolation jump may come after the CNI-FORWARD jump", func() {
 		n := testutil.NewNS()
 		r := ForwardRules{Owner: o, Policy: IngressSameBridge, Bridge: "cni0", Addrs: []net.IP{net.ParseIP("10.1.0.5")}}
-		Expect(in(n, func() error { return (&iptablesForward{ipt: &iptablesMasq{variant: "nft"}}).Setup(r) })).To(Succeed())
+		Expect(in(n, func() error { return (&iptablesForward{ipt: &iptRunner{variant: "nft"}}).Setup(r) })).To(Succeed())
 		// A second jump to CNI-FORWARD, with another comment, ahead of all.
 		testutil.NetfilterOutput(n, "iptables-nft", "-I", "FORWARD", "1", "-m", "comment", "--comment", "x", "-j", "CNI-FORWARD")
 		var calls []string
 		Expect(in(n, func() error {
-			return (&iptablesForward{ipt: &iptablesMasq{variant: "nft", run: countingRun(&calls)}}).Check(r)
+			return (&iptablesForward{ipt: &iptRunner{variant: "nft", run: countingRun(&calls)}}).Check(r)
 		})).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
@@ -89,13 +89,13 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 	It("fails, as iptables-save does, when another attachment's rule is ahead of the admin jump", func() {
 		n := testutil.NewNS()
 		r := ForwardRules{Owner: o, Policy: IngressOpen, Addrs: []net.IP{net.ParseIP("10.1.0.5")}}
-		fw := func(m *iptablesMasq) *iptablesForward { return &iptablesForward{ipt: m} }
-		Expect(in(n, func() error { return fw(&iptablesMasq{variant: "nft"}).Setup(r) })).To(Succeed())
+		fw := func(m *iptRunner) *iptablesForward { return &iptablesForward{ipt: m} }
+		Expect(in(n, func() error { return fw(&iptRunner{variant: "nft"}).Setup(r) })).To(Succeed())
 		testutil.NetfilterOutput(n, "iptables-nft", "-w", "-I", "CNI-FORWARD", "1", "-s", "10.1.0.6/32", "-j", "ACCEPT")
-		want := in(n, func() error { return fw(&iptablesMasq{variant: "nft", noNFT: true}).Check(r) })
+		want := in(n, func() error { return fw(&iptRunner{variant: "nft", noNFT: true}).Check(r) })
 		Expect(want).To(MatchError(ErrMissing))
 		var calls []string
-		err := in(n, func() error { return fw(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Check(r) })
+		err := in(n, func() error { return fw(&iptRunner{variant: "nft", run: countingRun(&calls)}).Check(r) })
 		Expect(err).To(MatchError(want.Error()))
 	})
 })

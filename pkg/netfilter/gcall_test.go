@@ -41,7 +41,7 @@ var _ = Describe("GCMasqAll", func() {
 		Expect(in(hostNS, func() error { return nft.Setup(a, addrsA) })).To(Succeed())
 		// A variant whose binaries do not exist stands in for a node
 		// without iptables.
-		absent := &iptablesMasq{variant: "absent"}
+		absent := &iptablesMasq{iptRunner: &iptRunner{variant: "absent"}}
 		Expect(in(hostNS, func() error { return gcMasqAll("net1", nil, absent, nft) })).To(Succeed())
 		Expect(in(hostNS, func() error { return nft.Check(a, addrsA) })).To(MatchError(ErrMissing))
 	})
@@ -50,12 +50,12 @@ var _ = Describe("GCMasqAll", func() {
 		hostNS := testutil.NewNS()
 		nft := newNFTablesMasq()
 		Expect(in(hostNS, func() error { return nft.Setup(a, addrsA) })).To(Succeed())
-		failing := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+		failing := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
 			if strings.HasPrefix(name, "iptables") {
 				return nil, errors.New("injected failure")
 			}
 			return runCommand(name, args, stdin)
-		}}
+		}}}
 		err := in(hostNS, func() error { return gcMasqAll("net1", nil, failing, nft) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
 		Expect(err).NotTo(MatchError(ErrUnavailable))

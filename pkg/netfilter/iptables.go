@@ -33,6 +33,14 @@ import (
 // process unless another interface of the container shares the chain
 // (then two: read + delete).
 type iptablesMasq struct {
+	*iptRunner
+}
+
+// iptRunner runs the iptables tools of one variant: iptables-restore
+// batches and iptables-save reads, with the chain locks, the prestarted
+// restore, and the probes of what the kernel holds. The masquerade, port
+// forwarding and firewall backends share it.
+type iptRunner struct {
 	// variant picks the binaries: "" for whatever iptables-restore is on
 	// PATH (Debian's alternatives), "legacy" or "nft" for
 	// iptables-legacy-restore / iptables-nft-restore. Tests set it to run
@@ -56,12 +64,12 @@ type iptablesMasq struct {
 	prestarted *prestartedRestore // see Prestart
 }
 
-func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{} }
+func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{iptRunner: &iptRunner{}} }
 
 func (m *iptablesMasq) Backend() string { return BackendIPTables }
 
 // tool returns the binary name of tool ("restore" or "save") for f.
-func (m *iptablesMasq) tool(f family, tool string) string {
+func (m *iptRunner) tool(f family, tool string) string {
 	base := "iptables"
 	if f == ipv6 {
 		base = "ip6tables"
@@ -74,7 +82,7 @@ func (m *iptablesMasq) tool(f family, tool string) string {
 
 // usable reports whether both binaries for f exist; their absence means no
 // rules of that family can exist either.
-func (m *iptablesMasq) usable(f family) error {
+func (m *iptRunner) usable(f family) error {
 	for _, t := range []string{"restore", "save"} {
 		if _, err := findTool(m.tool(f, t)); err != nil {
 			return fmt.Errorf("%s: %w: %w", m.tool(f, t), ErrUnavailable, err)
@@ -86,13 +94,13 @@ func (m *iptablesMasq) usable(f family) error {
 // restore applies lines to the nat table of f as one transaction: either
 // every line takes effect or none does. -w waits for the xtables lock that
 // legacy iptables takes, instead of failing when another plugin holds it.
-func (m *iptablesMasq) restore(f family, lines []string) error {
+func (m *iptRunner) restore(f family, lines []string) error {
 	_, err := m.exec(m.tool(f, "restore"), restoreArgs, restorePayload(lines))
 	return err
 }
 
 // save reads the nat table of f.
-func (m *iptablesMasq) save(f family) (natTable, error) {
+func (m *iptRunner) save(f family) (natTable, error) {
 	out, err := m.exec(m.tool(f, "save"), []string{"-t", "nat"}, nil)
 	if err != nil {
 		return natTable{}, err
@@ -350,12 +358,12 @@ func (m *iptablesMasq) gcIfUsable(network string, keep []Owner) error {
 // without its chain, so Teardown can stop there. Any doubt (legacy
 // iptables, a failed dump) answers false and Teardown reads with
 // iptables-save as usual.
-func (m *iptablesMasq) chainSurelyAbsent(f family, chain string) bool {
+func (m *iptRunner) chainSurelyAbsent(f family, chain string) bool {
 	return m.tableChainSurelyAbsent(f, "nat", chain)
 }
 
 // tableChainSurelyAbsent is chainSurelyAbsent for a chain of table.
-func (m *iptablesMasq) tableChainSurelyAbsent(f family, table, chain string) bool {
+func (m *iptRunner) tableChainSurelyAbsent(f family, table, chain string) bool {
 	if !m.isNFTVariant(f) {
 		return false
 	}
@@ -415,7 +423,7 @@ func nftObjectExists(nl *netlink.Conn, msgType int, fam nftables.TableFamily, na
 
 // isNFTVariant reports whether the restore binary for f is iptables-nft:
 // Debian's alternatives link iptables-restore to xtables-nft-multi.
-func (m *iptablesMasq) isNFTVariant(f family) bool {
+func (m *iptRunner) isNFTVariant(f family) bool {
 	if m.variant != "" {
 		return m.variant == "nft"
 	}

@@ -36,7 +36,7 @@ func commandResult(name string, err error, stdout, stderr *bytes.Buffer) ([]byte
 	return stdout.Bytes(), nil
 }
 
-func (m *iptablesMasq) exec(name string, args []string, stdin []byte) ([]byte, error) {
+func (m *iptRunner) exec(name string, args []string, stdin []byte) ([]byte, error) {
 	if m.run != nil {
 		return m.run(name, args, stdin)
 	}
@@ -97,7 +97,7 @@ var lookPaths sync.Map
 // before it reads. Until Setup feeds it, the process has touched nothing;
 // Release kills it. It acts in the calling thread's namespace, as Setup
 // does.
-func (m *iptablesMasq) Prestart() {
+func (m *iptRunner) Prestart() {
 	if m.run != nil || !m.isNFTVariant(ipv4) || m.nftReady(ipv4) {
 		return
 	}
@@ -111,7 +111,7 @@ func (m *iptablesMasq) Prestart() {
 
 // nftReady reports whether Setup will likely take setupNFT's way, with
 // no restore to feed: f's nat table and its POSTROUTING chain are there.
-func (m *iptablesMasq) nftReady(f family) bool {
+func (m *iptRunner) nftReady(f family) bool {
 	if m.noNFT {
 		return false
 	}
@@ -124,7 +124,7 @@ func (m *iptablesMasq) nftReady(f family) bool {
 }
 
 // Release ends a prestarted restore that Setup did not take.
-func (m *iptablesMasq) Release() {
+func (m *iptRunner) Release() {
 	m.mu.Lock()
 	p := m.prestarted
 	m.prestarted = nil
@@ -136,7 +136,7 @@ func (m *iptablesMasq) Release() {
 
 // takePrestarted hands over the prestarted process when it is the one
 // asked for.
-func (m *iptablesMasq) takePrestarted(name string, args []string) *prestartedRestore {
+func (m *iptRunner) takePrestarted(name string, args []string) *prestartedRestore {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.prestarted

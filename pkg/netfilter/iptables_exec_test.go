@@ -21,11 +21,13 @@ var _ = Describe("iptables-nft restore started before the addresses", func() {
 	setupTwins := func(addrs ...string) (*iptablesMasq, *ns.NetNS) {
 		GinkgoHelper()
 		pre, plain := testutil.NewNS(), testutil.NewNS()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(pre, func() error { m.Prestart(); return nil })).To(Succeed())
 		Expect(m.prestarted).NotTo(BeNil(), "iptables-nft-restore started")
 		Expect(in(pre, func() error { return m.Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
-		Expect(in(plain, func() error { return (&iptablesMasq{variant: "nft"}).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
+		Expect(in(plain, func() error {
+			return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}).Setup(o, mustCIDRs(addrs...))
+		})).To(Succeed())
 		Expect(nft.kernel(pre)).To(Equal(nft.kernel(plain)))
 		Expect(nft.kernel(pre)).To(ContainSubstring(iptablesChain(o)))
 		return m, pre
@@ -49,7 +51,7 @@ var _ = Describe("iptables-nft restore started before the addresses", func() {
 
 	It("changes nothing when released unused (killed before it read anything)", func() {
 		n := testutil.NewNS()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(n, func() error { m.Prestart(); return nil })).To(Succeed())
 		p := m.prestarted
 		Expect(p).NotTo(BeNil())
@@ -74,7 +76,7 @@ var _ = Describe("iptables-nft restore started before the addresses", func() {
 	})
 
 	It("starts nothing for legacy iptables, whose restore may lock before it reads", func() {
-		m := &iptablesMasq{variant: "legacy"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "legacy"}}
 		Expect(in(testutil.NewNS(), func() error { m.Prestart(); return nil })).To(Succeed())
 		Expect(m.prestarted).To(BeNil())
 	})

@@ -46,7 +46,7 @@ func iptablesLockFile(chain string) string {
 // them in one order keeps two GCs from waiting on each other. unlock
 // releases them (closing the files is enough; a crashed holder releases
 // them too).
-func (m *iptablesMasq) lockChains(chains ...string) (unlock func(), err error) {
+func (m *iptRunner) lockChains(chains ...string) (unlock func(), err error) {
 	dir := m.lockDir
 	if dir == "" {
 		dir = iptablesLockDir

@@ -33,7 +33,7 @@ var _ = Describe("iptables chain locks", func() {
 		// issue 8: one file per (network, container), never removed, made
 		// the directory grow by one file per attachment forever.
 		dir := GinkgoT().TempDir()
-		m := &iptablesMasq{lockDir: dir}
+		m := &iptablesMasq{iptRunner: &iptRunner{lockDir: dir}}
 		for i := range 2000 {
 			unlock, err := m.lockChains(iptablesChain(owner(i)))
 			Expect(err).NotTo(HaveOccurred())
@@ -47,7 +47,7 @@ var _ = Describe("iptables chain locks", func() {
 		// one process would wait for itself forever.
 		hostNS := testutil.NewNS()
 		dir := GinkgoT().TempDir()
-		m := &iptablesMasq{variant: "nft", lockDir: dir}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", lockDir: dir}}
 		a, b := owner(0), owner(1)
 		for i := 2; iptablesLockFile(iptablesChain(b)) != iptablesLockFile(iptablesChain(a)); i++ {
 			b = owner(i)
@@ -70,7 +70,7 @@ var _ = Describe("iptables forward rules without the CNI-FORWARD lock", func() {
 	It("appends another attachment's rules while the lock is held, once the shared chains and jumps are in place", func(ctx SpecContext) {
 		hostNS := testutil.NewNS()
 		dir := GinkgoT().TempDir()
-		m := &iptablesForward{ipt: &iptablesMasq{lockDir: dir}}
+		m := &iptablesForward{ipt: &iptRunner{lockDir: dir}}
 		first, second := rules("ctr-1", "10.1.0.5"), rules("ctr-2", "10.1.0.6")
 		Expect(in(hostNS, func() error { return m.Setup(first) })).To(Succeed())
 
@@ -94,7 +94,7 @@ var _ = Describe("iptables forward rules without the CNI-FORWARD lock", func() {
 	It("takes the lock when the shared parts are missing", func(ctx SpecContext) {
 		hostNS := testutil.NewNS()
 		dir := GinkgoT().TempDir()
-		m := &iptablesForward{ipt: &iptablesMasq{lockDir: dir}}
+		m := &iptablesForward{ipt: &iptRunner{lockDir: dir}}
 		lock, err := filelock.Lock(filepath.Join(dir, iptablesLockFile(fwdLockName)), 0o600)
 		Expect(err).NotTo(HaveOccurred())
 		done := make(chan error, 1)

@@ -14,7 +14,7 @@ import (
 // or rule) counts as usable, as it did through go-iptables' ChainExists;
 // that library was dropped for this one call, since its package-level
 // regexp cost every plugin exec about 80 µs before main.
-func (m *iptablesMasq) natUsable(f family) error {
+func (m *iptRunner) natUsable(f family) error {
 	tool := "iptables"
 	if f == ipv6 {
 		tool = "ip6tables"

@@ -23,7 +23,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	// counting returns an iptables-nft backend that records the processes
 	// it runs.
 	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{variant: "nft", run: countingRun(calls)}
+		return &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(calls)}}
 	}
 
 	// seeded returns a namespace whose nat tables (IPv4 and IPv6) hold
@@ -32,7 +32,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		Expect(in(n, func() error {
-			return (&iptablesMasq{variant: "nft", noNFT: true}).Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64"))
+			return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft", noNFT: true}}).Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64"))
 		})).To(Succeed())
 		return n
 	}
@@ -43,7 +43,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		func(addrs ...string) {
 			viaRestore, viaNetlink := seeded(), seeded()
 			Expect(in(viaRestore, func() error {
-				return (&iptablesMasq{variant: "nft", noNFT: true}).Setup(o, mustCIDRs(addrs...))
+				return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft", noNFT: true}}).Setup(o, mustCIDRs(addrs...))
 			})).To(Succeed())
 			var calls []string
 			Expect(in(viaNetlink, func() error { return counting(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
@@ -103,7 +103,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		var calls []string
 		_ = in(n, func() error { return counting(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(n, func() error { m.Prestart(); return nil })).To(Succeed())
 		Expect(m.prestarted).NotTo(BeNil(), "a restore is prestarted for such a table")
 		m.Release()
@@ -124,22 +124,22 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	It("undoes the IPv4 rules it wrote when the IPv6 ones fail", func() {
 		n := testutil.NewNS()
 		Expect(in(n, func() error {
-			return (&iptablesMasq{variant: "nft"}).Setup(seed, mustCIDRs("10.9.0.5/24"))
+			return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}).Setup(seed, mustCIDRs("10.9.0.5/24"))
 		})).To(Succeed())
 		before := nft.kernel(n)
-		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
 			if strings.HasPrefix(name, "ip6tables") {
 				return nil, errors.New("injected failure")
 			}
 			return runCommand(name, args, stdin)
-		}}
+		}}}
 		err := in(n, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
 		Expect(nft.kernel(n)).To(Equal(before))
 	})
 
 	It("prestarts no restore where it will write over netlink", func() {
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(seeded(), func() error { m.Prestart(); return nil })).To(Succeed())
 		Expect(m.prestarted).To(BeNil())
 	})

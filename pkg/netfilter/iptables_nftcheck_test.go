@@ -25,9 +25,9 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 
 	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{variant: "nft", run: countingRun(calls)}
+		return &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(calls)}}
 	}
-	viaSave := &iptablesMasq{variant: "nft", noNFT: true}
+	viaSave := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", noNFT: true}}
 
 	// seeded returns a namespace whose nat tables hold another
 	// attachment's rules, made by iptables-restore.
@@ -148,8 +148,8 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 func deleteEach(n *ns.NetNS, table string, rules map[string][]string, check func(m *iptablesMasq) error) {
 	GinkgoHelper()
 	var calls []string
-	counting := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
-	viaSave := &iptablesMasq{variant: "nft", noNFT: true}
+	counting := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(&calls)}}
+	viaSave := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", noNFT: true}}
 	Expect(in(n, func() error { return check(counting) })).To(Succeed())
 	Expect(calls).To(BeEmpty(), "no iptables-save")
 	Expect(rules).NotTo(BeEmpty())

@@ -44,7 +44,7 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 	}
 	setup := func(n *ns.NetNS, o Owner, cidrs ...string) {
 		GinkgoHelper()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(n, func() error { return m.Setup(o, mustCIDRs(cidrs...)) })).To(Succeed())
 	}
 
@@ -60,9 +60,9 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 		before := iptablesCase("nft").kernel(fast)
 		Expect(before).To(ContainSubstring(iptablesChain(o)), "the node holds o's chain before the teardown")
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(&calls)}}
 		Expect(in(fast, func() error { return m.Teardown(o) })).To(Succeed())
-		Expect(in(slow, func() error { return (&iptablesMasq{variant: "nft", noNFT: true}).Teardown(o) })).To(Succeed())
+		Expect(in(slow, func() error { return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft", noNFT: true}}).Teardown(o) })).To(Succeed())
 		Expect(iptablesCase("nft").kernel(fast)).To(Equal(iptablesCase("nft").kernel(slow)))
 		return calls
 	}

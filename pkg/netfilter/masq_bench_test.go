@@ -21,8 +21,8 @@ func BenchmarkSetupTeardown(b *testing.B) {
 		name string
 		m    Masq
 	}{
-		{"iptables-nft", &iptablesMasq{variant: "nft"}},
-		{"iptables-legacy", &iptablesMasq{variant: "legacy"}},
+		{"iptables-nft", &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}},
+		{"iptables-legacy", &iptablesMasq{iptRunner: &iptRunner{variant: "legacy"}}},
 		{"nftables", newNFTablesMasq()},
 	} {
 		for _, v4only := range []bool{true, false} {

@@ -29,11 +29,13 @@ type backendCase struct {
 }
 
 func iptablesCase(variant string) backendCase {
-	save := func(f family) string { return (&iptablesMasq{variant: variant}).tool(f, "save") }
-	restore := func(f family) string { return (&iptablesMasq{variant: variant}).tool(f, "restore") }
+	save := func(f family) string { return (&iptablesMasq{iptRunner: &iptRunner{variant: variant}}).tool(f, "save") }
+	restore := func(f family) string {
+		return (&iptablesMasq{iptRunner: &iptRunner{variant: variant}}).tool(f, "restore")
+	}
 	return backendCase{
 		name: "iptables-" + variant,
-		new:  func() Masq { return &iptablesMasq{variant: variant} },
+		new:  func() Masq { return &iptablesMasq{iptRunner: &iptRunner{variant: variant}} },
 		kernel: func(n *ns.NetNS) string {
 			GinkgoHelper()
 			var b strings.Builder
@@ -433,7 +435,7 @@ var _ = Describe("iptables backend", func() {
 	It("costs one process per family for a fresh Setup", func() {
 		hostNS := testutil.NewNS()
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(&calls)}}
 		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		Expect(in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-restore", "ip6tables-nft-restore"}))
@@ -458,12 +460,12 @@ var _ = Describe("iptables backend", func() {
 
 	It("undoes the IPv4 rules when the IPv6 ones fail", func() {
 		hostNS := testutil.NewNS()
-		m := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
 			if strings.HasPrefix(name, "ip6tables") {
 				return nil, errors.New("injected failure")
 			}
 			return runCommand(name, args, stdin)
-		}}
+		}}}
 		o := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		err := in(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
@@ -477,14 +479,14 @@ var _ = Describe("iptables backend rollback", func() {
 		eth0 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		eth1 := Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth1"}
 		addrs0 := mustCIDRs("10.1.0.5/24")
-		ok := &iptablesMasq{variant: "nft"}
+		ok := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(hostNS, func() error { return ok.Setup(eth0, addrs0) })).To(Succeed())
-		failing := &iptablesMasq{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
+		failing := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: func(name string, args []string, stdin []byte) ([]byte, error) {
 			if name == "ip6tables-nft-restore" {
 				return nil, errors.New("injected failure")
 			}
 			return runCommand(name, args, stdin)
-		}}
+		}}}
 		err := in(hostNS, func() error { return failing.Setup(eth1, mustCIDRs("10.2.0.5/24", "fd00:2::5/64")) })
 		Expect(err).To(MatchError(ContainSubstring("injected failure")))
 		kernel := iptablesCase("nft").kernel(hostNS)
@@ -535,7 +537,7 @@ var _ = Describe("default backend", func() {
 		hostNS := testutil.NewNS()
 		// A variant whose binaries do not exist stands in for a node
 		// without usable iptables.
-		m := &autoMasq{ipt: &iptablesMasq{variant: "absent"}, nft: newNFTablesMasq()}
+		m := &autoMasq{ipt: &iptablesMasq{iptRunner: &iptRunner{variant: "absent"}}, nft: newNFTablesMasq()}
 		Expect(in(hostNS, func() error { return m.Setup(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
 		Expect(m.Backend()).To(Equal(BackendNFTables))
 		Expect(in(hostNS, func() error { return newNFTablesMasq().Check(a, mustCIDRs("10.1.0.5/24")) })).To(Succeed())

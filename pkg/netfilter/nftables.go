@@ -377,7 +377,11 @@ func (m *nftablesMasq) GC(network string, keep []Owner) error {
 }
 
 // usable reports whether nf_tables answers here.
-func (m *nftablesMasq) usable() error {
+func (m *nftablesMasq) usable() error { return nftUsable(nftTableName) }
+
+// nftUsable reports whether nf_tables and its inet family work in the
+// calling thread's namespace, asking for table (there or not).
+func nftUsable(table string) error {
 	// One GETTABLE of the inet family on the shared request socket: the
 	// table there or not (ENOENT) proves nf_tables and its inet family
 	// work, without a socket of its own to close (see nfconn.go).
@@ -386,7 +390,7 @@ func (m *nftablesMasq) usable() error {
 		return fmt.Errorf("nftables: %w: %w", ErrUnavailable, err)
 	}
 	defer done()
-	if _, err := nftTableExistsIn(nl, nftables.TableFamilyINet, nftTableName); err != nil {
+	if _, err := nftTableExistsIn(nl, nftables.TableFamilyINet, table); err != nil {
 		return fmt.Errorf("nftables: %w: %w", ErrUnavailable, err)
 	}
 	return nil

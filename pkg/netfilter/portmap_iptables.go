@@ -17,9 +17,9 @@ import (
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
 // (portmap_nftadd.go) and starts no process.
-type iptablesPortMap struct{ m *iptablesMasq }
+type iptablesPortMap struct{ m *iptRunner }
 
-func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: newIPTablesMasq()} }
+func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: &iptRunner{}} }
 
 func (p *iptablesPortMap) Backend() string { return BackendIPTables }
 

@@ -33,7 +33,7 @@ func newNFTablesPortMap() *nftablesPortMap { return &nftablesPortMap{} }
 
 func (p *nftablesPortMap) Backend() string { return BackendNFTables }
 
-func (p *nftablesPortMap) Usable() error { return newNFTablesMasq().usable() }
+func (p *nftablesPortMap) Usable() error { return nftUsable(nftTableName) }
 
 // pmState is what the kernel holds of one family's table.
 type pmState struct {

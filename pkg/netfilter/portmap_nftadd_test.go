@@ -17,7 +17,7 @@ import (
 // must not be able to tell them from iptables-restore's.
 var _ = Describe("iptables-nft port forwards written over netlink", func() {
 	opts := portMapOpts
-	pm := func(m *iptablesMasq) *iptablesPortMap { return &iptablesPortMap{m: m} }
+	pm := func(m *iptRunner) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// seeded returns a namespace whose nat (and raw) tables hold another
 	// attachment's forwards, made by iptables-restore, with snat as given.
@@ -25,7 +25,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		seed := opts("ctr-seed", snat, manyMappings(2, 30000), "10.9.0.5", "fd00:9::5")
-		Expect(in(n, func() error { return pm(&iptablesMasq{variant: "nft", noNFT: true}).Setup(seed) })).To(Succeed())
+		Expect(in(n, func() error { return pm(&iptRunner{variant: "nft", noNFT: true}).Setup(seed) })).To(Succeed())
 		return n
 	}
 
@@ -35,9 +35,9 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		func(snat bool, mappings []PortMapping, ips ...string) {
 			a := opts("ctr-a", snat, mappings, ips...)
 			viaRestore, viaNetlink := seeded(snat), seeded(snat)
-			Expect(in(viaRestore, func() error { return pm(&iptablesMasq{variant: "nft", noNFT: true}).Setup(a) })).To(Succeed())
+			Expect(in(viaRestore, func() error { return pm(&iptRunner{variant: "nft", noNFT: true}).Setup(a) })).To(Succeed())
 			var calls []string
-			Expect(in(viaNetlink, func() error { return pm(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
+			Expect(in(viaNetlink, func() error { return pm(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "no iptables process")
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 			chain := pmChain(a.Owner)
@@ -55,10 +55,10 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 				}
 			}
 			calls = nil
-			Expect(in(viaNetlink, func() error { return pm(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Check(a) })).To(Succeed())
+			Expect(in(viaNetlink, func() error { return pm(&iptRunner{variant: "nft", run: countingRun(&calls)}).Check(a) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "Check finds every rule over netlink")
 			for _, n := range []*ns.NetNS{viaNetlink, viaRestore} {
-				Expect(in(n, func() error { _, err := pm(&iptablesMasq{variant: "nft"}).Teardown(a.Owner); return err })).To(Succeed())
+				Expect(in(n, func() error { _, err := pm(&iptRunner{variant: "nft"}).Teardown(a.Owner); return err })).To(Succeed())
 			}
 			Expect(listings(viaNetlink)).NotTo(ContainSubstring(chain))
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
@@ -75,17 +75,17 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		var calls []string
 		n := testutil.NewNS()
 		a := opts("ctr-a", true, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
-		Expect(in(n, func() error { return pm(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
+		Expect(in(n, func() error { return pm(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 	})
 
 	It("leaves a repeated Setup, whose chain exists, to iptables-save and changes nothing", func() {
 		n := seeded(true)
 		a := opts("ctr-a", true, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
-		Expect(in(n, func() error { return pm(&iptablesMasq{variant: "nft"}).Setup(a) })).To(Succeed())
+		Expect(in(n, func() error { return pm(&iptRunner{variant: "nft"}).Setup(a) })).To(Succeed())
 		before := listings(n)
 		var calls []string
-		Expect(in(n, func() error { return pm(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
+		Expect(in(n, func() error { return pm(&iptRunner{variant: "nft", run: countingRun(&calls)}).Setup(a) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-save"))
 		Expect(listings(n)).To(Equal(before), "no rule twice")
 	})

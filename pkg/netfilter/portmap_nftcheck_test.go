@@ -18,7 +18,7 @@ import (
 // accepts.
 var _ = Describe("iptables-nft portmap Check over netlink", func() {
 	opts := portMapOpts
-	pm := func(m *iptablesMasq) *iptablesPortMap { return &iptablesPortMap{m: m} }
+	pm := func(m *iptRunner) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// natRules lists n's nat rules that are a's or shared, per tool: not
 	// the other attachment's (ctr-b).
@@ -43,7 +43,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 			for _, o := range []PortMapOptions{b, a} {
 				Expect(in(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())
 			}
-			deleteEach(n, "nat", natRules(n, a), func(m *iptablesMasq) error { return pm(m).Check(a) })
+			deleteEach(n, "nat", natRules(n, a), func(m *iptablesMasq) error { return pm(m.iptRunner).Check(a) })
 		},
 		Entry("snat, dual stack, tcp and udp, one with a host IP", true,
 			[]PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
@@ -58,7 +58,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 		a := opts("ctr-a", true, []PortMapping{{HostPort: 9000, ContainerPort: 90, Protocol: "sctp"}}, "10.1.0.5")
 		Expect(in(n, func() error { return newIPTablesPortMap().Setup(a) })).To(Succeed())
 		var calls []string
-		Expect(in(n, func() error { return pm(&iptablesMasq{variant: "nft", run: countingRun(&calls)}).Check(a) })).To(Succeed())
+		Expect(in(n, func() error { return pm(&iptRunner{variant: "nft", run: countingRun(&calls)}).Check(a) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
 })

@@ -337,10 +337,10 @@ func TestMarkerOddIfNames(t *testing.T) {
 func TestMarkerCommentTooLong(t *testing.T) {
 	o := Owner{Network: strings.Repeat("n", 230), ContainerID: "dummy", IfName: "eth0"}
 	calls := 0
-	m := &iptablesMasq{variant: "nft", run: func(string, []string, []byte) ([]byte, error) {
+	m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: func(string, []string, []byte) ([]byte, error) {
 		calls++
 		return nil, errors.New("iptables-restore: line 3 failed")
-	}}
+	}}}
 	err := m.Setup(o, []*net.IPNet{cidr(t, "10.1.0.5/24")})
 	if err == nil || !strings.Contains(err.Error(), `network "`+o.Network+`"`) || !strings.Contains(err.Error(), "255") {
 		t.Errorf("Setup = %v, want an error naming the network and the 255-byte limit", err)

@@ -52,7 +52,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 
 	It("checks and tears down what upstream's ADD made", func() {
 		hostNS := testutil.NewNS()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(hostNS, upstreamAdd)).To(Succeed())
 		Expect(in(hostNS, func() error { return m.Check(o, addrs) })).To(Succeed())
 		Expect(in(hostNS, func() error { return m.Teardown(o) })).To(Succeed())
@@ -62,7 +62,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 
 	It("is removed by upstream's DEL", func() {
 		hostNS := testutil.NewNS()
-		m := &iptablesMasq{variant: "nft"}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}
 		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		Expect(in(hostNS, upstreamDel)).To(Succeed())
 		Expect(iptablesCase("nft").kernel(hostNS)).To(BeEmpty())
@@ -71,10 +71,12 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 	It("is removed by upstream's DEL when Setup wrote it over netlink", func() {
 		hostNS := testutil.NewNS()
 		other := Owner{Network: "net1", ContainerID: "ctr-b", IfName: "eth0"}
-		Expect(in(hostNS, func() error { return (&iptablesMasq{variant: "nft"}).Setup(other, mustCIDRs("10.1.0.6/24")) })).To(Succeed())
+		Expect(in(hostNS, func() error {
+			return (&iptablesMasq{iptRunner: &iptRunner{variant: "nft"}}).Setup(other, mustCIDRs("10.1.0.6/24"))
+		})).To(Succeed())
 		othersOnly := iptablesCase("nft").kernel(hostNS)
 		var calls []string
-		m := &iptablesMasq{variant: "nft", run: countingRun(&calls)}
+		m := &iptablesMasq{iptRunner: &iptRunner{variant: "nft", run: countingRun(&calls)}}
 		Expect(in(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		Expect(calls).To(BeEmpty(), "written over netlink (setupNFT)")
 		Expect(iptablesCase("nft").kernel(hostNS)).To(ContainSubstring(chain))
