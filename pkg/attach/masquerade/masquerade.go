@@ -20,6 +20,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/masq"
 	"github.com/cniforge/plugins/pkg/owner"
 )
 
@@ -27,17 +28,17 @@ import (
 // plugin whose config embeds attach.Masq passes Frame{} in Plugin.Masq.
 type Frame struct{}
 
-// TeardownAll removes o's rules from both backends (netfilter.TeardownMasqAll).
-func (Frame) TeardownAll(o owner.Owner) error { return netfilter.TeardownMasqAll(o) }
+// TeardownAll removes o's rules from both backends (masq.TeardownMasqAll).
+func (Frame) TeardownAll(o owner.Owner) error { return masq.TeardownMasqAll(o) }
 
 // GCAll removes network's rules of owners not in keep from both backends
-// (netfilter.GCMasqAll).
+// (masq.GCMasqAll).
 func (Frame) GCAll(network string, keep []owner.Owner) error {
-	return netfilter.GCMasqAll(network, keep)
+	return masq.GCMasqAll(network, keep)
 }
 
-// Usable says whether backend works here (netfilter.MasqUsable).
-func (Frame) Usable(backend string) error { return netfilter.MasqUsable(backend) }
+// Usable says whether backend works here (masq.MasqUsable).
+func (Frame) Usable(backend string) error { return masq.MasqUsable(backend) }
 
 // Start starts installing masquerade for addrs with m's backend, in
 // the plugin's host namespace, beside the caller's next steps (an
@@ -64,7 +65,7 @@ func Prepare(a *attach.Attachment, m *attach.Masq) *Prepared {
 
 func prepare(a *attach.Attachment, m *attach.Masq, prestart bool) *Prepared {
 	p := &Prepared{a: a}
-	p.masq, p.err = netfilter.NewMasq(m.Backend())
+	p.masq, p.err = masq.NewMasq(m.Backend())
 	p.prestarted = func() {}
 	if pre, ok := p.masq.(netfilter.Prestarter); ok && prestart && p.err == nil {
 		p.pre = pre
@@ -132,7 +133,7 @@ func Check(a *attach.Attachment, m *attach.Masq, ipcs []*current.IPConfig) error
 	if !m.IPMasq || len(ipcs) == 0 {
 		return nil
 	}
-	masq, err := netfilter.NewMasq(m.Backend())
+	masq, err := masq.NewMasq(m.Backend())
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/attach/masquerade"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -84,7 +84,7 @@ func (a *attachment) check(prev *current.Result) error {
 		return err
 	}
 	if conf.MacSpoofChk {
-		sc := netfilter.MacSpoofCheck{Owner: a.Owner(), Port: hostName, MAC: contLink.Attrs().HardwareAddr}
+		sc := macspoof.MacSpoofCheck{Owner: a.Owner(), Port: hostName, MAC: contLink.Attrs().HardwareAddr}
 		if err := sc.Check(); err != nil {
 			return err
 		}
