@@ -33,6 +33,33 @@ const (
 
 var bwVersions = []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}
 
+// newPair makes a spec's host and container netns, joined by a veth:
+// veth-h (hostAddr) in the host, eth0 (contAddr) in the container.
+func newPair() (hostNS, contNS *ns.NetNS) {
+	GinkgoHelper()
+	hostNS, contNS = testutil.NewNS(), testutil.NewNS()
+	Expect(testutil.ConnectNS(
+		testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
+		testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
+	)).To(Succeed())
+	return hostNS, contNS
+}
+
+// callCtr1 runs bandwidth with hooks in hostNS for container ctr1's eth0
+// in contNS.
+func callCtr1(hostNS, contNS *ns.NetNS, hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return testutil.RunIn(hostNS, bandwidth.New(hooks), testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
+}
+
+// mustCtr1 is callCtr1 without hooks, which must succeed.
+func mustCtr1(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	out := callCtr1(hostNS, contNS, attach.Hooks{}, cmd, stdin)
+	Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
+	return out
+}
+
 func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	GinkgoHelper()
 	idx := 1
@@ -59,18 +86,15 @@ func replaceTbf(n *ns.NetNS, name string, rate uint64, buffer, limit uint32) {
 		t.Limit = limit
 	}
 	Expect(testutil.Handle(n).QdiscReplace(t)).To(Succeed())
-	Expect(*rootTbf(n, name)).To(Equal(*t))
+	// (Not the whole qdisc: its statistics move as packets pass.)
+	got := rootTbf(n, name)
+	Expect([]uint64{got.Rate, uint64(got.Buffer), uint64(got.Limit)}).To(Equal([]uint64{t.Rate, uint64(t.Buffer), uint64(t.Limit)}))
 }
 
 // rootTbf is the root tbf of link name in n, read over netlink.
 func rootTbf(n *ns.NetNS, name string) *netlink.Tbf {
 	GinkgoHelper()
-	h := testutil.Handle(n)
-	l, err := h.LinkByName(name)
-	Expect(err).NotTo(HaveOccurred())
-	qs, err := h.QdiscList(l)
-	Expect(err).NotTo(HaveOccurred())
-	for _, q := range qs {
+	for _, q := range qdiscsOf(n, name) {
 		if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT {
 			return t
 		}
@@ -137,14 +161,7 @@ func transfer(from, to *ns.NetNS, addr string, size int) time.Duration {
 var _ = Describe("bandwidth", func() {
 	var hostNS, contNS *ns.NetNS
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 
 	run := func(hooks attach.Hooks, cmd, id string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()
@@ -290,6 +307,19 @@ var _ = Describe("bandwidth", func() {
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
 	})
 
+	// What `cniforge gc` sends for an orphaned reservation: the network's
+	// config (capabilities, no limits: they came as runtimeConfig), no
+	// prevResult, no runtimeConfig, CNI_NETNS empty. The ifb goes by its
+	// name (network and container ID).
+	It("DEL with neither limits nor prevResult nor netns removes the ifb by its name", func() {
+		rc := `"capabilities": {"bandwidth": true}, "runtimeConfig": {"bandwidth": {"egressRate": 4000000, "egressBurst": 400000}}`
+		must("ADD", contNS, conf("1.1.0", rc, prevFor("1.1.0", contNS, "veth-h")))
+		Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
+		must("DEL", nil, conf("1.1.0", `"capabilities": {"bandwidth": true}`, nil))
+		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
+		must("DEL", nil, conf("1.1.0", `"capabilities": {"bandwidth": true}`, nil))
+	})
+
 	// Issue 22, defect 12: an upstream DEL deletes only the ifb; it leaves
 	// the root tbf, the ingress qdisc and a u32 redirect to the ifb that is
 	// gone on the host end. ADD over them made "file exists".
@@ -321,25 +351,35 @@ var _ = Describe("bandwidth", func() {
 		Expect(state()).To(Equal(before))
 	})
 
-	// The root of the host end is bandwidth's slot: whatever root qdisc is
-	// there gives way to its tbf (a tbf is changed in place; another kind
-	// with handle 1: cannot be, and is deleted first).
-	DescribeTable("ADD takes the host end's root slot from the qdisc there",
-		func(q func(index int) netlink.Qdisc) {
+	// The root of the host end is bandwidth's slot only when it is free
+	// or holds bandwidth's tbf 1:; another tool's root qdisc, whatever its
+	// handle, is refused (issue 29; upstream fails on it with "file
+	// exists").
+	DescribeTable("ADD refuses a root qdisc that is not bandwidth's, naming it",
+		func(q func(index int) netlink.Qdisc, named string) {
 			h := testutil.Handle(hostNS)
 			host, err := h.LinkByName("veth-h")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.QdiscAdd(q(host.Attrs().Index))).To(Succeed())
-			out := must("ADD", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-			Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(500000))
-			must("CHECK", contNS, conf("1.1.0", limits, out.Stdout))
+			// (tc's text has the qdisc's statistics: packets pass.)
+			state := func() []string {
+				return append(append(testutil.LinkNames(hostNS), rootAndClasses(hostNS, "veth-h")...), hooks(hostNS, "veth-h")...)
+			}
+			before := state()
+			out := run(attach.Hooks{}, "ADD", "ctr1", contNS, conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(out.Err.Msg).To(ContainSubstring(named))
+			Expect(state()).To(Equal(before))
 		},
 		Entry("an htb with handle 1:", func(index int) netlink.Qdisc {
 			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT})
-		}),
+		}, "(htb 1:)"),
 		Entry("an htb with handle 2:", func(index int) netlink.Qdisc {
 			return netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT})
-		}),
+		}, "(htb 2:)"),
+		Entry("a tbf with handle 2:", func(index int) netlink.Qdisc {
+			return &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: index, Handle: netlink.MakeHandle(2, 0), Parent: netlink.HANDLE_ROOT}, Rate: 1000, Buffer: 100000, Limit: 10000}
+		}, "(tbf 2:)"),
 	)
 
 	It("DEL without prevResult finds the host end as the peer of CNI_IFNAME, so the next ADD works", func() {

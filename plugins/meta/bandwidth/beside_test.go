@@ -142,19 +142,10 @@ func tbfPackets(n *ns.NetNS, link string) uint32 {
 // own filter, the clsact staying while the agent's filters are on it.
 var _ = Describe("bandwidth beside another tool's clsact", func() {
 	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 	must := func(cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		out := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
+		return mustCtr1(hostNS, contNS, cmd, stdin)
 	}
 	ifb := bandwidth.IfbName(netName, "ctr1")
 

@@ -2,11 +2,13 @@ package bandwidth_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -38,19 +40,10 @@ func runUpstream(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) []byte {
 
 var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
 	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		Expect(testutil.ConnectNS(
-			testutil.VethEnd{NS: hostNS, Name: "veth-h", Addrs: []string{hostAddr + "/24"}},
-			testutil.VethEnd{NS: contNS, Name: "eth0", Addrs: []string{contAddr + "/24"}},
-		)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS, contNS = newPair() })
 	ours := func(cmd string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		out := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(), Stdin: stdin})
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
+		return mustCtr1(hostNS, contNS, cmd, stdin)
 	}
 	// state is what either suite could leave in the host: links, qdiscs,
 	// filters on the host end's ingress hook (over netlink).
@@ -88,18 +81,43 @@ var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func
 		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("tbf"))
 		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("ingress"))
 	})
+
+	// `cniforge check --repair` on a node that switched suites runs our
+	// ADD over upstream's attachment: it keeps upstream's tbfs (their
+	// parameters are CHECK's too), ifb, ingress qdisc and redirect at
+	// priority 1, deleting nothing.
+	It("ADD over an attachment upstream's ADD made keeps it as it is", func() {
+		prev := prevFor("1.0.0", contNS, "veth-h")
+		res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", limits, prev))
+		ifb := bandwidth.IfbName(netName, "ctr1")
+		was := []string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}
+		Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElement("ingress"))
+		seen := deletions(hostNS)
+		out := ours("ADD", conf("1.0.0", limits, prev))
+		Expect(seen()).To(BeEmpty())
+		Expect([]string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}).To(Equal(was))
+		Expect(redirectsTo(hostNS, "veth-h", ifb)).To(Equal([]uint16{1}))
+		ours("CHECK", conf("1.0.0", limits, out.Stdout))
+		ours("CHECK", conf("1.0.0", limits, res))
+	})
 })
 
-// qdiscKinds lists the kinds of link's qdiscs in n, over netlink.
-func qdiscKinds(n *ns.NetNS, link string) []string {
+// qdiscsOf lists link's qdiscs in n, over netlink.
+func qdiscsOf(n *ns.NetNS, link string) []netlink.Qdisc {
 	GinkgoHelper()
 	h := testutil.Handle(n)
 	l, err := h.LinkByName(link)
 	Expect(err).NotTo(HaveOccurred())
 	qs, err := h.QdiscList(l)
 	Expect(err).NotTo(HaveOccurred())
+	return qs
+}
+
+// qdiscKinds lists the kinds of link's qdiscs in n, over netlink.
+func qdiscKinds(n *ns.NetNS, link string) []string {
+	GinkgoHelper()
 	var kinds []string
-	for _, q := range qs {
+	for _, q := range qdiscsOf(n, link) {
 		kinds = append(kinds, q.Type())
 	}
 	return kinds

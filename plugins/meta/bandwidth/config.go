@@ -1,11 +1,7 @@
 package bandwidth
 
 import (
-	"crypto/sha512"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"math"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
@@ -91,77 +87,4 @@ func validateRateBurst(dir string, rate, burst uint64) error {
 		return result.InvalidConfig(fmt.Errorf("%sBurst: %d bits is below tbf's 1 byte", dir, burst))
 	}
 	return nil
-}
-
-// latencyUsec is how long a packet may wait in tbf (upstream's 25 ms):
-// it sets the queue limit.
-const latencyUsec = 25000
-
-// tbfParams are the values of one tbf qdisc: rate in bytes/s, buffer in
-// the kernel's ticks, limit in bytes.
-type tbfParams struct {
-	Rate   uint64
-	Buffer uint32
-	Limit  uint32
-}
-
-// tbfFor computes tbf's parameters as upstream does (the burst as whole
-// microseconds at the rate, then ticks, both truncated), with tick the
-// kernel's ticks per microsecond (netlink.TickInUsec). tbf holds its burst
-// as time in a 32-bit count of ticks (2^32 ticks of 64 ns: about 275 s of
-// traffic at the rate) and its queue limit (25 ms of traffic plus the
-// burst) in a 32-bit count of bytes. Runtimes send bursts far beyond that:
-// containerd 4294967295 bits, CRI-O 34359738367 (issue 23). So a burst
-// more than tbf can hold at the rate, or of more than 2^32-1 bytes, is
-// clamped to the largest one it can hold, and a limit over 2^32-1 bytes to
-// that. burst is the burst installed, in bits; clamped says whether it is
-// less than the config asks. The same config gives the same parameters, so
-// CHECK accepts what ADD installed.
-func tbfFor(rateBits, burstBits uint64, tick float64) (p tbfParams, burst uint64, clamped bool) {
-	rate := rateBits / 8
-	bytes := burstBits / 8
-	most := min(uint64(math.MaxUint32/tick*float64(rate)/1e6), math.MaxUint32)
-	if bytes > most {
-		bytes, clamped = most, true
-	}
-	usec := math.Trunc(float64(bytes) * 1e6 / float64(rate))
-	buffer := min(math.Trunc(usec*tick), math.MaxUint32)
-	limit := min(uint64(float64(rate)*latencyUsec/1e6)+bytes, math.MaxUint32)
-	return tbfParams{Rate: rate, Buffer: uint32(buffer), Limit: uint32(limit)}, bytes * 8, clamped
-}
-
-// upstreamTbf is what upstream's ADD installs for the same rate and
-// burst: where ours clamps, its 32-bit conversions wrap (Go's conversion
-// of a float out of range, on amd64: through int64, keeping the low 32
-// bits). CHECK accepts it too, so an attachment upstream made before the
-// node switched suites passes. Upstream refuses bursts of 4 GiB and more.
-func upstreamTbf(rateBits, burstBits uint64, tick float64) tbfParams {
-	rate, bytes := rateBits/8, uint32(burstBits/8)
-	usec := uint32(int64(float64(bytes) * 1e6 / float64(rate)))
-	buffer := uint32(int64(float64(usec) * tick))
-	limit := uint32(int64(float64(rate)*latencyUsec/1e6)) + bytes
-	return tbfParams{Rate: rate, Buffer: buffer, Limit: limit}
-}
-
-// IfbName is the ifb device upstream names for an attachment: "bwp" and
-// the hex of SHA-512(network name + container ID), 15 characters in all.
-func IfbName(network, containerID string) string {
-	sum := sha512.Sum512([]byte(network + containerID))
-	return ("bwp" + hex.EncodeToString(sum[:]))[:15]
-}
-
-// IfbGroup is the link group (IFLA_GROUP) an ifb of network gets when it
-// is made, in the same netlink message: the alias takes a second one, and
-// an ADD killed between the two would leave an ifb GC could not tell as
-// this network's (issue 14, kills mid-ADD). Never 0, the kernel's default
-// group, which upstream's ifbs keep.
-func IfbGroup(network string) uint32 {
-	sum := sha512.Sum512([]byte("cni-bandwidth:" + network))
-	return max(binary.BigEndian.Uint32(sum[:4]), 1)
-}
-
-// ifbAlias marks an ifb as this suite's, for the network (GC collects only
-// its own network's: the name does not say which network it is of).
-func ifbAlias(network, containerID string) string {
-	return "cni-bandwidth:" + network + ":" + containerID
 }

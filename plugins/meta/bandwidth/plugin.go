@@ -13,19 +13,37 @@
 //	           as a host interface; tbf parameters (a burst tbf cannot
 //	           hold at its rate is clamped to the largest it can, and
 //	           logged)
-//	ingress    tbf as the root qdisc of the host end (ingressRate)
+//	ingress    tbf as the root qdisc of the host end (ingressRate); a
+//	           root qdisc that is not bandwidth's (a tbf 1:) is refused,
+//	           unchanged
 //	ifb        ifb "bwp<hash>" up, MTU of the host end (egressRate)
 //	redirect   u32 filter with a mirred redirect to the ifb on the host
 //	           end's ingress hook (its clsact or ingress qdisc reused, a
 //	           clsact made when there is none)
 //	egress     tbf as the root qdisc of the ifb
 //
+// Each step keeps what is there and right and re-makes only what is
+// missing or different, so an ADD over a live attachment (what `cniforge
+// check --repair` runs) repairs it in place, never unshaped for a moment;
+// its undo puts back what it changed and deletes only what it made.
+//
 // The result is prevResult plus the ifb, as upstream reports it. DEL
 // deletes what ADD put on the host end (found through prevResult or as the
-// peer of CNI_IFNAME), then the ifb by name (no netns needed). CHECK compares every qdisc, the ifb
-// and the redirect with the config. GC deletes the ifbs this suite made
+// peer of CNI_IFNAME), then the ifb by name (no netns, no prevResult and
+// no limits needed: what `cniforge gc` sends for an orphan). It deletes
+// only bandwidth's: a root tbf 1:, u32 redirects to a "bwp" ifb or to a
+// link that is gone (with their classifier when it is left empty), the
+// hook's qdisc when no filter is left on either hook. CHECK compares every
+// qdisc, the ifb (up) and the redirect with the config. GC deletes the ifbs this suite made
 // for the network whose container is not listed. STATUS has nothing to
 // report.
+//
+// Files by concern: config.go parses and validates; add.go resolves the
+// plan and runs the steps; tbf.go computes tbf's parameters (and clamps a
+// burst) and takes the root slot; ifb.go names and makes the ifb;
+// redirect.go holds the ingress hook, the redirect and which redirects are
+// bandwidth's; del.go is DEL and GC with their ownership rules; check.go
+// is CHECK.
 package bandwidth
 
 import (
