@@ -17,7 +17,7 @@ import (
 // one family is one iptables-restore --noflush of the filter table. On
 // iptables-nft, Check reads over netlink (checkNFT) and starts
 // iptables-save only when something is missing, and an ADD beside other
-// attachments appends its rules over netlink (forward_nftadd.go).
+// attachments appends its rules over netlink (iptnftadd.go).
 type iptablesForward struct{ ipt *iptables.Runner }
 
 func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: &iptables.Runner{}} }

@@ -19,7 +19,7 @@ import (
 )
 
 // nftablesForward is the nftables backend of the forward filter (layout in
-// forward_nftrules.go). Every call is one netlink socket, reads that are
+// nftrules.go). Every call is one netlink socket, reads that are
 // generation-consistent, and at most one batch, which the kernel applies
 // entirely or not at all. The shared parts (table, chains, base rules,
 // isolation rules, the delegation rule in iptables-nft's FORWARD) are

@@ -58,7 +58,7 @@ var _ = DescribeTable("1000 port mappings of one attachment",
 	Entry("nftables", netfilter.BackendNFTables),
 )
 
-// Issue 22, defect 2: 5,000 mappings take several batches (portmap_nftbatch.go);
+// Issue 22, defect 2: 5,000 mappings take several batches (nftbatch.go);
 // a batch the kernel refuses after others went through leaves the
 // attachment as it was before Setup.
 var _ = Describe("nftables Setup over several batches", func() {

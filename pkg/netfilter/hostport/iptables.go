@@ -17,11 +17,11 @@ import (
 )
 
 // iptablesPortMap is the iptables backend of port forwarding (the layout
-// is in portmap_iptrules.go). It shares the masquerade backend's process
+// is in iptrules.go). It shares the masquerade backend's process
 // runner, binaries and chain locks: per family, a change is one
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
-// (portmap_nftadd.go) and starts no process.
+// (iptnftadd.go) and starts no process.
 type iptablesPortMap struct{ m *iptables.Runner }
 
 func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: &iptables.Runner{}} }
@@ -237,7 +237,7 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 		}
 		r := desiredPortMap(opts, f)
 		if p.checkNFT(f, r) {
-			continue // all there, read over netlink (portmap_nftcheck.go)
+			continue // all there, read over netlink (iptnftcheck.go)
 		}
 		// Only nat: the route_localnet guard in raw is ours alone
 		// (upstream makes none), so an upstream ADD passes CHECK without it.

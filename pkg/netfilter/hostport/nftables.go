@@ -18,10 +18,10 @@ import (
 )
 
 // nftablesPortMap is the nftables backend of port forwarding (the layout
-// is in portmap_nftrules.go). Every call is one netlink socket, reads that
+// is in nftrules.go). Every call is one netlink socket, reads that
 // are generation-consistent, and one batch for both families, which the
 // kernel applies entirely or not at all, unless the elements exceed what
-// one batch may carry (a few hundred mappings or more; portmap_nftbatch.go):
+// one batch may carry (a few hundred mappings or more; nftbatch.go):
 // then Setup undoes the batches it sent when a later one fails.
 type nftablesPortMap struct {
 	// failBatch, when set, makes the kernel refuse the element batches
@@ -232,7 +232,7 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 		for _, def := range p.setupChains(f) {
 			// An existing chain is not declared again: that would be an
 			// update, whose cleanup after an RCU grace period the close
-			// of every nfnetlink socket then waits for (see nfconn.go).
+			// of every nfnetlink socket then waits for (see nftnl/conn.go).
 			if s.chains[def.chain.Name] {
 				continue
 			}
@@ -282,7 +282,7 @@ func (p *nftablesPortMap) undoSetup(b *pmBatch, o netfilter.Owner, err error) er
 func (p *nftablesPortMap) Teardown(o netfilter.Owner) ([]net.IP, error) { return p.TeardownOf(o, nil) }
 
 // TeardownOf is Teardown for DEL, which knows o's mappings: with a few, it
-// looks up their elements by key (portmap_nftget.go) rather than reading
+// looks up their elements by key (nftget.go) rather than reading
 // whole maps, so its cost does not grow with other containers' mappings.
 func (p *nftablesPortMap) TeardownOf(o netfilter.Owner, mappings []PortMapping) ([]net.IP, error) {
 	c, err := p.conn()

@@ -35,7 +35,7 @@ import (
 // The table and base chain are ebtables-nft's nat ones, shared. Setup and
 // Teardown are one batch each, applied entirely or not at all. Teardown,
 // Check and GC also find checks in the layout of our earlier releases (see
-// macspoof_legacy.go).
+// legacy.go).
 type MacSpoofCheck struct {
 	Owner netfilter.Owner
 	Port  string           // the host end of the container's veth
@@ -128,7 +128,7 @@ func (m MacSpoofCheck) Setup() error {
 	}
 	// An existing base chain is not declared again: that would be an
 	// update, whose cleanup every nfnetlink socket's close then waits for
-	// (see nfconn.go). Should it have gone since it was listed (the table
+	// (see nftnl/conn.go). Should it have gone since it was listed (the table
 	// removed by hand), the batch fails and goes once more declaring it.
 	sawBase, err := m.setupOnce(c, false)
 	if err != nil && sawBase {
@@ -283,7 +283,7 @@ func teardownMacSpoofOnce(o netfilter.Owner) error {
 // macspoofTablesMayExist asks for the two bridge tables by name on the
 // shared request socket. Every bridge DEL tears the check down whether
 // macspoofchk was set or not, and the listings of the teardown open and
-// close a socket each (see nfconn.go for what that costs); without either
+// close a socket each (see nftnl/conn.go for what that costs); without either
 // table there is nothing to list. Any doubt (an error) says they may.
 func macspoofTablesMayExist() bool {
 	nl, done, err := nftnl.RequestConn()

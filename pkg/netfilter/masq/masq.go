@@ -38,7 +38,7 @@ func TeardownMasqAll(o netfilter.Owner) error {
 func teardownMasqAll(o netfilter.Owner, ipt *iptablesMasq, nft *nftablesMasq) error {
 	// nftables first: usually it has nothing of o's and commits nothing,
 	// so its socket closes before the iptables teardown's commit leaves
-	// cleanup work for every later close to wait for (see nfconn.go).
+	// cleanup work for every later close to wait for (see nftnl/conn.go).
 	nftErr := nft.teardownIfUsable(o)
 	return errors.Join(ipt.teardownIfUsable(o), nftErr)
 }

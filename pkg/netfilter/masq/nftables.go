@@ -178,7 +178,7 @@ func (m *nftablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 // and an updated chain is freed only after an RCU grace period: the
 // commit leaves cleanup work behind, and closing an nfnetlink socket
 // waits for that work while holding the commit mutex of the namespace
-// (see nfconn.go). With many pods at once, each ADD's close then held up
+// (see nftnl/conn.go). With many pods at once, each ADD's close then held up
 // the others' commits and veth creations for about 10 ms. A commit that
 // only adds rules leaves no such work.
 func (m *nftablesMasq) setup(c *nftnl.NftConn, o netfilter.Owner, s nftState, want []nftnl.NftRule) error {

@@ -43,7 +43,7 @@ var errRulesetBusy = errors.New("nftables ruleset kept changing while it was rea
 // that raced it. That is sent when the commit has finished, so the retry
 // starts behind the writers it lost to rather than in the middle of them.
 // The first retry starts at once: the group is joined only once a read
-// has lost (a socket more, and closing one costs; see nfconn.go), and a
+// has lost (a socket more, and closing one costs; see conn.go), and a
 // notification sent before the join is not heard.
 func Consistent[T any](read func() (T, error)) (T, error) {
 	return consistentWithin(nil, readBudget, read)

@@ -14,7 +14,7 @@ import (
 // nftConn is a lasting nftables connection together with its socket, on
 // which this package sends its own single requests (a chain, the
 // generation) between the connection's operations, so that one change
-// opens, and closes, one nfnetlink socket (see nfconn.go for what a close
+// opens, and closes, one nfnetlink socket (see conn.go for what a close
 // costs). Not for concurrent use.
 type NftConn struct {
 	*nftables.Conn
@@ -70,7 +70,7 @@ func NftUnsupported(err error) error {
 func Usable() error {
 	// One GETTABLE of the inet family on the shared request socket: the
 	// table there or not (ENOENT) proves nf_tables and its inet family
-	// work, without a socket of its own to close (see nfconn.go).
+	// work, without a socket of its own to close (see conn.go).
 	nl, done, err := RequestConn()
 	if err != nil {
 		return fmt.Errorf("nftables: %w: %w", netfilter.ErrUnavailable, err)
