@@ -17,8 +17,9 @@ import (
 )
 
 // iptablesPortMap is the iptables backend of port forwarding (the layout
-// is in iptrules.go). It shares the masquerade backend's process
-// runner, binaries and chain locks: per family, a change is one
+// is in iptrules.go). It runs the tools through an iptables.Runner, as
+// the masquerade and firewall backends do (same binaries, same chain
+// locks): per family, a change is one
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
 // (iptnftadd.go) and starts no process.
