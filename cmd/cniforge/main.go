@@ -276,7 +276,7 @@ usage:
                         every cached attachment, one line each; exit 1 when one
                         drifted or leaked; --repair re-applies what drifted where
                         that leaves the container alone: masquerade rules, and
-                        portmap, firewall and bandwidth (their DEL, then ADD)
+                        portmap, firewall and bandwidth (their ADD, in place)
   cniforge doctor [--json]
                         what makes the node misbehave (plugins missing or failing
                         VERSION, CNI rules in both iptables-legacy and -nft,

@@ -241,14 +241,21 @@ func (m *nftablesForward) Setup(r ForwardRules) error {
 	}
 	want := fwdNFTAllowRules(r)
 	have := ownedFwd(s.rules[fwdNFTAllow], r.Owner)
-	if !slices.Equal(keysOf(have), wantKeys(want)) {
-		for _, h := range have {
-			if err := c.DelRule(h); err != nil {
-				return fmt.Errorf("%s: delete stale rule: %w", what, err)
+	if haveKeys, wantKeys := keysOf(have), wantKeys(want); !slices.Equal(haveKeys, wantKeys) {
+		// In place: a rule of r's that is there stays (a repeated ADD,
+		// check --repair: issue 29), only stale ones go and missing ones
+		// are added, in one batch.
+		for i, h := range have {
+			if !slices.Contains(wantKeys, haveKeys[i]) || slices.Index(haveKeys, haveKeys[i]) != i {
+				if err := c.DelRule(h); err != nil {
+					return fmt.Errorf("%s: delete stale rule: %w", what, err)
+				}
 			}
 		}
 		for _, w := range want {
-			c.AddRule(&nftables.Rule{Table: fwdNFTTableRef, Chain: fwdNFTChain(fwdNFTAllow), Exprs: w.exprs, UserData: w.userData()})
+			if !slices.Contains(haveKeys, w.key()) {
+				c.AddRule(&nftables.Rule{Table: fwdNFTTableRef, Chain: fwdNFTChain(fwdNFTAllow), Exprs: w.exprs, UserData: w.userData()})
+			}
 		}
 		changed = true
 	}

@@ -141,7 +141,10 @@ func (p *iptablesPortMap) sharedViewNFT(f nftnl.Family, chain string) (nat, raw 
 	defer func() { release(failed) }()
 	c := nc.Conn
 	fam := f.Nft()
-	type view struct{ nat, raw iptables.NatTable }
+	type view struct {
+		nat, raw iptables.NatTable
+		unread   bool // a mark chain's rule markRuleSpec cannot render
+	}
 	v, err := nftnl.ConsistentOn(nc.Nl, func() (view, error) {
 		chains, err := c.ListChainsOfTableFamily(fam)
 		if err != nil {
@@ -176,10 +179,16 @@ func (p *iptablesPortMap) sharedViewNFT(f nftnl.Family, chain string) (nat, raw 
 				}
 			}
 		}
-		return view{tables["nat"], tables["raw"]}, nil
+		// The mark chains' rules, which sharedLines puts back when
+		// missing (issue 29).
+		ok, err := readMarkChains(c, fam, tables["nat"])
+		if err != nil {
+			return view{}, err
+		}
+		return view{tables["nat"], tables["raw"], !ok}, nil
 	})
 	failed = err != nil
-	if err != nil || v.nat.Chains[chain] {
+	if err != nil || v.unread || v.nat.Chains[chain] {
 		return nat, raw, false
 	}
 	return v.nat, v.raw, true

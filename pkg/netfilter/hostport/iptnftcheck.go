@@ -2,6 +2,7 @@ package hostport
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -90,6 +91,11 @@ func (p *iptablesPortMap) checkNFT(f nftnl.Family, r pmRules) bool {
 					}
 				}
 			}
+			if r.snat && r.ownMark {
+				if ok, err := readMarkChains(c.Conn, fam, nat); err != nil || !ok {
+					return view{nat: nat}, err // !ok: iptables-save renders them
+				}
+			}
 			own, err := c.GetRules(table, &nftables.Chain{Name: r.chain})
 			if err != nil {
 				return view{}, err
@@ -101,7 +107,7 @@ func (p *iptablesPortMap) checkNFT(f nftnl.Family, r pmRules) bool {
 		})
 		return err
 	})
-	if err != nil || !v.nat.Chains[r.chain] || !v.nat.Chains[pmDNATChain] || len(r.sharedLines(v.nat)) > 0 {
+	if err != nil || !v.nat.Chains[r.chain] || !v.nat.Chains[pmDNATChain] || v.own == nil || len(r.sharedLines(v.nat)) > 0 {
 		return false
 	}
 	has := func(in []*nftables.Rule, e []expr.Any) bool {
@@ -314,4 +320,82 @@ func splitSaveSpec(s string) ([]string, bool) {
 		out = append(out, b.String())
 	}
 	return out, true
+}
+
+// readMarkChains adds to nat, read over netlink, the rules of
+// CNI-HOSTPORT-SETMARK and CNI-HOSTPORT-MASQ (where nat says they exist)
+// as iptables-save prints what sharedLines looks at. ok is false when a
+// rule there is one markRuleSpec cannot render: the caller then reads with
+// iptables-save.
+func readMarkChains(c *nftables.Conn, fam nftables.TableFamily, nat iptables.NatTable) (ok bool, err error) {
+	for _, name := range []string{pmSetMarkChain, pmMasqChain} {
+		if !nat.Chains[name] {
+			continue
+		}
+		rs, err := c.GetRules(&nftables.Table{Name: "nat", Family: fam}, &nftables.Chain{Name: name})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range rs {
+			spec, ok := markRuleSpec(r.Exprs)
+			if !ok {
+				return false, nil
+			}
+			nat.Rules[name] = append(nat.Rules[name], spec)
+		}
+	}
+	return true, nil
+}
+
+// markRuleSpec renders the shapes iptables-nft gives the rules of
+// CNI-HOSTPORT-SETMARK and -MASQ, "[-m comment ...] -j MARK --set-xmark
+// V/M" and "-m mark --mark V/M -j MASQUERADE", as iptables-save prints
+// them (the comment left out); ok is false for anything else.
+func markRuleSpec(exprs []expr.Any) (string, bool) {
+	var parts []string
+	markLoaded := false
+	mask := uint32(0xffffffff)
+	for _, e := range exprs {
+		switch e := e.(type) {
+		case *expr.Counter:
+		case *expr.Match:
+			if e.Name != "comment" {
+				return "", false
+			}
+		case *expr.Meta:
+			if e.Key != expr.MetaKeyMARK || e.SourceRegister {
+				return "", false
+			}
+			markLoaded = true
+		case *expr.Bitwise:
+			if !markLoaded || len(e.Mask) != 4 {
+				return "", false
+			}
+			mask = binary.NativeEndian.Uint32(e.Mask)
+		case *expr.Cmp:
+			if !markLoaded || e.Op != expr.CmpOpEq || len(e.Data) != 4 {
+				return "", false
+			}
+			parts = append(parts, fmt.Sprintf("-m mark --mark 0x%x/0x%x", binary.NativeEndian.Uint32(e.Data), mask))
+			markLoaded = false
+		case *expr.Target:
+			switch info, _ := e.Info.(*xt.Unknown); {
+			case e.Name == "MARK" && e.Rev == 2 && info != nil && len(*info) >= 8:
+				parts = append(parts, fmt.Sprintf("-j MARK --set-xmark 0x%x/0x%x",
+					binary.NativeEndian.Uint32((*info)[0:4]), binary.NativeEndian.Uint32((*info)[4:8])))
+			case e.Name == "MASQUERADE":
+				parts = append(parts, "-j MASQUERADE")
+			default:
+				return "", false
+			}
+		case *expr.Masq:
+			parts = append(parts, "-j MASQUERADE")
+		default:
+			return "", false
+		}
+	}
+	if len(parts) == 0 || markLoaded {
+		return "", false
+	}
+	return strings.Join(parts, " "), true
 }

@@ -186,12 +186,20 @@ func (r pmRules) sharedLines(nat iptables.NatTable) []string {
 		}
 	}
 	if r.snat && r.ownMark {
+		// The chain and its rule: a flushed chain is as broken as a
+		// missing one, and every ADD puts the rule back, as upstream's
+		// (issue 29). Any rule doing the same counts, however written.
 		if !nat.Chains[pmSetMarkChain] {
-			l = append(l, "-N "+pmSetMarkChain,
-				`-A `+pmSetMarkChain+` -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark `+r.mark)
+			l = append(l, "-N "+pmSetMarkChain)
+		}
+		if !slices.ContainsFunc(nat.Rules[pmSetMarkChain], r.isSetMark) {
+			l = append(l, `-A `+pmSetMarkChain+` -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark `+r.mark)
 		}
 		if !nat.Chains[pmMasqChain] {
-			l = append(l, "-N "+pmMasqChain, "-A "+pmMasqChain+" -m mark --mark "+r.mark+" -j MASQUERADE")
+			l = append(l, "-N "+pmMasqChain)
+		}
+		if !slices.ContainsFunc(nat.Rules[pmMasqChain], r.isMarkMasq) {
+			l = append(l, "-A "+pmMasqChain+" -m mark --mark "+r.mark+" -j MASQUERADE")
 		}
 		// Inserted first, as upstream does: bridge's and ptp's masquerade
 		// chains ACCEPT traffic to the container's own subnet, which ends
@@ -203,6 +211,18 @@ func (r pmRules) sharedLines(nat iptables.NatTable) []string {
 		}
 	}
 	return l
+}
+
+// isSetMark reports whether rule spec s sets r's mark unconditionally
+// (any comment).
+func (r pmRules) isSetMark(s string) bool {
+	return strings.HasSuffix(s, "-j MARK --set-xmark "+r.mark) &&
+		!strings.Contains(s, " -s ") && !strings.Contains(s, " -d ") && !strings.HasPrefix(s, "-s ") && !strings.HasPrefix(s, "-d ")
+}
+
+// isMarkMasq reports whether rule spec s masquerades what carries r's mark.
+func (r pmRules) isMarkMasq(s string) bool {
+	return strings.Contains(s, "-m mark --mark "+r.mark+" ") && (strings.HasSuffix(s, "-j MASQUERADE") || strings.Contains(s, "-j MASQUERADE "))
 }
 
 const pmGuardRule = `-d 127.0.0.0/8 ! -i lo -m comment --comment "CNI portfwd route_localnet guard" -j DROP`
@@ -250,6 +270,11 @@ func (r pmRules) attachLines(nat iptables.NatTable) []string {
 	if nat.Chains[r.chain] && slices.Equal(nat.Rules[r.chain], r.rules) && slices.Equal(entriesTo(nat, r.chain), r.entries) {
 		return nil
 	}
+	if nat.Chains[r.chain] {
+		if in, ok := r.attachInPlace(nat); ok {
+			return in
+		}
+	}
 	for _, e := range entriesTo(nat, r.chain) {
 		l = append(l, "-D "+pmDNATChain+" "+e)
 	}
@@ -261,6 +286,43 @@ func (r pmRules) attachLines(nat iptables.NatTable) []string {
 		l = append(l, "-A "+pmDNATChain+" "+e)
 	}
 	return l
+}
+
+// attachInPlace is attachLines for an existing chain whose rules are
+// r's in r's order with some missing (a repeated ADD after a drift, check
+// --repair: issue 29): the missing rules are inserted where they belong
+// and the missing entries appended, so that no rule that is there, nor
+// its counters, is touched. ok is false for anything else (a rule that is
+// not r's, one out of order): attachLines then rewrites the chain, in the
+// same one transaction.
+func (r pmRules) attachInPlace(nat iptables.NatTable) (lines []string, ok bool) {
+	have := nat.Rules[r.chain]
+	next := 0 // the next rule of have to meet in r.rules
+	for i, s := range r.rules {
+		if next < len(have) && have[next] == s {
+			next++
+			continue
+		}
+		if slices.Contains(have, s) {
+			return nil, false // out of order
+		}
+		lines = append(lines, fmt.Sprintf("-I %s %d %s", r.chain, i+1, s))
+	}
+	if next != len(have) {
+		return nil, false // a rule that is not r's
+	}
+	entries := entriesTo(nat, r.chain)
+	for _, e := range entries {
+		if !slices.Contains(r.entries, e) {
+			lines = append(lines, "-D "+pmDNATChain+" "+e)
+		}
+	}
+	for _, e := range r.entries {
+		if !slices.Contains(entries, e) {
+			lines = append(lines, "-A "+pmDNATChain+" "+e)
+		}
+	}
+	return lines, true
 }
 
 // tablesPayload builds one iptables-restore --noflush input for several

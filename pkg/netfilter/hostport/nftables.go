@@ -191,13 +191,21 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 		}
 	}
 	states := map[nftnl.Family]pmState{}
+	fixed := map[nftnl.Family][]pmMissingRule{}
 	locked := false
 	for _, f := range fams {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
 			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
-		if len(s.chains) < len(p.setupChains(f)) {
+		// The shared chains' fixed rules, put back where missing (issue
+		// 29): a read of a few short chains, under the lock only when
+		// something is missing.
+		missing, err := p.missingFixed(c, f, s)
+		if err != nil {
+			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+		}
+		if len(s.chains) < len(p.setupChains(f)) || len(missing) > 0 {
 			if !locked { // one flock: a second open of the file would wait for the first
 				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
 				lock, err := filelock.Lock(pmLockFile, 0o600)
@@ -210,7 +218,11 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 			if s, err = p.read(c, f, false, true); err != nil {
 				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
+			if missing, err = p.missingFixed(c, f, s); err != nil {
+				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			}
 		}
+		fixed[f] = missing
 		if _, ok := s.elems[pmHairpinNets]; !ok && !p.legacyHairpin {
 			netsMissing = true
 		}
@@ -224,6 +236,13 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 		c.AddTable(pmTableOf(f))
 		sets := map[string]*nftables.Set{}
 		for _, set := range p.setupSets(f) {
+			// An existing set is not declared again: one nft -f loaded
+			// back (a listing of the table) differs in attributes the
+			// kernel then refuses to update (EEXIST).
+			if _, there := s.elems[set.Name]; there {
+				sets[set.Name] = set
+				continue
+			}
 			if err := c.AddSet(set, nil); err != nil {
 				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
 			}
@@ -240,6 +259,9 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 			for _, r := range def.rules {
 				c.AddRule(&nftables.Rule{Table: ch.Table, Chain: ch, Exprs: r})
 			}
+		}
+		for _, m := range fixed[f] {
+			c.AddRule(&nftables.Rule{Table: pmTableOf(f), Chain: m.chain, Exprs: m.exprs})
 		}
 		want := pmElements(opts, f)
 		if p.legacyHairpin && len(want[pmHairpinNets]) > 0 {
@@ -367,6 +389,22 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
 			}
 		}
+		// The fixed rules of the shared chains this attachment's forwards
+		// go through (issue 29). Without prerouting's or output's jump
+		// nothing is forwarded, upstream's rules included.
+		rules, err := p.pmChainRules(c, f, s)
+		if err != nil {
+			return fmt.Errorf("check nftables port forwards for %s: %w", opts.Owner, err)
+		}
+		var entry []error
+		for _, m := range pmMissingFixed(f, rules, pmNeeds(opts, f, s.hasOldHairpin(opts, f, hash))) {
+			err := fmt.Errorf("%w: %s %s chain %s: rule %s", ErrPortMapMissing, f, pmTable, m.chain.Name, m.what)
+			if m.chain.Name == "prerouting" || m.chain.Name == "output" {
+				entry = append(entry, err)
+			} else {
+				fmiss = append(fmiss, err)
+			}
+		}
 		for set, want := range pmElements(opts, f) {
 			have := s.own(set, hash)
 			for _, w := range want {
@@ -387,7 +425,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 				fmiss = nil
 			}
 		}
-		miss = append(miss, fmiss...)
+		miss = append(append(miss, entry...), fmiss...)
 	}
 	if len(miss) > 0 {
 		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))
