@@ -19,6 +19,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/masq"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
@@ -170,7 +171,7 @@ func repairMasq(network string, p *libcni.PluginConfig, rt *libcni.RuntimeConf, 
 	if err != nil {
 		return fmt.Errorf("cached result: %w", err)
 	}
-	masq, err := netfilter.NewMasq(conf.Backend())
+	masq, err := masq.NewMasq(conf.Backend())
 	if err != nil {
 		return err
 	}

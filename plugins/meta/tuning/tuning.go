@@ -14,7 +14,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/owner"
 )
 
 func (t *tuner) add(a *attach.Attachment, c *netConf) (types.Result, error) {
@@ -211,7 +211,7 @@ func restoreLink(h *netlink.Handle, ifName string, st *state) error {
 // gc removes the state files of network c.Name that name no attachment in
 // keep. Files without a network (upstream's) stay: dataDir may be shared
 // by several networks, and such a file does not say which it belongs to.
-func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
+func gc(a *attach.Attachment, c *netConf, keep []owner.Owner) []error {
 	entries, err := os.ReadDir(c.DataDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
