@@ -19,22 +19,7 @@ import (
 // nftDeleteRuleWith deletes, with nft, the first rule of chain in the bridge
 // mac spoof table whose listing contains needle.
 func nftDeleteRuleWith(chain, needle string) error {
-	out, err := nftest.NftRun("", "-a", "list", "chain", "bridge", macspoofTableName, chain)
-	if err != nil {
-		return err
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if !strings.Contains(l, needle) {
-			continue
-		}
-		_, h, ok := strings.Cut(l, "# handle ")
-		if !ok {
-			continue
-		}
-		_, err := nftest.NftRun("", "delete", "rule", "bridge", macspoofTableName, chain, "handle", strings.TrimSpace(h))
-		return err
-	}
-	return fmt.Errorf("no rule with %q in chain %s", needle, chain)
+	return nftest.DeleteRuleWith("bridge", macspoofTableName, chain, needle)
 }
 
 var _ = Describe("mac spoof check", func() {

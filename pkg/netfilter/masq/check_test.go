@@ -106,20 +106,5 @@ var _ = Describe("nftables Check", func() {
 // nftDeleteInetRuleWith deletes, with nft, the first rule of chain in our
 // inet masquerade table whose listing contains needle.
 func nftDeleteInetRuleWith(chain, needle string) error {
-	out, err := nftest.NftRun("", "-a", "list", "chain", "inet", nftTableName, chain)
-	if err != nil {
-		return err
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if !strings.Contains(l, needle) {
-			continue
-		}
-		_, h, ok := strings.Cut(l, "# handle ")
-		if !ok {
-			continue
-		}
-		_, err := nftest.NftRun("", "delete", "rule", "inet", nftTableName, chain, "handle", strings.TrimSpace(h))
-		return err
-	}
-	return fmt.Errorf("no rule with %q in chain %s: %s", needle, chain, out)
+	return nftest.DeleteRuleWith("inet", nftTableName, chain, needle)
 }
