@@ -37,7 +37,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		Expect(nftest.In(n, func() error {
-			return fw(&iptables.Runner{Variant: "nft", NoNFT: true}).Setup(rules(seed, "10.9.0.5", "fd00:9::5"))
+			return fw(nftest.ViaRestore()).Setup(rules(seed, "10.9.0.5", "fd00:9::5"))
 		})).To(Succeed())
 		return n
 	}
@@ -48,9 +48,9 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		func(addrs ...string) {
 			r := rules(o, addrs...)
 			viaRestore, viaNetlink := seeded(), seeded()
-			Expect(nftest.In(viaRestore, func() error { return fw(&iptables.Runner{Variant: "nft", NoNFT: true}).Setup(r) })).To(Succeed())
+			Expect(nftest.In(viaRestore, func() error { return fw(nftest.ViaRestore()).Setup(r) })).To(Succeed())
 			var calls []string
-			Expect(nftest.In(viaNetlink, func() error { return fw(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(r) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return fw(nftest.Counting(&calls)).Setup(r) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "no iptables process")
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 			Expect(listings(viaNetlink)).To(ContainSubstring(`id: \"ctr-a\"`))
@@ -82,7 +82,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		var calls []string
 		n := testutil.NewNS()
 		Expect(nftest.In(n, func() error {
-			return fw(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(rules(o, "10.1.0.5"))
+			return fw(nftest.Counting(&calls)).Setup(rules(o, "10.1.0.5"))
 		})).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 	})
@@ -93,7 +93,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft"}).Setup(r) })).To(Succeed())
 		before := listings(n)
 		var calls []string
-		Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return fw(nftest.Counting(&calls)).Setup(r) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 		Expect(listings(n)).To(Equal(before), "no rule twice")
 	})
@@ -103,7 +103,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 		r := rules(o, "10.1.0.5")
 		r.Policy, r.Bridge = IngressIsolated, "cni0"
 		var calls []string
-		Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(r) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return fw(nftest.Counting(&calls)).Setup(r) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 		Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft"}).Check(r) })).To(Succeed())
 	})

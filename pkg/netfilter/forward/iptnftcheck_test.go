@@ -83,7 +83,7 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 		testutil.NetfilterOutput(n, "iptables-nft", "-I", "FORWARD", "1", "-m", "comment", "--comment", "x", "-j", "CNI-FORWARD")
 		var calls []string
 		Expect(nftest.In(n, func() error {
-			return (&iptablesForward{ipt: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}}).Check(r)
+			return (&iptablesForward{ipt: nftest.Counting(&calls)}).Check(r)
 		})).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
@@ -96,10 +96,10 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 		fw := func(m *iptables.Runner) *iptablesForward { return &iptablesForward{ipt: m} }
 		Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft"}).Setup(r) })).To(Succeed())
 		testutil.NetfilterOutput(n, "iptables-nft", "-w", "-I", "CNI-FORWARD", "1", "-s", "10.1.0.6/32", "-j", "ACCEPT")
-		want := nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft", NoNFT: true}).Check(r) })
+		want := nftest.In(n, func() error { return fw(nftest.ViaRestore()).Check(r) })
 		Expect(want).To(MatchError(netfilter.ErrMissing))
 		var calls []string
-		err := nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Check(r) })
+		err := nftest.In(n, func() error { return fw(nftest.Counting(&calls)).Check(r) })
 		Expect(err).To(MatchError(want.Error()))
 	})
 })

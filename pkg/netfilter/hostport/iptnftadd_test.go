@@ -28,7 +28,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		seed := opts("ctr-seed", snat, manyMappings(2, 30000), "10.9.0.5", "fd00:9::5")
-		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft", NoNFT: true}).Setup(seed) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return pm(nftest.ViaRestore()).Setup(seed) })).To(Succeed())
 		return n
 	}
 
@@ -38,9 +38,9 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		func(snat bool, mappings []PortMapping, ips ...string) {
 			a := opts("ctr-a", snat, mappings, ips...)
 			viaRestore, viaNetlink := seeded(snat), seeded(snat)
-			Expect(nftest.In(viaRestore, func() error { return pm(&iptables.Runner{Variant: "nft", NoNFT: true}).Setup(a) })).To(Succeed())
+			Expect(nftest.In(viaRestore, func() error { return pm(nftest.ViaRestore()).Setup(a) })).To(Succeed())
 			var calls []string
-			Expect(nftest.In(viaNetlink, func() error { return pm(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(a) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return pm(nftest.Counting(&calls)).Setup(a) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "no iptables process")
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 			chain := pmChain(a.Owner)
@@ -58,7 +58,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 				}
 			}
 			calls = nil
-			Expect(nftest.In(viaNetlink, func() error { return pm(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Check(a) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return pm(nftest.Counting(&calls)).Check(a) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "Check finds every rule over netlink")
 			for _, n := range []*ns.NetNS{viaNetlink, viaRestore} {
 				Expect(nftest.In(n, func() error { _, err := pm(&iptables.Runner{Variant: "nft"}).Teardown(a.Owner); return err })).To(Succeed())
@@ -78,7 +78,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		var calls []string
 		n := testutil.NewNS()
 		a := opts("ctr-a", true, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
-		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(a) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return pm(nftest.Counting(&calls)).Setup(a) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 	})
 
@@ -88,7 +88,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft"}).Setup(a) })).To(Succeed())
 		before := listings(n)
 		var calls []string
-		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Setup(a) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return pm(nftest.Counting(&calls)).Setup(a) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-save"))
 		Expect(listings(n)).To(Equal(before), "no rule twice")
 	})

@@ -63,7 +63,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 		a := opts("ctr-a", true, []PortMapping{{HostPort: 9000, ContainerPort: 90, Protocol: "sctp"}}, "10.1.0.5")
 		Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(a) })).To(Succeed())
 		var calls []string
-		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}).Check(a) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return pm(nftest.Counting(&calls)).Check(a) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
 })

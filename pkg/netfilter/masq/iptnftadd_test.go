@@ -28,7 +28,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	// counting returns an iptables-nft backend that records the processes
 	// it runs.
 	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(calls)}}
+		return &iptablesMasq{Runner: nftest.Counting(calls)}
 	}
 
 	// seeded returns a namespace whose nat tables (IPv4 and IPv6) hold
@@ -37,7 +37,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		GinkgoHelper()
 		n := testutil.NewNS()
 		Expect(nftest.In(n, func() error {
-			return (&iptablesMasq{Runner: &iptables.Runner{Variant: "nft", NoNFT: true}}).Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64"))
+			return (&iptablesMasq{Runner: nftest.ViaRestore()}).Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64"))
 		})).To(Succeed())
 		return n
 	}
@@ -48,7 +48,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		func(addrs ...string) {
 			viaRestore, viaNetlink := seeded(), seeded()
 			Expect(nftest.In(viaRestore, func() error {
-				return (&iptablesMasq{Runner: &iptables.Runner{Variant: "nft", NoNFT: true}}).Setup(o, mustCIDRs(addrs...))
+				return (&iptablesMasq{Runner: nftest.ViaRestore()}).Setup(o, mustCIDRs(addrs...))
 			})).To(Succeed())
 			var calls []string
 			Expect(nftest.In(viaNetlink, func() error { return counting(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())

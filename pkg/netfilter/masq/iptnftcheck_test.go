@@ -30,9 +30,9 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 
 	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(calls)}}
+		return &iptablesMasq{Runner: nftest.Counting(calls)}
 	}
-	viaSave := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", NoNFT: true}}
+	viaSave := &iptablesMasq{Runner: nftest.ViaRestore()}
 
 	// seeded returns a namespace whose nat tables hold another
 	// attachment's rules, made by iptables-restore.

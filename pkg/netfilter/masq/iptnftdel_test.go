@@ -63,10 +63,10 @@ var _ = Describe("iptables-nft teardown over netlink", func() {
 		before := iptablesCase("nft").kernel(fast)
 		Expect(before).To(ContainSubstring(netfilter.IptablesChain(o)), "the node holds o's chain before the teardown")
 		var calls []string
-		m := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}}
+		m := &iptablesMasq{Runner: nftest.Counting(&calls)}
 		Expect(nftest.In(fast, func() error { return m.Teardown(o) })).To(Succeed())
 		Expect(nftest.In(slow, func() error {
-			return (&iptablesMasq{Runner: &iptables.Runner{Variant: "nft", NoNFT: true}}).Teardown(o)
+			return (&iptablesMasq{Runner: nftest.ViaRestore()}).Teardown(o)
 		})).To(Succeed())
 		Expect(iptablesCase("nft").kernel(fast)).To(Equal(iptablesCase("nft").kernel(slow)))
 		return calls

@@ -430,7 +430,7 @@ var _ = Describe("iptables backend", func() {
 	It("costs one process per family for a fresh Setup", func() {
 		hostNS := testutil.NewNS()
 		var calls []string
-		m := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}}
+		m := &iptablesMasq{Runner: nftest.Counting(&calls)}
 		o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 		Expect(nftest.In(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64")) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-restore", "ip6tables-nft-restore"}))

@@ -80,7 +80,7 @@ var _ = Describe("iptables backend next to upstream's plugins", func() {
 		})).To(Succeed())
 		othersOnly := iptablesCase("nft").kernel(hostNS)
 		var calls []string
-		m := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft", Run: nftest.CountingRun(&calls)}}
+		m := &iptablesMasq{Runner: nftest.Counting(&calls)}
 		Expect(nftest.In(hostNS, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		Expect(calls).To(BeEmpty(), "written over netlink (setupNFT)")
 		Expect(iptablesCase("nft").kernel(hostNS)).To(ContainSubstring(chain))

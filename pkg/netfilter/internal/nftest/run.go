@@ -17,3 +17,14 @@ func CountingRun(calls *[]string) func(name string, args []string, stdin []byte)
 		return iptables.RunCommand(name, args, stdin)
 	}
 }
+
+// ViaRestore is an iptables-nft runner that never uses netlink: it writes
+// with iptables-restore and reads with iptables-save, the reference the
+// netlink paths are held to.
+func ViaRestore() *iptables.Runner { return &iptables.Runner{Variant: "nft", NoNFT: true} }
+
+// Counting is an iptables-nft runner (netlink allowed) that records the
+// name of every process it starts in calls.
+func Counting(calls *[]string) *iptables.Runner {
+	return &iptables.Runner{Variant: "nft", Run: CountingRun(calls)}
+}
