@@ -25,33 +25,16 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 	nft := iptablesCase("nft")
 
-	// counting returns an iptables-nft backend that records the processes
-	// it runs.
-	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{Runner: nftest.Counting(calls)}
-	}
-
-	// seeded returns a namespace whose nat tables (IPv4 and IPv6) hold
-	// another attachment's rules, made by iptables-restore.
-	seeded := func() *ns.NetNS {
-		GinkgoHelper()
-		n := testutil.NewNS()
-		Expect(nftest.In(n, func() error {
-			return (&iptablesMasq{Runner: nftest.ViaRestore()}).Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64"))
-		})).To(Succeed())
-		return n
-	}
-
 	listings := func(n *ns.NetNS) string { GinkgoHelper(); return nftest.NftListings(n, "-t", "nat") }
 
 	DescribeTable("writes exactly what iptables-restore writes, with no process",
 		func(addrs ...string) {
-			viaRestore, viaNetlink := seeded(), seeded()
+			viaRestore, viaNetlink := seededNAT(seed), seededNAT(seed)
 			Expect(nftest.In(viaRestore, func() error {
 				return (&iptablesMasq{Runner: nftest.ViaRestore()}).Setup(o, mustCIDRs(addrs...))
 			})).To(Succeed())
 			var calls []string
-			Expect(nftest.In(viaNetlink, func() error { return counting(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "no iptables process")
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 			Expect(nft.kernel(viaNetlink)).To(ContainSubstring(netfilter.IptablesChain(o)))
@@ -71,10 +54,10 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 					testutil.NetfilterOutput(viaNetlink, spec...)
 				}
 			}
-			Expect(nftest.In(viaNetlink, func() error { return counting(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed())
 			calls = nil
-			Expect(nftest.In(viaNetlink, func() error { return counting(&calls).Teardown(o) })).To(Succeed())
-			Expect(nftest.In(viaRestore, func() error { return counting(&calls).Teardown(o) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Teardown(o) })).To(Succeed())
+			Expect(nftest.In(viaRestore, func() error { return countingMasq(&calls).Teardown(o) })).To(Succeed())
 			Expect(nft.kernel(viaNetlink)).NotTo(ContainSubstring(netfilter.IptablesChain(o)))
 			Expect(nft.kernel(viaNetlink)).To(Equal(nft.kernel(viaRestore)))
 			Expect(calls).To(BeEmpty(), "Teardown deletes over netlink too")
@@ -90,12 +73,12 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	)
 
 	It("masquerades traffic with the rules it wrote", func() {
-		hostNS := seeded()
+		hostNS := seededNAT(seed)
 		contNS, outNS := testutil.NewNS(), testutil.NewNS()
 		Expect(wireRouter(hostNS, contNS, outNS)).To(Succeed())
 		var calls []string
 		Expect(nftest.In(hostNS, func() error {
-			return counting(&calls).Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64"))
+			return countingMasq(&calls).Setup(o, mustCIDRs("10.1.0.5/24", "fd00:1::5/64"))
 		})).To(Succeed())
 		Expect(calls).To(BeEmpty())
 		Expect(testutil.UDPSource(contNS, outNS, "10.99.0.2")).To(Equal("10.99.0.1"))
@@ -106,7 +89,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 		n := testutil.NewNS()
 		testutil.NetfilterOutput(n, "nft", "add table ip nat; add chain ip nat POSTROUTING { type nat hook postrouting priority 50; }")
 		var calls []string
-		_ = nftest.In(n, func() error { return counting(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })
+		_ = nftest.In(n, func() error { return countingMasq(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 		m := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft"}}
 		Expect(nftest.In(n, func() error { m.Prestart(); return nil })).To(Succeed())
@@ -115,13 +98,13 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 	})
 
 	It("leaves a repeated Setup, whose chain exists, to iptables-restore", func() {
-		n := seeded()
+		n := seededNAT(seed)
 		var calls []string
-		Expect(nftest.In(n, func() error { return counting(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return countingMasq(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
 		Expect(calls).To(BeEmpty())
 		before := nft.kernel(n)
 		Expect(before).To(ContainSubstring(netfilter.IptablesChain(o)))
-		Expect(nftest.In(n, func() error { return counting(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return countingMasq(&calls).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-restore", "iptables-nft-save"}), "the fresh restore fails, the read finds nothing to change")
 		Expect(nft.kernel(n)).To(Equal(before))
 	})
@@ -145,7 +128,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 
 	It("prestarts no restore where it will write over netlink", func() {
 		m := &iptablesMasq{Runner: &iptables.Runner{Variant: "nft"}}
-		Expect(nftest.In(seeded(), func() error { m.Prestart(); return nil })).To(Succeed())
+		Expect(nftest.In(seededNAT(seed), func() error { m.Prestart(); return nil })).To(Succeed())
 		Expect(m.Prestarted).To(BeNil())
 	})
 })

@@ -29,19 +29,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	seed := netfilter.Owner{Network: "net1", ContainerID: "ctr-seed", IfName: "eth0"}
 	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
 
-	counting := func(calls *[]string) *iptablesMasq {
-		return &iptablesMasq{Runner: nftest.Counting(calls)}
-	}
 	viaSave := &iptablesMasq{Runner: nftest.ViaRestore()}
-
-	// seeded returns a namespace whose nat tables hold another
-	// attachment's rules, made by iptables-restore.
-	seeded := func() *ns.NetNS {
-		GinkgoHelper()
-		n := testutil.NewNS()
-		Expect(nftest.In(n, func() error { return viaSave.Setup(seed, mustCIDRs("10.9.0.5/24", "fd00:9::5/64")) })).To(Succeed())
-		return n
-	}
 
 	// ownRules lists o's rules in n as iptables-save prints them, each
 	// with its table tool: "-A <chain> <spec>".
@@ -65,10 +53,10 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 
 	DescribeTable("agrees with iptables-save on rules written by iptables-restore and over netlink",
 		func(addrs ...string) {
-			viaRestore, viaNetlink := seeded(), seeded()
+			viaRestore, viaNetlink := seededNAT(seed), seededNAT(seed)
 			Expect(nftest.In(viaRestore, func() error { return viaSave.Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
 			var calls []string
-			Expect(nftest.In(viaNetlink, func() error { return counting(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
+			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Setup(o, mustCIDRs(addrs...)) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "written over netlink")
 			checkEach(viaRestore, addrs)
 			checkEach(viaNetlink, addrs)
@@ -84,7 +72,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	)
 
 	It("agrees with iptables-save on upstream's layout (no markers)", func() {
-		n := seeded()
+		n := seededNAT(seed)
 		chain, comment := netfilter.IptablesChain(o), netfilter.IptablesComment(o)
 		for _, args := range [][]string{
 			{"-N", chain},
@@ -98,13 +86,13 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	})
 
 	It("asks iptables-save about a chain rule it cannot read, and answers as it does", func() {
-		n := seeded()
-		Expect(nftest.In(n, func() error { return counting(new([]string)).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		n := seededNAT(seed)
+		Expect(nftest.In(n, func() error { return countingMasq(new([]string)).Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
 		// A MASQUERADE with options: not what Check wants, but iptables-save
 		// alone can say what it is.
 		testutil.NetfilterOutput(n, "iptables-nft", "-t", "nat", "-I", netfilter.IptablesChain(o), "1", "-p", "tcp", "-j", "MASQUERADE", "--to-ports", "1000")
 		var calls []string
-		Expect(nftest.In(n, func() error { return counting(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(nftest.In(n, func() error { return countingMasq(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 
 		// A MASQUERADE with an option iptables-save prints, instead of
@@ -113,7 +101,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 		masq := masqSpec(nftnl.IPv4, iptables.SaveQuote(netfilter.IptablesComment(o)))
 		testutil.NetfilterOutput(n, append([]string{"iptables-nft", "-t", "nat", "-D", netfilter.IptablesChain(o)}, nftest.ShellFields(masq)...)...)
 		testutil.NetfilterOutput(n, append([]string{"iptables-nft", "-t", "nat", "-A", netfilter.IptablesChain(o)}, nftest.ShellFields(masq+" --random")...)...)
-		err := nftest.In(n, func() error { return counting(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })
+		err := nftest.In(n, func() error { return countingMasq(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })
 		Expect(err).To(MatchError(netfilter.ErrMissing))
 		Expect(err.Error()).To(HaveSuffix(masq))
 	})
@@ -140,7 +128,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 			})
 		})).To(Succeed())
 		var calls []string
-		_ = nftest.In(n, func() error { return counting(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })
+		_ = nftest.In(n, func() error { return countingMasq(&calls).Check(o, mustCIDRs("10.1.0.5/24")) })
 		Expect(calls).To(Equal([]string{"iptables-nft-save"}))
 	})
 })
