@@ -15,29 +15,8 @@ import (
 	"github.com/cniforge/plugins/plugins/all"
 )
 
-// multicall returns the built bin/cniforge (./build_linux.sh).
-func multicall(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(testutil.BinDir(), "cniforge")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s missing (run ./build_linux.sh first): %v", path, err)
-	}
-	return path
-}
-
-// newNS makes a netns removed when the test ends.
-func newNS(t *testing.T) (*ns.NetNS, func() error) {
-	t.Helper()
-	n, remove, err := testutil.CreateNS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
-	return n, remove
-}
-
 func TestVersionListsEveryPlugin(t *testing.T) {
-	out, err := exec.Command(multicall(t), "version").Output()
+	out, err := exec.Command(testutil.Multicall(t), "version").Output()
 	if err != nil {
 		t.Fatalf("cniforge version: %v", err)
 	}
@@ -53,7 +32,7 @@ func TestVersionListsEveryPlugin(t *testing.T) {
 // Without CNI_COMMAND a plugin prints its about text: so each link name and
 // each `cniforge <plugin>` must reach that plugin, not another one.
 func TestArgv0AndArgumentPickThePlugin(t *testing.T) {
-	bin := multicall(t)
+	bin := testutil.Multicall(t)
 	dir := t.TempDir()
 	for _, p := range all.Plugins() {
 		link := filepath.Join(dir, p.Name)
@@ -75,7 +54,7 @@ func TestArgv0AndArgumentPickThePlugin(t *testing.T) {
 }
 
 func TestUnknownCommandFails(t *testing.T) {
-	cmd := exec.Command(multicall(t), "no-such-plugin")
+	cmd := exec.Command(testutil.Multicall(t), "no-such-plugin")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Fatalf("cniforge no-such-plugin: %v, want exit 2", err)
@@ -113,7 +92,7 @@ func TestVerbsRefuseAStrayArgument(t *testing.T) {
 // A plugin's subcommands (dhcp's daemon) answer through a link named for the
 // plugin and through `cniforge <plugin>`, as from the separate binary.
 func TestSubcommandsReachThePlugin(t *testing.T) {
-	bin := multicall(t)
+	bin := testutil.Multicall(t)
 	link := filepath.Join(t.TempDir(), "dhcp")
 	if err := os.Symlink(bin, link); err != nil {
 		t.Fatal(err)
@@ -135,7 +114,7 @@ func TestSubcommandsReachThePlugin(t *testing.T) {
 // config's type linked to cniforge, or "cniforge" itself) gets CNI error
 // JSON with a code, not usage text.
 func TestUnknownNameAnswersARuntimeWithACodedError(t *testing.T) {
-	bin := multicall(t)
+	bin := testutil.Multicall(t)
 	link := filepath.Join(t.TempDir(), "no-such-plugin")
 	if err := os.Symlink(bin, link); err != nil {
 		t.Fatal(err)
@@ -176,12 +155,12 @@ func TestMulticallRunsItsIPAMInProcess(t *testing.T) {
 		t.Fatal("unshare is needed (util-linux)")
 	}
 	dir := t.TempDir()
-	if out, err := exec.Command(multicall(t), "install", "--dir", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testutil.Multicall(t), "install", "--dir", dir).CombinedOutput(); err != nil {
 		t.Fatalf("install: %v: %s", err, out)
 	}
 	noexec := t.TempDir()
-	hostNS, _ := newNS(t)
-	contNS, _ := newNS(t)
+	hostNS, _ := testutil.NewTestNS(t)
+	contNS, _ := testutil.NewTestNS(t)
 	data := t.TempDir()
 	conf := fmt.Sprintf(`{"cniVersion":"1.1.0","name":"inproc","type":"bridge","bridge":"cni-inproc",
 		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.77.7.0/24"}]]}}`, data)
@@ -213,7 +192,7 @@ func TestMulticallRunsItsIPAMInProcess(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "host-local"), trueBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	other, _ := newNS(t)
+	other, _ := testutil.NewTestNS(t)
 	if out, err := call(noexec, other); err == nil || !strings.Contains(out, "permission denied") {
 		t.Errorf("a foreign host-local on a noexec CNI_PATH: %v: %s; want an exec refused", err, out)
 	}

@@ -79,8 +79,8 @@ func (n *node) inHost(name string, args ...string) {
 // (netns gone) is reported for gc, not checked.
 func TestCheckReportsDriftPerPlugin(t *testing.T) {
 	n := chainNode(t)
-	a, _ := newNS(t)
-	b, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
+	b, _ := testutil.NewTestNS(t)
 	n.addMapped("ctr-a", a.Path(), 18080)
 	n.addMapped("ctr-b", b.Path(), 18081)
 
@@ -133,7 +133,7 @@ func TestCheckReportsDriftPerPlugin(t *testing.T) {
 	if lines, _, _ := n.check("--network", "other"); len(lines) != 0 {
 		t.Errorf("check --network other: %+v", lines)
 	}
-	c, rmC := newNS(t)
+	c, rmC := testutil.NewTestNS(t)
 	n.addMapped("ctr-c", c.Path(), 18082)
 	must(t, rmC())
 	lines, _, rc = n.check()
@@ -222,7 +222,7 @@ func serveAt(t *testing.T, n *ns.NetNS, addr string) {
 // address gone from the container) it says so, and exits 1.
 func TestCheckRepairRestoresRulesAndQdiscs(t *testing.T) {
 	n := chainNode(t)
-	a, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
 	n.addMapped("ctr-a", a.Path(), 18080)
 	serve(t, a)
 	if err := n.dialHostPort(18080); err != nil {
@@ -284,7 +284,7 @@ func TestCheckRepairFirewallAndSbr(t *testing.T) {
 	var err error
 	n.list, err = libcni.ConfListFromFile(path)
 	must(t, err)
-	a, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
 	ip := n.add("ctr-a", a)
 	ping := func() error {
 		return a.Do(func() error {
@@ -433,7 +433,7 @@ func checkRepairFirewalldReload(t *testing.T, backend string) {
 	must(t, os.WriteFile(path, []byte(conf), 0o644))
 	n.list, err = libcni.ConfListFromFile(path)
 	must(t, err)
-	a, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
 	ip := n.add("ctr-a", a)
 	trusted := func() string {
 		t.Helper()
@@ -534,7 +534,7 @@ func TestRepairMasqueradesOnlyContainerAddresses(t *testing.T) {
 // plugin's CHECK (nor, with --repair, any repair) runs against it.
 func TestCheckSkipsAnUndecidableNetns(t *testing.T) {
 	n := chainNode(t)
-	a, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
 	n.addMapped("ctr-a", a.Path(), 18080)
 	plain := filepath.Join(t.TempDir(), "netns")
 	must(t, os.WriteFile(plain, nil, 0o444))

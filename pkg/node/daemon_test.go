@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // The node image's command installs, says so, stays up, and on SIGTERM
@@ -18,7 +20,7 @@ import (
 func TestDaemonInstallsThenWaitsForSIGTERM(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "host", "opt", "cni", "bin")
 	must(t, os.MkdirAll(dir, 0o755))
-	cmd := exec.Command(multicall(t), "daemon", "--dir", dir)
+	cmd := exec.Command(testutil.Multicall(t), "daemon", "--dir", dir)
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
 	must(t, cmd.Start())
@@ -64,7 +66,7 @@ func TestDaemonInstallsThenWaitsForSIGTERM(t *testing.T) {
 		t.Errorf("daemon over a foreign plugin: exit %d: %s", rc, out)
 	}
 	done := make(chan error, 1)
-	cmd = exec.Command(multicall(t), "daemon", "--dir", foreign, "--force")
+	cmd = exec.Command(testutil.Multicall(t), "daemon", "--dir", foreign, "--force")
 	out, err := cmd.StdoutPipe()
 	must(t, err)
 	must(t, cmd.Start())
@@ -120,7 +122,7 @@ func TestSystemdUnitRunsGC(t *testing.T) {
 	var out string
 	var rc int
 	must(t, n.hostNS.Do(func() error {
-		cmd := exec.Command(multicall(t), args[1:]...)
+		cmd := exec.Command(testutil.Multicall(t), args[1:]...)
 		b, err := cmd.CombinedOutput()
 		out = string(b)
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -155,7 +157,7 @@ func TestDaemonRunsTheReclaimLoop(t *testing.T) {
 	var stderr syncBuffer
 	var rc int
 	must(t, n.hostNS.Do(func() error {
-		cmd := exec.Command(multicall(t), "daemon", "--dir", dir, "--", "gc", "--every", "50ms",
+		cmd := exec.Command(testutil.Multicall(t), "daemon", "--dir", dir, "--", "gc", "--every", "50ms",
 			"--cache-dir", n.cache, "--conf-dir", n.conf, "--bin-dir", dir)
 		cmd.Stderr = &stderr
 		stdout, err := cmd.StdoutPipe()

@@ -23,8 +23,8 @@ import (
 // A mistyped --cache-dir would make every reservation look leaked.
 func TestGCRefusesAnEmptyCache(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	lost, rmLost := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	lost, rmLost := testutil.NewTestNS(t)
 	ipLive := n.add("ctr-live", live)
 	ipLost := n.add("ctr-lost", lost)
 	must(t, rmLost())
@@ -74,9 +74,9 @@ func TestGCRefusesAnEmptyCache(t *testing.T) {
 // disableGC: other runtimes share the network; gc leaves it alone.
 func TestGCHonoursDisableGC(t *testing.T) {
 	n := newNodeWith(t, `"disableGC":true,`)
-	gone, rmGone := newNS(t)
-	lost, rmLost := newNS(t)
-	live, _ := newNS(t)
+	gone, rmGone := testutil.NewTestNS(t)
+	lost, rmLost := testutil.NewTestNS(t)
+	live, _ := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-gone", gone)
 	ipLost := n.add("ctr-lost", lost)
@@ -103,8 +103,8 @@ func TestGCHonoursDisableGC(t *testing.T) {
 // it, so gc DELs none of its cached attachments either.
 func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
 	n := newNode(t)
-	gone, rmGone := newNS(t)
-	live, _ := newNS(t)
+	gone, rmGone := testutil.NewTestNS(t)
+	live, _ := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-gone", gone)
 	path := filepath.Join(n.conf, "10-nodenet.conflist")
@@ -138,7 +138,7 @@ func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
 // the ID alone, so gc keeps it while eth0 is cached.
 func TestGCKeepsAnUnownedReservationOfACachedContainer(t *testing.T) {
 	n := newNode(t)
-	pod, _ := newNS(t)
+	pod, _ := testutil.NewTestNS(t)
 	n.add("ctr-x", pod)
 	ip1 := n.addAs(n.cache, "ctr-x", "net1", pod)
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-x-net1")))
@@ -174,7 +174,7 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 	var out syncBuffer
 	var cmd *exec.Cmd
 	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--network", "nope", "--every", "10ms")...)
+		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--network", "nope", "--every", "10ms")...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		return cmd.Start()
 	}))
@@ -205,8 +205,8 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 // not exist); DEL runs what the ADD ran, which libcni cached.
 func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	gone, rmGone := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	gone, rmGone := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-gone", gone)
 	path := filepath.Join(n.conf, "10-nodenet.conflist")
@@ -231,8 +231,8 @@ func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 // kept while younger than --min-age, and while the network's lock is held.
 func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	lost, rmLost := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	lost, rmLost := testutil.NewTestNS(t)
 	ipLive := n.add("ctr-live", live)
 	ipLost := n.add("ctr-lost", lost)
 	must(t, rmLost())
@@ -313,10 +313,10 @@ func (s *syncBuffer) String() string {
 // rounds, SIGTERM ends it.
 func TestGCLoop(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	bad, rmBad := newNS(t)
-	gone1, rm1 := newNS(t)
-	gone2, rm2 := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	bad, rmBad := testutil.NewTestNS(t)
+	gone1, rm1 := testutil.NewTestNS(t)
+	gone2, rm2 := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-bad", bad)
 	n.add("ctr-gone1", gone1)
@@ -340,7 +340,7 @@ func TestGCLoop(t *testing.T) {
 	var out syncBuffer
 	var cmd *exec.Cmd
 	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "100ms")...)
+		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--every", "100ms")...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		return cmd.Start()
 	}))
@@ -405,10 +405,10 @@ func TestGCLoop(t *testing.T) {
 // container ID: their reservations are Multus's, not leaked.
 func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	podM, _ := newNS(t)
-	podS, _ := newNS(t)
-	podG, rmG := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	podM, _ := testutil.NewTestNS(t)
+	podS, _ := testutil.NewTestNS(t)
+	podG, rmG := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.addAs(n.multus, "pod-g", "net1", podG)
 	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
@@ -486,7 +486,7 @@ func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 	var out syncBuffer
 	var cmd *exec.Cmd
 	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(multicall(t), n.cliArgs("gc", "--apply", "--every", "10ms")...)
+		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--every", "10ms")...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		return cmd.Start()
 	}))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // Only a path positively gone, seen from the host's mount namespace, in a
@@ -21,7 +23,7 @@ func TestNetnsStateTakesProof(t *testing.T) {
 	must(t, os.WriteFile(plain, nil, 0o444))
 	loop := filepath.Join(dir, "loop")
 	must(t, os.Symlink(loop, loop))
-	live, _ := newNS(t)
+	live, _ := testutil.NewTestNS(t)
 	// A process that has exited: its /proc path is gone, but its netns
 	// may live on in other processes.
 	done := exec.Command("true")
@@ -95,15 +97,15 @@ func TestHostViewNeedsTheHostsInit(t *testing.T) {
 // not the host's init: both live pods are kept and reported.
 func TestGCInItsOwnPidNamespaceKeepsLivePods(t *testing.T) {
 	n := newNode(t)
-	pod1, _ := newNS(t)
-	pod2, _ := newNS(t)
+	pod1, _ := testutil.NewTestNS(t)
+	pod2, _ := testutil.NewTestNS(t)
 	n.add("ctr-1", pod1)
 	n.add("ctr-2", pod2)
 	before := n.snapshot()
 	// unshare --mount makes its mounts private: the tmpfs never reaches
 	// the real /run/netns. sh is pid 1 and execs cniforge in its place.
 	script := `mount -t tmpfs cniforge-test /run/netns && exec "$@"`
-	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh", multicall(t)},
+	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh", testutil.Multicall(t)},
 		n.cliArgs("gc", "--apply")...)
 	out, rc := n.run(argv...)
 	t.Logf("gc --apply as pid 1 of its own pid namespace, under a tmpfs /run/netns:\n%s", out)
@@ -124,11 +126,11 @@ func TestGCInItsOwnPidNamespaceKeepsLivePods(t *testing.T) {
 // netns file missing: gc run there must DEL nothing.
 func TestGCFromAnotherMountNamespaceKeepsAll(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
+	live, _ := testutil.NewTestNS(t)
 	n.add("ctr-a", live)
 	before := n.snapshot()
 	script := `mount -t tmpfs cniforge-test /run/netns && exec "$@"`
-	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", multicall(t)},
+	argv := append([]string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", testutil.Multicall(t)},
 		n.cliArgs("gc", "--apply")...)
 	out, rc := n.run(argv...)
 	t.Logf("gc --apply under a tmpfs /run/netns:\n%s", out)

@@ -12,12 +12,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/all"
 )
 
 func runCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(multicall(t), args...)
+	cmd := exec.Command(testutil.Multicall(t), args...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode()
@@ -31,7 +32,7 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 // and a link per plugin that runs that plugin; and no temp files.
 func installed(t *testing.T, dir string) {
 	t.Helper()
-	want, err := os.ReadFile(multicall(t))
+	want, err := os.ReadFile(testutil.Multicall(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestInstallFreshThenAgain(t *testing.T) {
 // changes, until --force.
 func TestInstallRefusesForeignFiles(t *testing.T) {
 	dir := t.TempDir()
-	sep, err := os.ReadFile(filepath.Join(filepath.Dir(multicall(t)), "bridge"))
+	sep, err := os.ReadFile(filepath.Join(filepath.Dir(testutil.Multicall(t)), "bridge"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestInstallReadsOnlyRegularFiles(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		argv := append([]string{"--as=2147483648", multicall(t)}, args...)
+		argv := append([]string{"--as=2147483648", testutil.Multicall(t)}, args...)
 		out, err := exec.CommandContext(ctx, "prlimit", argv...).CombinedOutput()
 		if ctx.Err() != nil {
 			t.Fatalf("install %v hung: %s", args, out)

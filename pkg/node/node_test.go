@@ -21,17 +21,6 @@ import (
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
-// multicall returns the built bin/cniforge (./build_linux.sh): the node
-// tool's tests run it as an admin would, in a stand-in node's namespaces.
-func multicall(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(testutil.BinDir(), "cniforge")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s missing (run ./build_linux.sh first): %v", path, err)
-	}
-	return path
-}
-
 // node is a stand-in node: a host netns, a plugin dir holding a cniforge
 // install, a conf dir, libcni's cache, host-local's data dir.
 type node struct {
@@ -40,16 +29,6 @@ type node struct {
 	bin, conf, cache, ipamData string
 	multus                     string // Multus's cniDir (absent unless a test makes it)
 	list                       *libcni.NetworkConfigList
-}
-
-func newNS(t *testing.T) (*ns.NetNS, func() error) {
-	t.Helper()
-	n, remove, err := testutil.CreateNS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
-	return n, remove
 }
 
 func newNode(t *testing.T) *node { return newNodeWith(t, "") }
@@ -63,7 +42,7 @@ func newNodeWith(t *testing.T, extra string) *node {
 	dir := t.TempDir()
 	n := &node{t: t, bin: filepath.Join(dir, "bin"), conf: filepath.Join(dir, "net.d"),
 		cache: filepath.Join(dir, "cache"), ipamData: filepath.Join(dir, "ipam"), multus: filepath.Join(dir, "multus")}
-	n.hostNS, _ = newNS(t)
+	n.hostNS, _ = testutil.NewTestNS(t)
 	if out, rc := runCLI(t, "install", "--dir", n.bin); rc != 0 {
 		t.Fatalf("install: %s", out)
 	}
@@ -132,7 +111,7 @@ func (n *node) del(id string, contNS *ns.NetNS) error {
 // the node's host netns, with the node's dirs; a --cache-dir in args wins.
 func (n *node) cli(args ...string) (string, int) {
 	n.t.Helper()
-	return n.run(append([]string{multicall(n.t)}, n.cliArgs(args...)...)...)
+	return n.run(append([]string{testutil.Multicall(n.t)}, n.cliArgs(args...)...)...)
 }
 
 func (n *node) cliArgs(args ...string) []string {
@@ -234,10 +213,10 @@ func (n *node) ls() nodeState {
 // reservations, rules and links and keeps the live container's.
 func TestNodeToolReclaimsLeaks(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	gone1, rm1 := newNS(t)
-	gone2, rm2 := newNS(t)
-	lost, rm3 := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	gone1, rm1 := testutil.NewTestNS(t)
+	gone2, rm2 := testutil.NewTestNS(t)
+	lost, rm3 := testutil.NewTestNS(t)
 	ipLive := n.add("ctr-live", live)
 	ipGone1 := n.add("ctr-gone1", gone1)
 	ipGone2 := n.add("ctr-gone2", gone2)
@@ -369,8 +348,8 @@ func hasOnlyAddr(ents []os.DirEntry, want string) bool {
 // one is kept.
 func TestGCNetnsFromCachedResult(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	gone, rm := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	gone, rm := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-gone", gone)
 	for _, id := range []string{"ctr-live", "ctr-gone"} {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // orphanNode is a node whose network chains every plugin that keeps host
@@ -59,8 +61,8 @@ func TestGCOrphanTeardownRemovesEveryPluginsState(t *testing.T) {
 	for _, backend := range []string{"iptables", "nftables"} {
 		t.Run(backend, func(t *testing.T) {
 			n := orphanNode(t, backend)
-			live, _ := newNS(t)
-			lost, rm := newNS(t)
+			live, _ := testutil.NewTestNS(t)
+			lost, rm := testutil.NewTestNS(t)
 			n.addMapped("ctr-live", live.Path(), 18081)
 			n.addMapped("ctr-lost", lost.Path(), 18080)
 			var ipLost string

@@ -169,13 +169,13 @@ func checkRepairKeepsConnections(t *testing.T, backend string, drift func(n *nod
 	must(t, err)
 	// Forwarding only what the firewall plugin accepts.
 	n.inHost("iptables", "-P", "FORWARD", "DROP")
-	out, _ := newNS(t)
+	out, _ := testutil.NewTestNS(t)
 	must(t, testutil.ConnectNS(
 		testutil.VethEnd{NS: n.hostNS, Name: "vout", Addrs: []string{"10.124.0.1/24"}},
 		testutil.VethEnd{NS: out, Name: "eth0", Addrs: []string{"10.124.0.2/24"}},
 	))
 
-	a, _ := newNS(t)
+	a, _ := testutil.NewTestNS(t)
 	n.addMapped("ctr-a", a.Path(), 18080)
 	streamServe(t, a, ":80")
 	streamServe(t, out, ":9000")
