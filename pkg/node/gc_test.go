@@ -85,17 +85,9 @@ func TestGCHonoursDisableGC(t *testing.T) {
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
 	n.age(ipLost)
 	n.waitLinks(3)
-	before := n.snapshot()
-	out, rc := n.cli("gc", "--apply")
-	t.Logf("gc --apply:\n%s", out)
-	if rc != 0 || strings.Contains(out, "DEL") ||
-		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") ||
-		!strings.Contains(out, "nodenet: keeps 1 unowned reservation(s) (disableGC") {
-		t.Errorf("gc --apply on a disableGC network: exit %d:\n%s", rc, out)
-	}
-	if after := n.snapshot(); after != before {
-		t.Errorf("gc changed a disableGC network:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	n.gcApplyKeeps("a disableGC network", "DEL",
+		"nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)",
+		"nodenet: keeps 1 unowned reservation(s) (disableGC")
 }
 
 // disableGC set on the network today, after the attachment was made with
@@ -120,16 +112,8 @@ func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
 	}
 	must(t, rmGone())
 	n.waitLinks(3)
-	before := n.snapshot()
-	out, rc := n.cli("gc", "--apply")
-	t.Logf("gc --apply:\n%s", out)
-	if rc != 0 || strings.Contains(out, "DEL") ||
-		!strings.Contains(out, "nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)") {
-		t.Errorf("gc --apply, disableGC in the conf dir only: exit %d:\n%s", rc, out)
-	}
-	if after := n.snapshot(); after != before {
-		t.Errorf("gc changed a network the conf dir marks disableGC:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	n.gcApplyKeeps("disableGC in the conf dir only", "DEL",
+		"nodenet: keeps ctr-gone eth0 (netns gone, but the network has disableGC)")
 }
 
 // A container with two attachments on one network (eth0 and net1) lost
@@ -155,16 +139,8 @@ func TestGCKeepsAnUnownedReservationOfACachedContainer(t *testing.T) {
 	h.Close()
 	n.waitLinks(3) // lo, cnode0, eth0's veth
 	n.age(ip1)
-	before := n.snapshot()
-	out, rc := n.cli("gc", "--apply")
-	t.Logf("gc --apply:\n%s", out)
-	if rc != 0 || strings.Contains(out, ": DEL ") ||
-		!strings.Contains(out, "nodenet: keeps ctr-x net1 (reservation(s) "+ip1+": the container has other cached attachments on this network") {
-		t.Errorf("gc --apply, an unowned reservation of a cached container: exit %d:\n%s", rc, out)
-	}
-	if after := n.snapshot(); after != before {
-		t.Errorf("gc changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	n.gcApplyKeeps("an unowned reservation of a cached container", ": DEL ",
+		"nodenet: keeps ctr-x net1 (reservation(s) "+ip1+": the container has other cached attachments on this network")
 }
 
 // A round that fails (here: --network names nothing) is said, with the
@@ -467,14 +443,8 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 		!strings.Contains(text, "nodenet  pod-m      net1") {
 		t.Errorf("ls does not show Multus's attachments:\n%s", text)
 	}
-	before := n.snapshot()
-	out, rc := n.cli("gc", "--apply")
-	if rc != 0 || strings.Contains(out, "DEL ") || !strings.Contains(out, "nodenet: keeps pod-g net1 (netns gone, but a delegate of Multus's") {
-		t.Errorf("gc --apply with Multus's reservations: exit %d:\n%s", rc, out)
-	}
-	if after := n.snapshot(); after != before {
-		t.Errorf("gc took something of Multus's:\nbefore:\n%s\nafter:\n%s", before, after)
-	}
+	n.gcApplyKeeps("Multus's reservations", "DEL ",
+		"nodenet: keeps pod-g net1 (netns gone, but a delegate of Multus's")
 }
 
 // gc looping at a short interval while pods come and go through libcni,
@@ -630,5 +600,25 @@ func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 	}
 	if regexp.MustCompile(`: DEL \S+ \S+ failed`).MatchString(text) {
 		t.Errorf("a DEL of gc's failed:\n%s", text)
+	}
+}
+
+// gcApplyKeeps runs `gc --apply` on n and fails the test unless it exits
+// 0, its output has no del and says each of keeps, and the node is as it
+// was before. what names the case in failures.
+func (n *node) gcApplyKeeps(what, del string, keeps ...string) {
+	n.t.Helper()
+	before := n.snapshot()
+	out, rc := n.cli("gc", "--apply")
+	n.t.Logf("gc --apply:\n%s", out)
+	ok := rc == 0 && !strings.Contains(out, del)
+	for _, k := range keeps {
+		ok = ok && strings.Contains(out, k)
+	}
+	if !ok {
+		n.t.Errorf("gc --apply, %s: exit %d:\n%s", what, rc, out)
+	}
+	if after := n.snapshot(); after != before {
+		n.t.Errorf("gc --apply, %s, changed the node:\nbefore:\n%s\nafter:\n%s", what, before, after)
 	}
 }
