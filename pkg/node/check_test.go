@@ -194,16 +194,22 @@ func dialHello(from *ns.NetNS, addr string) error {
 // serve answers "hello" on port 80 inside ctr until the test ends.
 func serve(t *testing.T, ctr *ns.NetNS) { t.Helper(); serveAt(t, ctr, ":80") }
 
-// serveAt answers "hello" on addr inside n until the test ends.
-func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+// listenIn listens on addr (tcp) inside n until the test ends.
+func listenIn(t *testing.T, n *ns.NetNS, addr string) net.Listener {
 	t.Helper()
 	var l net.Listener
-	must(t, n.Do(func() error {
-		var err error
+	must(t, n.Do(func() (err error) {
 		l, err = net.Listen("tcp", addr)
 		return err
 	}))
 	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// serveAt answers "hello" on addr inside n until the test ends.
+func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+	t.Helper()
+	l := listenIn(t, n, addr)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -30,12 +30,7 @@ import (
 // it fails: a server that keeps streaming.
 func streamServe(t *testing.T, n *ns.NetNS, addr string) {
 	t.Helper()
-	var l net.Listener
-	must(t, n.Do(func() (err error) {
-		l, err = net.Listen("tcp", addr)
-		return err
-	}))
-	t.Cleanup(func() { _ = l.Close() })
+	l := listenIn(t, n, addr)
 	go func() {
 		for {
 			c, err := l.Accept()
