@@ -128,12 +128,12 @@ func TestGCInItsOwnPidNamespaceKeepsLivePods(t *testing.T) {
 // netns file is really gone, and keeps the live one.
 func TestGCRuntimeMountNSTakesTheOperatorsWord(t *testing.T) {
 	n := newNode(t)
-	live, _ := newNS(t)
-	gone, rm := newNS(t)
+	live, _ := testutil.NewTestNS(t)
+	gone, rm := testutil.NewTestNS(t)
 	n.add("ctr-live", live)
 	n.add("ctr-gone", gone)
 	must(t, rm())
-	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", multicall(t)},
+	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", testutil.Multicall(t)},
 		n.cliArgs("gc", "--apply", "--runtime-mount-ns")...)
 	out, rc := n.run(argv...)
 	t.Logf("gc --apply --runtime-mount-ns in its own pid namespace:\n%s", out)
