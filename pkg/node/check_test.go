@@ -30,11 +30,7 @@ func chainNode(t *testing.T) *node {
 		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}},
 		{"type":"portmap","backend":"nftables","capabilities":{"portMappings":true}},
 		{"type":"bandwidth","ingressRate":8000000,"ingressBurst":80000,"egressRate":8000000,"egressBurst":80000}]}`, n.ipamData)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	var err error
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	return n
 }
 
@@ -285,11 +281,7 @@ func TestCheckRepairFirewallAndSbr(t *testing.T) {
 		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
 		{"type":"firewall","backend":"iptables"},
 		{"type":"sbr"}]}`, n.ipamData)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	var err error
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	a, _ := testutil.NewTestNS(t)
 	ip := n.add("ctr-a", a)
 	ping := func() error {
@@ -435,10 +427,7 @@ func checkRepairFirewalldReload(t *testing.T, backend string) {
 		{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
 		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}},
 		{"type":"firewall","backend":%q}]}`, n.ipamData, backend)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	a, _ := testutil.NewTestNS(t)
 	ip := n.add("ctr-a", a)
 	trusted := func() string {

@@ -50,11 +50,7 @@ func newNodeWith(t *testing.T, extra string) *node {
 	conf := fmt.Sprintf(`{%s"cniVersion":"1.1.0","name":"nodenet","plugins":[{"type":"bridge","bridge":"cnode0",
 		"isGateway":true,"ipMasq":true,"ipMasqBackend":"nftables",
 		"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}}]}`, extra, n.ipamData)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	var err error
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	// A second network, older than GC: listed, never GC'd.
 	must(t, os.WriteFile(filepath.Join(n.conf, "20-old.conf"), []byte(`{"cniVersion":"0.4.0","name":"oldnet","type":"loopback"}`), 0o644))
 	return n
@@ -389,4 +385,15 @@ func TestGCNetnsFromCachedResult(t *testing.T) {
 	if rules := n.nft(); strings.Contains(rules, "ctr-gone") || !strings.Contains(rules, "ctr-live") {
 		t.Errorf("rules after gc --apply (ctr-gone's must be gone, ctr-live's kept):\n%s", rules)
 	}
+}
+
+// setConf writes conf as n's network (10-nodenet.conflist in the conf
+// dir) and loads it as n.list.
+func (n *node) setConf(conf string) {
+	n.t.Helper()
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	must(n.t, os.WriteFile(path, []byte(conf), 0o644))
+	var err error
+	n.list, err = libcni.ConfListFromFile(path)
+	must(n.t, err)
 }

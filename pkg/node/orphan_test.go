@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/cni/libcni"
-
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
@@ -25,11 +23,7 @@ func orphanNode(t *testing.T, backend string) *node {
 		{"type":"firewall","backend":"iptables"},
 		{"type":"bandwidth","ingressRate":8000000,"ingressBurst":80000,"egressRate":8000000,"egressBurst":80000}]}`,
 		n.ipamData, backend)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	var err error
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	return n
 }
 

@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/containernetworking/cni/libcni"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -157,11 +153,7 @@ func checkRepairKeepsConnections(t *testing.T, backend string, drift func(n *nod
 		 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]],"routes":[{"dst":"0.0.0.0/0"}]}},
 		{"type":"portmap","backend":%q,"capabilities":{"portMappings":true}},
 		{"type":"firewall","backend":"iptables"}]}`, n.ipamData, backend)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	must(t, os.WriteFile(path, []byte(conf), 0o644))
-	var err error
-	n.list, err = libcni.ConfListFromFile(path)
-	must(t, err)
+	n.setConf(conf)
 	// Forwarding only what the firewall plugin accepts.
 	n.inHost("iptables", "-P", "FORWARD", "DROP")
 	out, _ := testutil.NewTestNS(t)
