@@ -634,6 +634,8 @@ inner() {
 	check "kubectl apply deploy/cniforge-daemonset.yaml (image: the imported node image)" apply_daemonset
 	check "the kubelet runs the DaemonSet's pod, it installs the image's cniforge and a link per plugin into $cnidir" check_ds_ready
 	check "the node turns Ready" check_node_ready
+	# Pods need a Ready node: without one each would only wait out its timeout.
+	[ "$(node_ready)" = True ] || finish
 	check "every plugin of the node's conflist is cniforge's and answers VERSION 1.1.0" check_plugins
 	echo "kube-lane: time: the node Ready $((SECONDS - t0)) s after the start"
 	warm_up || fail "a warm-up pod (apply, delete)"
