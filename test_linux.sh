@@ -2,7 +2,7 @@
 # Runs every test: builds the plugins (tests exec them as IPAM delegates and
 # as binaries), then `go test -race` over every package, as root, then the
 # kernel specs in the VM lane (scripts/vm/kernel-lane.sh), then every command
-# the README gives a newcomer (scripts/frontdoor.sh: the demo, the install,
+# the README and docs/ give a reader (scripts/frontdoor.sh: the demo, the install,
 # the benchmarks), then Podman against our plugins (scripts/podman-lane.sh),
 # then containerd's CRI plugin driven by crictl (scripts/cri-lane.sh), then
 # a single-node Kubernetes cluster (scripts/kube-lane.sh).
@@ -52,10 +52,10 @@ echo "== VM lane (kernel specs under Debian's kernel in qemu)"
 # watching the lane, kills qemu) instead of running on to its timeout.
 setpriv --pdeathsig TERM scripts/vm/kernel-lane.sh | tee "$work/lane"
 
-# The front door: every command the README tells a newcomer to run (the
+# The front door: every command the README and docs/ tell a reader to run (the
 # demo, the install, the benchmarks in a short mode), with the real host
 # compared before and after. See scripts/frontdoor.sh.
-echo "== the README's commands (scripts/frontdoor.sh)"
+echo "== the commands of the README and docs/ (scripts/frontdoor.sh)"
 frontdoor_rc=0
 scripts/frontdoor.sh | tee "$work/frontdoor" || frontdoor_rc=$?
 read -r fd_passed fd_failed < <(awk '/^frontdoor: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/frontdoor")
@@ -114,6 +114,6 @@ if [ "$credited" -gt "$lane" ]; then
 	echo "test_linux.sh: $credited kernel specs skipped on the host but the VM lane passed only $lane" >&2
 	exit 1
 fi
-echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks; $kl_passed Kubernetes lane checks)"
+echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README and docs/ commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks; $kl_passed Kubernetes lane checks)"
 echo "total: $((passed + credited + fd_passed + pl_passed + cl_passed + kl_passed)) passed, $((failed + fd_failed + pl_failed + cl_failed + kl_failed)) failed, $((skipped - credited)) skipped"
 [ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cri_rc" = 0 ] && [ "$cl_failed" = 0 ] && [ "$kube_rc" = 0 ] && [ "$kl_failed" = 0 ]

@@ -364,12 +364,15 @@ check_orphan() {
 }
 
 # `cniforge gc --apply` while containerd is down reclaims a pod whose netns
-# vanished; containerd's stopp and rmp afterwards still succeed.
+# vanished; containerd's stopp and rmp afterwards still succeed. The lane
+# runs in a pid namespace of its own, so gc cannot show on its own that it
+# sees the runtime's mounts: --runtime-mount-ns says so (containerd made
+# its netns files in this mount namespace).
 check_gc() {
 	local id out
 	id=$(runp gcpod 8085 100M) || return 1
 	crash_and_drop_netns "$id" || return 1
-	out=$("$cnidir/cniforge" gc --apply --bin-dir "$cnidir" --conf-dir "$netdir" 2>&1) || {
+	out=$("$cnidir/cniforge" gc --apply --runtime-mount-ns --bin-dir "$cnidir" --conf-dir "$netdir" 2>&1) || {
 		echo "cniforge gc --apply: $out"
 		return 1
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# frontdoor.sh — runs every command the README tells a newcomer to run, so
-# none of them can rot unseen (test_linux.sh calls it after the Go tests):
+# frontdoor.sh — runs every command the README and docs/*.md tell a reader
+# to run, so none of them can rot unseen (test_linux.sh calls it after the
+# Go tests):
 #
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
 #   dhcp demo sudo scripts/dhcp-demo.sh (named in the README's prose)
@@ -14,9 +15,10 @@
 #             for that binary with its h1: sum, and the Go version;
 #             all seven architectures both times (the second build finds the
 #             Go build cache warm: it costs seven links, not seven compiles)
-#   tarball   the README's install from a release: check the download,
-#             unpack, check the files, `./cniforge install` (into a temporary
-#             folder); and its jq query of the SBOM for x/net's version
+#   tarball   the install from a release (README, docs/release.md): check
+#             the download, unpack, check the files, `./cniforge install`
+#             (into a temporary folder); and docs/release.md's jq query of
+#             the SBOM for x/net's version
 #   qemu      scripts/qemu-smoke.sh on those tarballs: each architecture's
 #             binary under qemu-user (version, host-local ADD/DEL, loopback
 #             ADD/DEL in a netns), one pass/fail line per check
@@ -24,12 +26,25 @@
 #   go bench  go test -bench . ./plugins/ipam/host-local/, one iteration each
 #   killadd   sudo scripts/killadd.sh, in a short mode (-n 3 -g 2, two plugins)
 #   parallel  sudo scripts/parallel-bench.sh, in a short mode (-n 1 -p 16)
+#   node tool sudo /opt/cni/bin/cniforge ls, check, doctor and gc (a dry
+#             run), docs/node-tool.md's read-only verbs, run on the real host
+#             by the binary the install above put in a temporary folder
+#   startbench docs/benchmarks.md's three lines, in a short mode (-n 2)
+#   fuzz      scripts/fuzz.sh -l, and the long run's command for one target
+#             and 1s (test_linux.sh fuzzes every target for 2s already)
+#   go doc    docs/layout.md's go list ./pkg/... and go doc ./pkg/<name>:
+#             every package says what it holds
+#
+# Left to test_linux.sh, which runs them itself: the VM lane
+# (scripts/vmtest.sh), the Podman lane and the CRI lane (docs/testing.md).
 #
 # The demo and the bench must leave the real host as they found it: its links,
 # addresses, routes, rules, netfilter rules, network namespaces and the files
 # under /var/lib/cni and /run/cni are compared before and after each. The
-# README's ```sh blocks are read too: a command there that this script does
-# not know fails the run, so a new instruction cannot go untested.
+# ```sh blocks of README.md and docs/*.md are read too: a command there that
+# this script does not know fails the run, so a new instruction cannot go
+# untested. (Blocks of plain ``` hold output, or commands shown with
+# placeholders as a record of what was run.)
 #
 # Closes with "frontdoor: N passed, N failed", which test_linux.sh adds to
 # its total. Run as root from the repository: scripts/frontdoor.sh
@@ -55,7 +70,10 @@ fail() {
 	echo "frontdoor: FAILED: $*" >&2
 }
 
-# The commands the README's ```sh blocks may hold, each exercised below.
+# The documents a reader is told to run commands from.
+docs=(README.md docs/*.md)
+
+# The commands their ```sh blocks may hold, each exercised below.
 known=(
 	'./build_linux.sh && sudo scripts/demo.sh'
 	'sudo ./test_linux.sh'
@@ -67,9 +85,27 @@ known=(
 	'cd cniforge-<version>-linux-amd64'
 	'sha256sum -c SHA256SUMS'
 	'sudo ./cniforge install'
+	'sudo scripts/bench.sh'
+	'go test -bench . ./plugins/ipam/host-local/'
+	'sudo scripts/killadd.sh'
+	'sudo scripts/parallel-bench.sh'
+	'sudo /opt/cni/bin/cniforge ls'
+	'sudo /opt/cni/bin/cniforge check'
+	'sudo /opt/cni/bin/cniforge doctor'
+	'sudo /opt/cni/bin/cniforge gc'
+	'bin/cniforge install --dir /tmp/multi'
+	'go run ./scripts/startbench /tmp/multi'
+	'nice -n 10 scripts/fuzz.sh -t 5m'
+	'scripts/fuzz.sh -l'
+	'go list ./pkg/...'
+	'go doc ./pkg/<name>'
 )
+# sh_commands FILE...: the non-empty lines of the files' ```sh blocks.
+sh_commands() {
+	awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' "$@"
+}
 readme_commands() {
-	awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md
+	sh_commands "${docs[@]}"
 }
 unknown=()
 while IFS= read -r line; do
@@ -80,12 +116,12 @@ while IFS= read -r line; do
 	$found || unknown+=("$line")
 done < <(readme_commands)
 if [ ${#unknown[@]} -gt 0 ]; then
-	fail "the README tells users to run commands frontdoor.sh does not exercise: $(printf '[%s] ' "${unknown[@]}")"
+	fail "the README or docs/ tell users to run commands frontdoor.sh does not exercise: $(printf '[%s] ' "${unknown[@]}")"
 else
-	ok "every command in the README's sh blocks is exercised here"
+	ok "every command in the sh blocks of ${docs[*]} is exercised here"
 fi
 for k in "${known[@]}"; do
-	readme_commands | grep -qxF -- "$k" || fail "frontdoor.sh exercises [$k], which the README no longer says; update frontdoor.sh"
+	readme_commands | grep -qxF -- "$k" || fail "frontdoor.sh exercises [$k], which neither the README nor docs/ says any more; update frontdoor.sh"
 done
 
 # snapshot FILE: what a plugin run must not change on the real host
@@ -140,7 +176,7 @@ if host_untouched dhcp-demo scripts/dhcp-demo.sh; then
 		sed 's/^/    /' "$work/dhcp-demo.log" >&2
 	fi
 fi
-grep -q 'scripts/dhcp-demo.sh' README.md || fail "the README no longer mentions scripts/dhcp-demo.sh"
+grep -q 'scripts/dhcp-demo.sh' "${docs[@]}" || fail "neither the README nor docs/ mentions scripts/dhcp-demo.sh any more"
 
 # --- install, into a temporary folder --------------------------------------
 install_cmd=$(readme_commands | grep -m1 '^sudo bin/cniforge install')
@@ -229,33 +265,40 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 	else
 		fail "release.sh: ${bad[*]:-no tarballs}"
 	fi
-	# The README's install from a release, line by line, <version> filled
-	# in and sudo dropped, the install into a temporary folder; then its
-	# SBOM query, which must give the x/net version the binary holds.
+	# The install from a release, line by line, <version> filled in and
+	# sudo dropped, the install into a temporary folder: as each file that
+	# gives it (the README, docs/release.md) words it. Then the SBOM query,
+	# which must give the x/net version the binary holds.
 	tgz_amd64=$(grep -- '-linux-amd64.tgz$' <<<"$tgzs")
 	version=${tgz_amd64#cniforge-}
 	version=${version%-linux-amd64.tgz}
-	mkdir -p "$work/download" "$work/tar-dest"
+	mkdir -p "$work/download"
 	cp "$work/rel1"/* "$work/download/"
-	steps=$(awk '/^```sh$/ {on = 1; next} /^```/ {on = 0} on && NF' README.md |
-		sed -n '/^sha256sum -c --ignore-missing SHA256SUMS$/,/^sudo .\/cniforge install$/p' |
-		sed -e "s/<version>/$version/g" -e 's/^sudo //' -e "s|^./cniforge install\$|./cniforge install --dir $work/tar-dest|")
-	if [ "$(wc -l <<<"$steps")" = 5 ] && (cd "$work/download" && set -e && eval "$steps") >"$work/tarball.log" 2>&1 &&
-		cmp -s "$work/tar-dest/cniforge" "$work/download/cniforge-$version-linux-amd64/cniforge" &&
-		[ "$(readlink "$work/tar-dest/bridge")" = cniforge ]; then
-		ok "the README's install from a release: sums checked, unpacked, installed"
-	else
-		fail "the README's install from a release: $(printf '%s; ' "$steps")"
-		sed 's/^/    /' "$work/tarball.log" >&2
-	fi
-	query=$(grep -m1 -F "select(.name == \"golang.org/x/net\")" README.md | sed -e 's/^\$ //' -e "s/<version>/$version/g")
+	for doc in "${docs[@]}"; do
+		grep -qx 'sha256sum -c --ignore-missing SHA256SUMS' "$doc" || continue
+		rm -rf "$work/tar-dest" "$work/download/cniforge-$version-linux-amd64"
+		mkdir -p "$work/tar-dest"
+		steps=$(sh_commands "$doc" |
+			sed -n '/^sha256sum -c --ignore-missing SHA256SUMS$/,/^sudo .\/cniforge install$/p' |
+			sed -e "s/<version>/$version/g" -e 's/^sudo //' -e "s|^./cniforge install\$|./cniforge install --dir $work/tar-dest|")
+		if [ "$(wc -l <<<"$steps")" = 5 ] && (cd "$work/download" && set -e && eval "$steps") >"$work/tarball.log" 2>&1 &&
+			cmp -s "$work/tar-dest/cniforge" "$work/download/cniforge-$version-linux-amd64/cniforge" &&
+			[ "$(readlink "$work/tar-dest/bridge")" = cniforge ]; then
+			ok "$doc's install from a release: sums checked, unpacked, installed"
+		else
+			fail "$doc's install from a release: $(printf '%s; ' "$steps")"
+			sed 's/^/    /' "$work/tarball.log" >&2
+		fi
+	done
+	sbomdoc=$(grep -l -F "select(.name == \"golang.org/x/net\")" "${docs[@]}" | head -1)
+	query=$(grep -m1 -F "select(.name == \"golang.org/x/net\")" "${sbomdoc:-/dev/null}" | sed -e 's/^\$ //' -e "s/<version>/$version/g")
 	want=$(go version -m "$work/download/cniforge-$version-linux-amd64/cniforge" | awk '$2 == "golang.org/x/net" {print $3}')
 	got=$(cd "$work/download" && eval "$query" 2>&1)
-	shown=$(grep -A1 -F "select(.name == \"golang.org/x/net\")" README.md | sed -n 2p)
-	if [ -n "$want" ] && [ "$got" = "$want" ] && [ "$shown" = "$want" ]; then
-		ok "the README's SBOM query gives the x/net the binary holds ($want), as the README shows"
+	shown=$(grep -A1 -F "select(.name == \"golang.org/x/net\")" "${sbomdoc:-/dev/null}" | sed -n 2p)
+	if [ -n "$query" ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ "$shown" = "$want" ]; then
+		ok "$sbomdoc's SBOM query gives the x/net the binary holds ($want), as it shows"
 	else
-		fail "the README's SBOM query [$query] gave [$got]; the binary holds [$want]; the README shows [$shown]"
+		fail "the SBOM query [$query] in [${sbomdoc:-no doc}] gave [$got]; the binary holds [$want]; the doc shows [$shown]"
 	fi
 
 	# Each architecture's binary run under qemu-user: its own lines.
@@ -304,7 +347,7 @@ if host_untouched killadd scripts/killadd.sh -n 3 -g 2 -j 2 -f '^(ptp/iptables|t
 		sed 's/^/    /' "$work/killadd.log" >&2
 	fi
 fi
-grep -q 'scripts/killadd.sh' README.md || fail "the README no longer mentions scripts/killadd.sh"
+grep -q 'scripts/killadd.sh' "${docs[@]}" || fail "neither the README nor docs/ mentions scripts/killadd.sh any more"
 if go test -run '^$' -bench . -benchtime 1x ./plugins/ipam/host-local/ >"$work/gobench.log" 2>&1 &&
 	grep -qE '^Benchmark.* ns/op' "$work/gobench.log"; then
 	ok "go test -bench . ./plugins/ipam/host-local/ (one iteration each)"
@@ -328,6 +371,91 @@ if host_untouched parallel-bench scripts/parallel-bench.sh -n 1 -p 16; then
 		fail "parallel-bench.sh -n 1 -p 16: no row for: ${missing[*]}"
 		sed 's/^/    /' "$work/parallel-bench.log" >&2
 	fi
+fi
+
+# --- the node tool's read-only verbs, on the real host ----------------------
+# docs/node-tool.md's `sudo /opt/cni/bin/cniforge VERB`, sudo dropped, by the
+# binary the install above put in $dest: it reads the real host's runtime
+# cache, configs and plugin folder, and must change nothing. Exit 1 is what
+# doctor says when it finds something, and gc when it refuses to act.
+while IFS= read -r line; do
+	verb=${line#sudo /opt/cni/bin/cniforge }
+	if [ ! -x "$dest/cniforge" ]; then
+		fail "[$line]: no installed cniforge to run (the install above failed)"
+		continue
+	fi
+	snapshot "$work/node-$verb.before"
+	rc=0
+	"$dest/cniforge" $verb >"$work/node-$verb.log" 2>&1 || rc=$?
+	snapshot "$work/node-$verb.after"
+	case $verb in
+	ls) want='^attachments \(libcni cache ' ;;
+	check) want='^NETWORK +CONTAINER +IFNAME +STATUS +DETAIL$' ;;
+	doctor) want='' ;;
+	gc) want='' ;;
+	esac
+	if [ "$rc" -gt 1 ]; then
+		fail "[$line] exited $rc:"
+		sed 's/^/    /' "$work/node-$verb.log" >&2
+	elif grep -qiE '^usage|flag provided but not defined|panic' "$work/node-$verb.log"; then
+		fail "[$line] did not run:"
+		sed 's/^/    /' "$work/node-$verb.log" >&2
+	elif [ -n "$want" ] && ! grep -qE "$want" "$work/node-$verb.log"; then
+		fail "[$line] printed no [$want]:"
+		sed 's/^/    /' "$work/node-$verb.log" >&2
+	elif ! diff -u "$work/node-$verb.before" "$work/node-$verb.after" >"$work/node-$verb.diff"; then
+		fail "[$line] changed the real host:"
+		sed 's/^/    /' "$work/node-$verb.diff" >&2
+	else
+		ok "[$line]: exit $rc, the host unchanged"
+	fi
+done < <(readme_commands | grep -E '^sudo /opt/cni/bin/cniforge (ls|check|doctor|gc)$')
+
+# --- startbench, in a short mode ---------------------------------------------
+# docs/benchmarks.md's three lines (./build_linux.sh ran with the demo), the
+# folder in $work, two execs per plugin.
+multi=$work/multi
+if bin/cniforge install --dir "$multi" >"$work/startbench.log" 2>&1 &&
+	go run ./scripts/startbench -n 2 -trace 1 "$multi" >>"$work/startbench.log" 2>&1 &&
+	grep -qE '^loopback +[0-9.]+ +[0-9.]+ ' "$work/startbench.log" &&
+	[ "$(grep -cE '^multi <= sep: ' "$work/startbench.log")" = 2 ]; then
+	ok "startbench -n 2: a row per plugin for VERSION and the refused ADD"
+else
+	fail "bin/cniforge install --dir D && go run ./scripts/startbench -n 2 -trace 1 D:"
+	sed 's/^/    /' "$work/startbench.log" >&2
+fi
+
+# --- fuzzing: the target list, and the long run's command briefly -----------
+if scripts/fuzz.sh -l >"$work/fuzz-l.log" 2>&1 && grep -qE '^Fuzz[A-Za-z0-9]+ (pkg|plugins)/' "$work/fuzz-l.log"; then
+	ok "scripts/fuzz.sh -l: $(wc -l <"$work/fuzz-l.log") targets"
+	target=$(awk 'NR == 1 {print $1}' "$work/fuzz-l.log")
+	if nice -n 10 scripts/fuzz.sh -t 1s "$target" >"$work/fuzz.log" 2>&1; then
+		ok "nice -n 10 scripts/fuzz.sh -t 1s $target (the long run's command, briefly)"
+	else
+		fail "nice -n 10 scripts/fuzz.sh -t 1s $target:"
+		sed 's/^/    /' "$work/fuzz.log" >&2
+	fi
+else
+	fail "scripts/fuzz.sh -l:"
+	sed 's/^/    /' "$work/fuzz-l.log" >&2
+fi
+
+# --- go list ./pkg/... and go doc ./pkg/<name> ------------------------------
+# docs/layout.md sends the reader to each package's documentation: every
+# package under pkg/ must have some (a package comment go doc prints).
+undocumented=()
+if pkgs=$(go list ./pkg/... 2>"$work/golist.log") && [ -n "$pkgs" ]; then
+	for p in $pkgs; do
+		go doc "$p" 2>/dev/null | grep -q "^Package ${p##*/} " || undocumented+=("$p")
+	done
+	if [ ${#undocumented[@]} -eq 0 ]; then
+		ok "go doc: each of the $(wc -w <<<"$pkgs") packages go list ./pkg/... names says what it holds"
+	else
+		fail "go doc: no package comment for ${undocumented[*]}"
+	fi
+else
+	fail "go list ./pkg/...:"
+	sed 's/^/    /' "$work/golist.log" >&2
 fi
 
 echo "frontdoor: $passed passed, $failed failed"

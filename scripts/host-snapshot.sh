@@ -27,7 +27,11 @@ host_snapshot() {
 		ip rule show
 		ip -6 rule show
 		echo "## namespaces"
-		ip netns list | grep -v '^cniforge-test-'
+		# The names in /run/netns, as `ip netns list` gives them, without
+		# its nsid query: that fails ("Peer netns reference is invalid")
+		# when another process's namespace goes away meanwhile, and an
+		# nsid is assigned on first query anyway.
+		ls -1 /run/netns 2>/dev/null | grep -v '^cniforge-test-'
 		echo "## iptables"
 		local save
 		for save in iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save; do

@@ -177,6 +177,7 @@ func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *node.Dirs) {
 	fl.StringVar(&d.Conf, "conf-dir", "/etc/cni/net.d", "network configs")
 	fl.StringVar(&d.Bin, "bin-dir", "/opt/cni/bin", "plugin binaries")
 	fl.StringVar(&d.Multus, "multus-dir", node.DefaultMultusDir, "Multus's cache (its cniDir), read when there")
+	fl.BoolVar(&d.RuntimeHere, "runtime-mount-ns", false, "the runtime makes its netns files in this mount namespace: a netns file missing here is gone, even where this cannot be shown to be the host's (a test node, a runtime in this same container)")
 	return fl, d
 }
 
@@ -276,7 +277,7 @@ usage:
                         every cached attachment, one line each; exit 1 when one
                         drifted or leaked; --repair re-applies what drifted where
                         that leaves the container alone: masquerade rules, and
-                        portmap, firewall and bandwidth (their DEL, then ADD)
+                        portmap, firewall and bandwidth (their ADD, in place)
   cniforge doctor [--json]
                         what makes the node misbehave (plugins missing or failing
                         VERSION, CNI rules in both iptables-legacy and -nft,
@@ -285,7 +286,9 @@ usage:
   ls, gc, check and doctor take --cache-dir (/var/lib/cni), --conf-dir
   (/etc/cni/net.d), --bin-dir (/opt/cni/bin) and --multus-dir
   (/var/lib/cni/multus: Multus's cache, whose attachments and reservations gc
-  never takes)
+  never takes); --runtime-mount-ns says the runtime makes its netns files in
+  this mount namespace (a test node in namespaces of its own), where gc
+  cannot show it is the host's
 
 plugins: %s
 `, plugin.SuiteVersion(), strings.Join(names(plugins), " "))

@@ -1,12 +1,9 @@
 package attach
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -14,8 +11,8 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 	"github.com/cniforge/plugins/pkg/rollback"
 )
@@ -162,100 +159,14 @@ func (a *Attachment) Step(name string) error {
 	return a.hooks.AfterStep(name)
 }
 
-// Owner is the attachment's netfilter owner: network, container ID, ifname.
-func (a *Attachment) Owner() netfilter.Owner {
-	return netfilter.Owner{Network: a.Conf.Name, ContainerID: a.Args.ContainerID, IfName: a.Args.IfName}
+// Owner is the attachment's owner (of netfilter rules, ifbs, state
+// files): network, container ID, ifname.
+func (a *Attachment) Owner() owner.Owner {
+	return owner.Owner{Network: a.Conf.Name, ContainerID: a.Args.ContainerID, IfName: a.Args.IfName}
 }
 
 // Alias is the alias both ends of the attachment's links carry, so DEL
 // deletes only its own links (see ip.AttachmentAlias).
 func (a *Attachment) Alias() string {
 	return ip.AttachmentAlias(a.Args.ContainerID, a.Args.IfName)
-}
-
-// StartMasq starts installing masquerade for addrs with m's backend, in
-// the plugin's host namespace, beside the caller's next steps (an
-// iptables-restore is a process start; the container's configuration
-// needs none of it), and returns the wait for its outcome. The caller
-// calls wait at the point the rules must be in place; until then, and on
-// every path out of ADD, the undo it pushes waits before it tears down, so
-// a rollback never races the setup. A failed Setup leaves nothing
-// (nftables: one batch; iptables: undoes the families it made), and
-// Teardown of what is not there is success.
-func (a *Attachment) StartMasq(m *Masq, addrs []*net.IPNet) (wait func() error) {
-	return a.prepareMasq(m, false).Start(addrs)
-}
-
-// PrepareMasq is StartMasq in two halves, for a plugin that knows it will
-// masquerade before it knows the addresses: it creates m's backend now and
-// lets it start its process (iptables-nft: the restore, see
-// netfilter.Prestarter) beside the caller's link and IPAM work. Start then
-// does what StartMasq does. The caller defers Release, which ends a
-// prestarted process that Start did not get to use.
-func (a *Attachment) PrepareMasq(m *Masq) *PreparedMasq {
-	return a.prepareMasq(m, true)
-}
-
-func (a *Attachment) prepareMasq(m *Masq, prestart bool) *PreparedMasq {
-	p := &PreparedMasq{a: a}
-	p.masq, p.err = netfilter.NewMasq(m.Backend())
-	p.prestarted = func() {}
-	if pre, ok := p.masq.(netfilter.Prestarter); ok && prestart && p.err == nil {
-		p.pre = pre
-		ready := a.Beside(func() error { pre.Prestart(); return nil })
-		p.prestarted = sync.OnceFunc(func() { <-ready })
-	}
-	return p
-}
-
-// PreparedMasq is a masquerade backend made ready by PrepareMasq.
-type PreparedMasq struct {
-	a    *Attachment
-	masq netfilter.Masq
-	err  error
-	pre  netfilter.Prestarter // nil when nothing was prestarted
-	// prestarted waits for the prestart to be over.
-	prestarted func()
-	started    bool
-}
-
-// Start is StartMasq with the prepared backend. The setup first waits for
-// the prestart to be over, and releases what it did not use.
-func (p *PreparedMasq) Start(addrs []*net.IPNet) (wait func() error) {
-	if p.err != nil {
-		return func() error { return p.err }
-	}
-	p.started = true
-	owner := p.a.Owner()
-	done := p.a.Beside(func() error {
-		p.prestarted()
-		defer p.release()
-		if err := p.masq.Setup(owner, addrs); err != nil {
-			return fmt.Errorf("masquerade (%s): %w", p.masq.Backend(), err)
-		}
-		return nil
-	})
-	wait = sync.OnceValue(func() error { return errors.Join(<-done...) })
-	p.a.Undo.Push("tear down masquerade", func() error {
-		_ = wait() // its error is ADD's; what matters here is that it is over
-		return p.masq.Teardown(owner)
-	})
-	return wait
-}
-
-// Release ends a prestarted process when Start was not called (an ADD
-// that failed before its addresses, or has none). After Start, the setup
-// releases it.
-func (p *PreparedMasq) Release() {
-	if !p.started {
-		p.release()
-	}
-}
-
-func (p *PreparedMasq) release() {
-	if p.pre == nil {
-		return
-	}
-	p.prestarted()
-	p.pre.Release()
 }

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -161,22 +160,6 @@ func sourceTables(h *netlink.Handle, l netlink.Link) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// CheckMasq checks the masquerade rules for ipcs when the config asks for
-// them. The rules live in the plugin thread's namespace, the host's.
-func (a *Attachment) CheckMasq(m *Masq, ipcs []*current.IPConfig) error {
-	if !m.IPMasq || len(ipcs) == 0 {
-		return nil
-	}
-	masq, err := netfilter.NewMasq(m.Backend())
-	if err != nil {
-		return err
-	}
-	if err := masq.Check(a.Owner(), Addrs(ipcs)); err != nil {
-		return fmt.Errorf("masquerade (%s): %w", masq.Backend(), err)
-	}
-	return nil
 }
 
 // ContainerIface finds the container interface (CNI_IFNAME in CNI_NETNS)

@@ -11,7 +11,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -120,7 +120,8 @@ type Masq struct {
 // MasqConf returns m; a config embedding Masq offers masquerade through it.
 func (m *Masq) MasqConf() *Masq { return m }
 
-// Backend is the backend name for netfilter.NewMasq ("" = the default).
+// Backend is the masquerade backend's name: "iptables", "nftables", or ""
+// for the default.
 func (m *Masq) Backend() string {
 	if m.IPMasqBackend == nil {
 		return ""
@@ -131,14 +132,34 @@ func (m *Masq) Backend() string {
 // Validate checks ipMasqBackend: absent, "iptables" or "nftables" (an
 // empty string is refused, as upstream refuses it).
 func (m *Masq) Validate() error {
-	if b := m.IPMasqBackend; b != nil && *b != netfilter.BackendIPTables && *b != netfilter.BackendNFTables {
-		return result.InvalidConfig(fmt.Errorf("ipMasqBackend: %q is not %q or %q", *b, netfilter.BackendIPTables, netfilter.BackendNFTables))
+	if b := m.IPMasqBackend; b != nil && *b != backendIPTables && *b != backendNFTables {
+		return result.InvalidConfig(fmt.Errorf("ipMasqBackend: %q is not %q or %q", *b, backendIPTables, backendNFTables))
 	}
 	return nil
 }
 
+// The backend names ipMasqBackend takes (pkg/netfilter's BackendIPTables
+// and BackendNFTables; the frame links no netfilter code to name them).
+const (
+	backendIPTables = "iptables"
+	backendNFTables = "nftables"
+)
+
 // masqer is a config that embeds Masq.
 type masqer interface{ MasqConf() *Masq }
+
+// Masquerade is what the frame does with the masquerade of a config that
+// embeds Masq, whatever the config says now: tear down an attachment's
+// rules on both backends (DEL), collect a network's rules of owners not
+// kept (GC), and say whether the configured backend works here (STATUS).
+// Each acts in the calling thread's namespace, the plugin's host
+// namespace. The plugin passes it in Plugin.Masq (pkg/attach/masquerade's
+// Frame); ADD and CHECK use that package's Start, Prepare and Check.
+type Masquerade interface {
+	TeardownAll(o owner.Owner) error
+	GCAll(network string, keep []owner.Owner) error
+	Usable(backend string) error
+}
 
 // MTU bounds: below 68 IPv4 cannot work (the kernel refuses it), above
 // 65535 no link type takes it.

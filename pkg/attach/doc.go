@@ -9,7 +9,7 @@
 //   - the Attachment: args, logger, host namespace and handle, container
 //     namespace and handle opened on demand behind the own-namespace guard
 //     (a CNI_NETNS that is the plugin's own namespace is refused, code 8,
-//     before any change), the undo stack, the netfilter owner and alias;
+//     before any change), the undo stack, the owner (pkg/owner) and alias;
 //   - one ADD runner: parse, IPAM type found in CNI_PATH (else code 7),
 //     open, run the steps with the undo stack, recover a panic into code
 //     999 (stack to stderr only), roll back on error or panic, print the
@@ -22,10 +22,19 @@
 //     the plugin's own steps);
 //   - CHECK: prevResult required (code 7), IPAM CHECK, then the plugin's
 //     comparisons with the CHECK kit (CheckLink, CheckPeers, CheckMaster,
-//     CheckMAC, CheckAddrs, CheckRoutes, CheckMasq);
+//     CheckMAC, CheckAddrs, CheckRoutes);
 //   - GC (the list validated by result.GCAttachments; IPAM, masquerade and
 //     the plugin's own state) and STATUS forwarded to IPAM; both run with
 //     nothing but CNI_COMMAND and CNI_PATH set.
+//
+// Masquerade is not the frame's own: it links no netfilter code, so that a
+// plugin without masquerade (loopback, the link plugins, tuning,
+// bandwidth) links none. A plugin whose config embeds Masq passes
+// pkg/attach/masquerade's Frame in Plugin.Masq (Descriptor panics without
+// it: DEL would leave the rules); the frame then tears the rules down on
+// DEL, collects them on GC and probes the backend on STATUS, and the
+// plugin's ADD and CHECK call masquerade.Start (or Prepare) and
+// masquerade.Check.
 //
 // A plugin written on it (a sketch of a dummy-link plugin):
 //

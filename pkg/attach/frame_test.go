@@ -14,9 +14,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
@@ -88,10 +89,11 @@ func toy(calls *[]string) attach.Plugin[*toyConf] {
 			_, err = attach.CheckLink(contNS, contH, a.Args.IfName, "veth", false)
 			return err
 		},
-		GC: func(a *attach.Attachment, c *toyConf, keep []netfilter.Owner) []error {
+		GC: func(a *attach.Attachment, c *toyConf, keep []owner.Owner) []error {
 			record("gc")
 			return nil
 		},
+		Masq: masquerade.Frame{},
 	}
 }
 

@@ -19,16 +19,27 @@ func Lock(path string, perm os.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
 	}
-	for {
-		// A signal can interrupt the wait; only then is it retried.
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if _, err := Hold(int(f.Fd()), path); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, err
 	}
 	return f, nil
+}
+
+// Hold takes an exclusive flock on fd, an open file (a network namespace
+// the plugin commands in it take turns on), waiting for the current
+// holder; name says which file in the error. The returned func releases
+// the lock; closing the file releases it too.
+func Hold(fd int, name string) (func(), error) {
+	for {
+		// A signal can interrupt the wait; only then is it retried.
+		err := unix.Flock(fd, unix.LOCK_EX)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+	}
+	return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil // best effort: closing the file releases it too
 }

@@ -56,3 +56,37 @@ func DelRoute(h *netlink.Handle, r *netlink.Route) error {
 	}
 	return nil
 }
+
+// UsedTables returns the routing tables that a rule (of either family)
+// points at or a route (of either family) is in, in h's namespace: what a
+// plugin picking a table of its own (sbr, vrf) must not take.
+func UsedTables(h *netlink.Handle) (map[int]bool, error) {
+	used := map[int]bool{}
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := h.RuleList(fam)
+		if err != nil {
+			return nil, fmt.Errorf("list rules: %w", err)
+		}
+		for _, r := range rules {
+			used[r.Table] = true
+		}
+		routes, err := RouteListFiltered(h, fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range routes {
+			used[r.Table] = true
+		}
+	}
+	return used, nil
+}
+
+// IsDefault reports whether dst is a default destination (0.0.0.0/0,
+// ::/0), nil included: netlink reads a default route's Dst back as nil.
+func IsDefault(dst *net.IPNet) bool {
+	if dst == nil {
+		return true
+	}
+	ones, _ := dst.Mask.Size()
+	return ones == 0
+}

@@ -1,10 +1,11 @@
 package ip
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 
 	"github.com/vishvananda/netlink"
@@ -89,10 +90,15 @@ func SetupVeth(hostH *netlink.Handle, opts VethOptions) (netlink.Link, error) {
 	}
 }
 
+// randomVethName draws 32 random bits for a host end's name, as upstream's
+// "veth" + 8 hex digits. Unpredictable is not needed (a taken name is
+// retried, see SetupVeth), so math/rand/v2, seeded by the runtime, rather
+// than crypto/rand, whose 30 packages every plugin linking pkg/ip
+// (loopback included) would otherwise load and initialise at start.
 func randomVethName() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return "veth" + hex.EncodeToString(b)
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], rand.Uint32())
+	return "veth" + hex.EncodeToString(b[:])
 }
 
 // PeerIndex returns the ifindex of a veth's peer, in whatever namespace the

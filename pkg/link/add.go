@@ -1,6 +1,7 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -10,6 +11,7 @@ import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // The steps Add passes to attach.Hooks.AfterStep, in the order they run.
@@ -80,20 +82,32 @@ func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, e
 	if err := a.Step(StepLink); err != nil {
 		return nil, err
 	}
+	return Configure(a, opts.Addrs, opts.DNS)
+}
 
-	var addrs *current.Result
-	if opts.Addrs != nil {
-		if addrs, err = opts.Addrs(); err != nil {
+// Configure is the tail of ADD once the link is CNI_IFNAME in the
+// container: the addresses from addrs (IPAM, or prevResult for a chained
+// plugin; nil or returning nil: layer 2 only), Step(StepIPAM), then Finish
+// (addresses, up, routes, announce, result; dns, when not empty, replaces
+// IPAM's), Step(StepConfigure). Add ends in it, and so do tap's and
+// host-device's ADD. Runs in no namespace of its own.
+func Configure(a *attach.Attachment, addrs func() (*current.Result, error), dns types.DNS) (types.Result, error) {
+	contNS, contH, err := a.Container()
+	if err != nil {
+		return nil, err
+	}
+	var res *current.Result
+	if addrs != nil {
+		if res, err = addrs(); err != nil {
 			return nil, err
 		}
 	}
 	if err := a.Step(StepIPAM); err != nil {
 		return nil, err
 	}
-
-	res, err := Finish(FinishOptions{
-		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
-		IPAM: addrs, DNS: opts.DNS, Log: a.Log,
+	out, err := Finish(FinishOptions{
+		ContNS: contNS, ContH: contH, IfName: a.Args.IfName, Sandbox: a.Args.Netns,
+		IPAM: res, DNS: dns, Log: a.Log,
 	})
 	if err != nil {
 		return nil, err
@@ -101,7 +115,19 @@ func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, e
 	if err := a.Step(StepConfigure); err != nil {
 		return nil, err
 	}
-	return res, nil
+	return out, nil
+}
+
+// CheckNameFree refuses, changing nothing, an ifName that already names a
+// link in the container (a plugin that moves or makes its link there under
+// that name would fail half way).
+func CheckNameFree(contNS *ns.NetNS, contH *netlink.Handle, ifName string) error {
+	if _, err := ip.LinkByName(contH, ifName); err == nil {
+		return fmt.Errorf("a link %q already exists in %s", ifName, contNS.Path())
+	} else if !errors.Is(err, ip.ErrLinkNotFound) {
+		return fmt.Errorf("in %s: %w", contNS.Path(), err)
+	}
+	return nil
 }
 
 // MasterRef names a master as the config does: Name ("" for the default

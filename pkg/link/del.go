@@ -3,7 +3,6 @@ package link
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/vishvananda/netlink"
 
@@ -18,23 +17,12 @@ import (
 // another attachment's alias) are "nothing to delete". It does not depend
 // on the calling thread's namespace.
 func DeleteOwned(nsPath, ifName, kind, alias string) error {
-	if nsPath == "" {
-		return nil
-	}
-	n, err := ns.Open(nsPath)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return nil
-	}
-	if err != nil {
+	n, err := ns.OpenForDel(nsPath)
+	if err != nil || n == nil {
 		return err
 	}
 	defer n.Close()
-	h, err := n.Handle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return DeleteOwnedIn(n, h, ifName, kind, alias)
+	return DeleteOwnedIn(n.NetNS, n.H, ifName, kind, alias)
 }
 
 // DeleteOwnedIn is DeleteOwned in an open namespace n, h bound to it. It

@@ -22,6 +22,12 @@
 //     order: Create, its undo (step "link"), then IPAM (step "ipam": the
 //     dhcp daemon leases on the container interface, so for dhcp the link
 //     is up before it), then Finish (step "configure").
+//   - Configure: the tail of ADD once the link is CNI_IFNAME in the
+//     container (addresses, step "ipam", Finish, step "configure"): Add's,
+//     tap's and host-device's. CheckNameFree: CNI_IFNAME is free there.
+//   - Plugin: the descriptor of a plugin whose attachment is one such link
+//     (macvlan, ipvlan, vlan, dummy): ADD its own (ending in Add), DEL
+//     DeleteOwned on a config decoded without validation, then IPAM.
 //   - CheckAttachment: CHECK's prevResult interface, master and Check.
 //   - Check: CHECK of such a link: kind, mode, master, MAC, MTU, up,
 //     addresses and routes, each error naming the link and the namespace.

@@ -12,18 +12,15 @@ import (
 // hex digits of SHA-512(network + containerID), as upstream names it, so a
 // DEL from either suite finds the other's chain. The interface name is not
 // part of it (upstream's layout has no room for it).
-func iptablesChain(o Owner) string {
+func IptablesChain(o Owner) string {
 	sum := sha512.Sum512([]byte(o.Network + o.ContainerID))
 	return "CNI-" + hex.EncodeToString(sum[:])[:24]
 }
 
-// iptablesChainRE matches chain names made by iptablesChain.
-var iptablesChainRE = newLazyRE(`^CNI-[0-9a-f]{24}$`)
-
 // iptablesComment is the comment on every rule of an attachment, upstream's
 // format. Network names and container IDs cannot hold '"' or '\' (CNI
 // restricts both to [a-zA-Z0-9_.-]), so %q adds nothing but the quotes.
-func iptablesComment(o Owner) string {
+func IptablesComment(o Owner) string {
 	return fmt.Sprintf("name: %q id: %q", o.Network, o.ContainerID)
 }
 
@@ -32,8 +29,8 @@ func iptablesComment(o Owner) string {
 // Interface names may hold '"', '\\' and '\” (skel and the kernel allow
 // them), which iptables-save escapes in ways that do not round-trip through
 // our quoting; hex digits come back from iptables-save exactly as written.
-func iptablesMarkerComment(o Owner) string {
-	return fmt.Sprintf("%s if: %x", iptablesComment(o), o.IfName)
+func IptablesMarkerComment(o Owner) string {
+	return fmt.Sprintf("%s if: %x", IptablesComment(o), o.IfName)
 }
 
 // iptablesCommentMax is the longest comment the iptables comment match
@@ -43,22 +40,18 @@ const iptablesCommentMax = 255
 // checkIPTablesComment fails when the marker comment of o, the longest
 // comment Setup writes, does not fit in an iptables comment; iptables-restore
 // would otherwise reject the line with a message that names neither.
-func checkIPTablesComment(o Owner) error {
-	if n := len(iptablesMarkerComment(o)); n > iptablesCommentMax {
+func CheckIPTablesComment(o Owner) error {
+	if n := len(IptablesMarkerComment(o)); n > iptablesCommentMax {
 		return fmt.Errorf("iptables masquerade for network %q: the rule comment (network name, container ID %q, interface name in hex) is %d bytes, more than the %d iptables allows: use a shorter network name",
 			o.Network, o.ContainerID, n, iptablesCommentMax)
 	}
 	return nil
 }
 
-// iptablesCommentRE reads the network and container ID back from a comment
-// as iptables-save prints it (quotes escaped with backslashes).
-var iptablesCommentRE = newLazyRE(`--comment "name: \\"([^"\\]*)\\" id: \\"([^"\\]*)\\""`)
-
 // nftCommentMax is the longest comment nft accepts (NFT_USERDATA_MAXLEN is
 // larger, but the nft tool refuses to add longer ones and we want its
 // listing and editing to keep working).
-const nftCommentMax = 128
+const NftCommentMax = 128
 
 // nftHash is upstream's h: the first 16 hex digits of SHA-512(s).
 func nftHash(s string) string {
@@ -70,7 +63,7 @@ func nftHash(s string) string {
 // owner, upstream's: h(network) "-" h(ifname ":" containerID). It is always
 // complete, even when the readable rest of the comment is cut at
 // nftCommentMax, and its first half names the network (GC reads it).
-func nftOwnerHash(o Owner) string {
+func NftOwnerHash(o Owner) string {
 	return nftHash(o.Network) + "-" + nftHash(o.IfName+":"+o.ContainerID)
 }
 
@@ -78,7 +71,7 @@ func nftOwnerHash(o Owner) string {
 // wrote: 32 hex digits of SHA-256(network ":" ifname ":" containerID).
 // Teardown, Check and GC still recognise it, so state made before the
 // switch to upstream's names is not stranded; Setup replaces it.
-func nftLegacyHash(o Owner) string {
+func NftLegacyHash(o Owner) string {
 	sum := sha256.Sum256([]byte(o.Network + ":" + o.IfName + ":" + o.ContainerID))
 	return hex.EncodeToString(sum[:16])
 }
@@ -90,29 +83,29 @@ func nftLegacyHash(o Owner) string {
 //
 // with double quotes removed from the three names, cut to nftCommentMax
 // bytes. Teardown and Check match on the hash; GC on its network half.
-func nftComment(o Owner) string {
+func NftComment(o Owner) string {
 	unq := func(s string) string { return strings.ReplaceAll(s, `"`, "") }
-	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", nftOwnerHash(o), unq(o.Network), unq(o.IfName), unq(o.ContainerID)))
+	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", NftOwnerHash(o), unq(o.Network), unq(o.IfName), unq(o.ContainerID)))
 }
 
 // nftLegacyComment is the comment our earlier releases wrote (see
 // nftLegacyHash).
-func nftLegacyComment(o Owner) string {
-	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", nftLegacyHash(o), o.Network, o.IfName, o.ContainerID))
+func NftLegacyComment(o Owner) string {
+	return cutComment(fmt.Sprintf("%s, net: %s, if: %s, id: %s", NftLegacyHash(o), o.Network, o.IfName, o.ContainerID))
 }
 
 func cutComment(c string) string {
-	if len(c) > nftCommentMax {
-		c = c[:nftCommentMax]
+	if len(c) > NftCommentMax {
+		c = c[:NftCommentMax]
 	}
 	return c
 }
 
 // nftOwnerComment is what parseNFTComment reads from a comment of either
 // form.
-type nftOwnerComment struct {
-	hash   string // nftOwnerHash or nftLegacyHash
-	legacy bool
+type NftOwnerComment struct {
+	Hash   string // nftOwnerHash or nftLegacyHash
+	Legacy bool
 	// netHash is h(network) (upstream's form); network is the network as
 	// written after "net: " (legacy form; possibly quote-stripped or cut
 	// in upstream's form, so not used there).
@@ -120,16 +113,16 @@ type nftOwnerComment struct {
 }
 
 // owns reports whether the comment is o's, in either form.
-func (c nftOwnerComment) owns(o Owner) bool {
-	if c.legacy {
-		return c.hash == nftLegacyHash(o)
+func (c NftOwnerComment) Owns(o Owner) bool {
+	if c.Legacy {
+		return c.Hash == NftLegacyHash(o)
 	}
-	return c.hash == nftOwnerHash(o)
+	return c.Hash == NftOwnerHash(o)
 }
 
 // inNetwork reports whether the comment belongs to network.
-func (c nftOwnerComment) inNetwork(network string) bool {
-	if c.legacy {
+func (c NftOwnerComment) InNetwork(network string) bool {
+	if c.Legacy {
 		return c.network == network
 	}
 	return c.netHash == nftHash(network)
@@ -138,7 +131,7 @@ func (c nftOwnerComment) inNetwork(network string) bool {
 // parseNFTComment reads a comment made by nftComment or nftLegacyComment. ok
 // is false for comments of another shape (rules we did not make) or, in the
 // legacy form, when the network was cut off.
-func parseNFTComment(c string) (oc nftOwnerComment, ok bool) {
+func ParseNFTComment(c string) (oc NftOwnerComment, ok bool) {
 	hash, rest, found := strings.Cut(c, ", net: ")
 	if !found {
 		return oc, false
@@ -146,13 +139,13 @@ func parseNFTComment(c string) (oc nftOwnerComment, ok bool) {
 	isHex := func(s string) bool { _, err := hex.DecodeString(s); return err == nil }
 	switch {
 	case len(hash) == 33 && hash[16] == '-' && isHex(hash[:16]) && isHex(hash[17:]):
-		return nftOwnerComment{hash: hash, netHash: hash[:16]}, true
+		return NftOwnerComment{Hash: hash, netHash: hash[:16]}, true
 	case len(hash) == 32 && isHex(hash):
 		network, _, found := strings.Cut(rest, ", if: ")
 		if !found {
 			return oc, false
 		}
-		return nftOwnerComment{hash: hash, legacy: true, network: network}, true
+		return NftOwnerComment{Hash: hash, Legacy: true, network: network}, true
 	}
 	return oc, false
 }

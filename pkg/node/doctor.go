@@ -50,7 +50,7 @@ func Doctor(d *Dirs, asJSON bool, stdout, stderr io.Writer) int {
 	found := []finding{}
 	if len(st.Networks) == 0 {
 		found = append(found, finding{Problem: fmt.Sprintf("no network config in %s: containerd and CRI-O report the node's network not ready, and no pod starts", d.Conf),
-			Fix: "write a .conflist there (the README's Kubernetes section has one), or point --conf-dir at the runtime's conf dir"})
+			Fix: "write a .conflist there (docs/kubernetes.md has one), or point --conf-dir at the runtime's conf dir"})
 	}
 	for _, w := range st.Warnings {
 		found = append(found, finding{Problem: w, Fix: "check what it names: runtimes skip a config they cannot read, and a wrong --cache-dir makes every reservation look unowned"})

@@ -48,7 +48,7 @@ func statNS(path string) nsLink {
 	if err := unix.Statfs(path, &fs); err != nil {
 		return nsLink{err: err}
 	}
-	return nsLink{dev: st.Dev, ino: st.Ino, nsfs: fs.Type == unix.NSFS_MAGIC}
+	return nsLink{dev: uint64(st.Dev), ino: st.Ino, nsfs: fs.Type == unix.NSFS_MAGIC} // Dev is uint32 on mips64le
 }
 
 func probeHostView() hostView {

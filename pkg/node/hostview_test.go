@@ -120,6 +120,32 @@ func TestGCInItsOwnPidNamespaceKeepsLivePods(t *testing.T) {
 	}
 }
 
+// Where the operator says the runtime makes its netns files in gc's own
+// mount namespace (--runtime-mount-ns: a test node in namespaces of its
+// own, as the CRI lane's), gc in its own pid namespace DELs the pod whose
+// netns file is really gone, and keeps the live one.
+func TestGCRuntimeMountNSTakesTheOperatorsWord(t *testing.T) {
+	n := newNode(t)
+	live, _ := newNS(t)
+	gone, rm := newNS(t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	must(t, rm())
+	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", multicall(t)},
+		n.cliArgs("gc", "--apply", "--runtime-mount-ns")...)
+	out, rc := n.run(argv...)
+	t.Logf("gc --apply --runtime-mount-ns in its own pid namespace:\n%s", out)
+	if rc != 0 || !strings.Contains(out, "nodenet: DEL ctr-gone eth0 (netns "+gone.Path()+" is gone)") {
+		t.Errorf("gc --apply --runtime-mount-ns: exit %d:\n%s", rc, out)
+	}
+	if strings.Contains(out, "DEL ctr-live") {
+		t.Errorf("gc DELed the live pod:\n%s", out)
+	}
+	if st := n.ls(); len(st.Attachments) != 1 || st.Attachments[0].ContainerID != "ctr-live" {
+		t.Errorf("after gc: %+v", st.Attachments)
+	}
+}
+
 // A DaemonSet container whose /run/netns mount was forgotten sees every
 // netns file missing: gc run there must DEL nothing.
 func TestGCFromAnotherMountNamespaceKeepsAll(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/masq"
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
@@ -26,16 +27,22 @@ import (
 // re-applied without re-making the container's interfaces: the masquerade
 // rules of bridge and ptp (Setup is idempotent: present rules stay,
 // missing ones are added), and the whole of portmap, firewall and
-// bandwidth (rules, qdiscs, the ifb, all on the host): their DEL then their
-// ADD, with the config and result cached at ADD, as libcni would send them. Everything
+// bandwidth (rules, qdiscs, the ifb, all on the host): their ADD again,
+// with the config and result cached at ADD, as libcni would send them. Everything
 // else (a veth, an address, a main-table route, tuning's sysctls) is
 // reported as not repairable: the pod must be made again.
 
 // errNotRepairable marks a plugin whose drift check --repair leaves alone.
 var errNotRepairable = errors.New("not repairable here: re-create the pod")
 
-// rerunnable plugins change only the host: DEL then ADD re-makes their
-// part from the cached config and result and touches no container.
+// rerunnable plugins change only the host: ADD again re-makes their part
+// from the cached config and result and touches no container. ADD alone,
+// never DEL first (issue 29): each one's ADD on an existing attachment is
+// in place (present rules and qdiscs stay, missing ones are added, a chain
+// rewritten is rewritten in one transaction), whereas portmap's DEL
+// flushes the pod's conntrack entries, cutting every established
+// connection through its host ports, and firewall's DEL leaves the pod
+// without its ACCEPT rules until the ADD.
 func rerunnable(t string) bool {
 	switch t {
 	case "portmap", "firewall", "bandwidth":
@@ -58,9 +65,6 @@ func repairPlugin(ctx context.Context, binDir string, list *libcni.NetworkConfig
 			return err
 		}
 		path := filepath.Join(binDir, t)
-		if err := invoke.ExecPluginWithoutResult(ctx, path, stdin, pluginArgs("DEL", binDir, rt), nil); err != nil {
-			return fmt.Errorf("DEL: %w", err)
-		}
 		if _, err := invoke.ExecPluginWithResult(ctx, path, stdin, pluginArgs("ADD", binDir, rt), nil); err != nil {
 			return fmt.Errorf("ADD: %w", err)
 		}
@@ -167,7 +171,7 @@ func repairMasq(network string, p *libcni.PluginConfig, rt *libcni.RuntimeConf, 
 	if err != nil {
 		return fmt.Errorf("cached result: %w", err)
 	}
-	masq, err := netfilter.NewMasq(conf.Backend())
+	masq, err := masq.NewMasq(conf.Backend())
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/cniforge/plugins/pkg/filelock"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -151,6 +152,76 @@ func (n *NetNS) Fd() uintptr { return n.file.Fd() }
 
 // Close releases the namespace handle.
 func (n *NetNS) Close() error { return n.file.Close() }
+
+// Lock takes an exclusive flock on the namespace file, waiting for the
+// current holder, so that plugin commands in one namespace that pick and
+// fill shared state there (sbr's tables, a VRF) run in turn. The returned
+// func releases it; closing n releases it too.
+func (n *NetNS) Lock() (func(), error) {
+	return filelock.Hold(int(n.Fd()), n.Path())
+}
+
+// Bound is an open namespace with a netlink handle bound to it (H), as a
+// DEL opens the container's.
+type Bound struct {
+	*NetNS
+	H *netlink.Handle
+}
+
+// OpenForDel opens the namespace at nsPath and a netlink handle in it, for
+// a DEL. An empty nsPath, a missing path and a path that is no longer a
+// network namespace (what a runtime leaves after unmounting one) are
+// (nil, nil): the namespace is gone, and what the plugin made in it with
+// it. Close releases both.
+func OpenForDel(nsPath string) (*Bound, error) {
+	if nsPath == "" {
+		return nil, nil
+	}
+	n, err := Open(nsPath)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrNotNetNS) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	return &Bound{NetNS: n, H: h}, nil
+}
+
+// OpenLocked opens the namespace at nsPath, takes its Lock and a netlink
+// handle in it: what a DEL that takes turns with the plugin's other
+// commands in the namespace (sbr, vrf) runs with. An empty nsPath, or one
+// that no longer opens, is (nil, nil): the namespace is gone, and what the
+// plugin made in it with it. Close releases all of it.
+func OpenLocked(nsPath string) (*Bound, error) {
+	if nsPath == "" {
+		return nil, nil
+	}
+	n, err := Open(nsPath)
+	if err != nil {
+		return nil, nil // gone
+	}
+	if _, err := n.Lock(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	h, err := n.Handle()
+	if err != nil {
+		n.Close() // releases the lock too
+		return nil, err
+	}
+	return &Bound{NetNS: n, H: h}, nil
+}
+
+// Close closes the handle and the namespace (which releases its Lock).
+func (b *Bound) Close() error {
+	b.H.Close()
+	return b.NetNS.Close()
+}
 
 // Do runs fn with the network namespace n entered, on a thread of its own,
 // and returns fn's error. The caller's thread is never switched. A panic

@@ -70,13 +70,10 @@ func Routes(n *ns.NetNS) []string {
 		if r.Dst != nil && (r.Dst.IP.IsLinkLocalUnicast() || r.Dst.IP.IsMulticast()) {
 			continue
 		}
-		dst := "default"
-		if r.Dst != nil {
-			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-				dst = r.Dst.String()
-			}
+		s := "default"
+		if !ip.IsDefault(r.Dst) {
+			s = r.Dst.String()
 		}
-		s := dst
 		if r.Gw != nil {
 			s += " via " + r.Gw.String()
 		}

@@ -43,3 +43,37 @@ func WithPrev(conf, prev []byte) []byte {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return b
 }
+
+// PrintResult returns res as a plugin of spec version ver prints it: what
+// a runtime caches and passes on as prevResult.
+func PrintResult(res *current.Result, ver string) []byte {
+	ginkgo.GinkgoHelper()
+	r, err := res.GetAsVersion(ver)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	b, err := json.Marshal(r)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return b
+}
+
+// JoinConf returns the config whose members are head, then keys (JSON
+// members without braces; "" for none), then prev as prevResult (nil for
+// none): how a chained plugin's specs write a config in one line.
+func JoinConf(head, keys string, prev []byte) []byte {
+	s := "{" + head
+	if keys != "" {
+		s += ", " + keys
+	}
+	if prev != nil {
+		s += `, "prevResult": ` + string(prev)
+	}
+	return []byte(s + "}")
+}
+
+// MarshalConf is JoinConf with conf (not empty) as the head: conf as
+// JSON, then keys, then prev as prevResult.
+func MarshalConf(conf map[string]any, keys string, prev []byte) []byte {
+	ginkgo.GinkgoHelper()
+	b, err := json.Marshal(conf)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return JoinConf(string(b[1:len(b)-1]), keys, prev)
+}

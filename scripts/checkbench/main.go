@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/cniforge/plugins/scripts/internal/benchnode"
+	"github.com/cniforge/plugins/scripts/internal/stats"
 	"github.com/cniforge/plugins/tests/parallel"
 )
 
@@ -102,13 +103,13 @@ func run(nPods, rounds int, backend string, dirs []string) error {
 	fmt.Printf("%5s  %-30s %-30s %12s  %s\n", "pods", "wall s (median, rounds)", "CPU s (median, rounds)", "CPU s/10 pods", "binaries")
 	for _, s := range sides {
 		fmt.Printf("%5d  %-30s %-30s %12.3f  %s\n", nPods, summary(s.wall), summary(s.cpu),
-			benchnode.Median(s.cpu).Seconds()*10/float64(nPods), s.dir)
+			stats.Median(s.cpu).Seconds()*10/float64(nPods), s.dir)
 	}
 	return nil
 }
 
 func summary(v []time.Duration) string {
-	s := fmt.Sprintf("%.2f (", benchnode.Median(v).Seconds())
+	s := fmt.Sprintf("%.2f (", stats.Median(v).Seconds())
 	for i, d := range v {
 		if i > 0 {
 			s += " "

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/cniforge/plugins/scripts/internal/benchnode"
+	"github.com/cniforge/plugins/scripts/internal/stats"
 	"github.com/cniforge/plugins/tests/parallel"
 )
 
@@ -126,7 +127,7 @@ func run(label string, nPods, workers, rounds int, chain bool, backend, cniVersi
 			addCPU, delCPU = append(addCPU, g.addCPU), append(delCPU, g.delCPU)
 		}
 		fmt.Printf("%-8s %-9s %7d %5d  %-28s %-28s %8.1f %8.1f  %s\n", label, backend, workers, nPods,
-			summary(adds), summary(dels), benchnode.Median(addCPU), benchnode.Median(delCPU), s.dir)
+			summary(adds), summary(dels), stats.Median(addCPU), stats.Median(delCPU), s.dir)
 	}
 	return nil
 }
@@ -137,5 +138,5 @@ func summary(v []float64) string {
 	for _, x := range v {
 		each = append(each, fmt.Sprintf("%.0f", x))
 	}
-	return fmt.Sprintf("%.1f (%s)", benchnode.Median(v), strings.Join(each, " "))
+	return fmt.Sprintf("%.1f (%s)", stats.Median(v), strings.Join(each, " "))
 }

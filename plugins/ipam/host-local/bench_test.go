@@ -22,32 +22,7 @@ import (
 func BenchmarkAddDel(b *testing.B) {
 	for _, n := range []int{0, 1000, 4000} {
 		b.Run(fmt.Sprintf("allocs=%d", n), func(b *testing.B) {
-			dataDir := b.TempDir()
-			if base := os.Getenv("HOSTLOCAL_BENCH_DIR"); base != "" {
-				// e.g. /dev/shm, to see the cost without the disk's noise
-				var err error
-				if dataDir, err = os.MkdirTemp(base, "hostlocal-bench-"); err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { os.RemoveAll(dataDir) })
-			}
-			c, err := parseAddConfig([]byte(fmt.Sprintf(
-				`{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.128.0.0/16"}]]}}`,
-				testNet, dataDir)), "")
-			if err != nil {
-				b.Fatal(err)
-			}
-			netDir := filepath.Join(dataDir, testNet)
-			if err := os.MkdirAll(netDir, 0o755); err != nil {
-				b.Fatal(err)
-			}
-			a := netip.MustParseAddr("10.128.0.2")
-			for i := 0; i < n; i++ {
-				if err := os.WriteFile(filepath.Join(netDir, a.String()), []byte(fmt.Sprintf("pod%d\r\neth0", i)), 0o600); err != nil {
-					b.Fatal(err)
-				}
-				a = a.Next()
-			}
+			c, netDir, a := benchNetwork(b, n)
 			if err := os.WriteFile(filepath.Join(netDir, "last_reserved_ip.0"), []byte(a.Prev().String()), 0o600); err != nil {
 				b.Fatal(err)
 			}
@@ -98,8 +73,31 @@ func BenchmarkAddDel(b *testing.B) {
 // upstream plugin, a crash) that rebuilds the index from 4000 reservation
 // files: the cost upstream pays on every command.
 func BenchmarkRebuild(b *testing.B) {
+	c, netDir, _ := benchNetwork(b, 4000)
+	foreign := filepath.Join(netDir, "10.128.255.1")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// What upstream does during a switch of suites: reserve, release.
+		if err := os.WriteFile(foreign, []byte("up\r\neth0"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := del(c, "up", "eth0"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchNetwork makes a /16 network in a fresh data folder (below
+// HOSTLOCAL_BENCH_DIR when set) holding n reservations written the way
+// upstream writes them, from 10.128.0.2 up. It returns the config, the
+// network's folder and the address after the last reservation.
+func benchNetwork(b *testing.B, n int) (*Config, string, netip.Addr) {
+	b.Helper()
 	dataDir := b.TempDir()
 	if base := os.Getenv("HOSTLOCAL_BENCH_DIR"); base != "" {
+		// e.g. /dev/shm, to see the cost without the disk's noise
 		var err error
 		if dataDir, err = os.MkdirTemp(base, "hostlocal-bench-"); err != nil {
 			b.Fatal(err)
@@ -117,23 +115,11 @@ func BenchmarkRebuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	a := netip.MustParseAddr("10.128.0.2")
-	for i := 0; i < 4000; i++ {
+	for i := 0; i < n; i++ {
 		if err := os.WriteFile(filepath.Join(netDir, a.String()), []byte(fmt.Sprintf("pod%d\r\neth0", i)), 0o600); err != nil {
 			b.Fatal(err)
 		}
 		a = a.Next()
 	}
-	foreign := filepath.Join(netDir, "10.128.255.1")
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		// What upstream does during a switch of suites: reserve, release.
-		if err := os.WriteFile(foreign, []byte("up\r\neth0"), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if err := del(c, "up", "eth0"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return c, netDir, a
 }

@@ -195,3 +195,18 @@ func naming(dataDir, id string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// editIndex runs edit on the network's index, invalidated for a change,
+// and commits it: an index as an older build, a crash or a hand edit left
+// it.
+func editIndex(dataDir string, edit func(ix *index)) {
+	GinkgoHelper()
+	s, err := openStore(dataDir, testNet, false)
+	Expect(err).NotTo(HaveOccurred())
+	ix, err := s.loadIndex()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ix.invalidate()).To(Succeed())
+	edit(ix)
+	Expect(ix.commit()).To(Succeed())
+	Expect(s.close()).To(Succeed())
+}

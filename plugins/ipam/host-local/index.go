@@ -6,18 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The index answers "which addresses does (containerID, ifname) hold"
@@ -122,46 +116,6 @@ func (s *store) loadIndex() (*index, error) {
 		return nil, err
 	}
 	return s.rebuildIndex(res)
-}
-
-// stampMatches reports whether data, the stamp file's content, is whole
-// and records the folder identity stamp, and what it says of legacy owners.
-func stampMatches(data []byte, stamp string) (legacy, ok bool) {
-	lines := strings.Split(string(data), "\n")
-	// A torn stamp (a crash while writing it) lacks its last line.
-	if len(lines) == 4 && lines[0] == indexHeader && lines[1] == stamp && lines[3] == "" &&
-		(lines[2] == "legacy 0" || lines[2] == "legacy 1") {
-		return lines[2] == "legacy 1", true
-	}
-	return false, false
-}
-
-// dirStamp identifies the network folder's current list of entries.
-func (s *store) dirStamp() (string, error) {
-	stamp, _, err := s.statStamp()
-	return stamp, err
-}
-
-// statStamp is dirStamp, also returning the mtime the stamp holds.
-func (s *store) statStamp() (string, unix.Timespec, error) {
-	var st unix.Stat_t
-	stat := unix.Stat
-	if s.statDir != nil {
-		stat = s.statDir
-	}
-	if err := stat(s.dir, &st); err != nil {
-		return "", unix.Timespec{}, fmt.Errorf("stat %s: %w", s.dir, err)
-	}
-	return fmt.Sprintf("dir %d %d.%09d %d.%09d %d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Size), st.Mtim, nil
-}
-
-// sameSetMtime reports whether got is the mtime markDir set. Filesystems
-// store it at their own granularity, truncating (whole seconds on ext4
-// with 128-byte inodes), so a shorter fraction of the same second is
-// still ours; the second alone already rules out a change by the kernel
-// (see markDir).
-func sameSetMtime(got, set unix.Timespec) bool {
-	return got.Sec == set.Sec && got.Nsec <= set.Nsec
 }
 
 // rebuildIndex replaces the index with one made from res.
@@ -297,170 +251,6 @@ func (ix *index) lookupOwned(id, ifName string) (exact, legacy []netip.Addr, fou
 	return exact, legacy, found || foundLegacy, err
 }
 
-// snapRecord is a snapshot entry as found: where its record and its body
-// sit in the file, and the body.
-type snapRecord struct {
-	recordOff, bodyOff int64
-	body               []byte
-}
-
-// snapshotEntry finds key in the snapshot: the fanout table gives the run
-// of records sharing key's first byte, one read fetches that run. It returns
-// nil when the snapshot has no such entry.
-func (ix *index) snapshotEntry(key string) (*snapRecord, error) {
-	if ix.snap == nil {
-		if err := ix.openSnapshot(); err != nil {
-			return nil, err
-		}
-	}
-	b := firstByte(key)
-	if b < 0 {
-		return nil, nil
-	}
-	fan := make([]byte, 2*fanoutLen)
-	if _, err := ix.snap.ReadAt(fan, ix.fanoutStart+int64(b)*fanoutLen); err != nil {
-		return nil, fmt.Errorf("read index snapshot: %w", err)
-	}
-	lo, err1 := strconv.Atoi(string(fan[:fanoutLen-1]))
-	hi, err2 := strconv.Atoi(string(fan[fanoutLen : 2*fanoutLen-1]))
-	if err := errors.Join(err1, err2); err != nil || lo > hi || hi > ix.snapCount {
-		return nil, fmt.Errorf("%w: fanout", errDamagedSnapshot)
-	}
-	if lo == hi {
-		return nil, nil
-	}
-	runOff := ix.snapStart + int64(lo)*recordLen
-	run := make([]byte, (hi-lo)*recordLen)
-	if _, err := ix.snap.ReadAt(run, runOff); err != nil {
-		return nil, fmt.Errorf("read index snapshot: %w", err)
-	}
-	for i := 0; i < hi-lo; i++ {
-		rec := run[i*recordLen : (i+1)*recordLen]
-		if string(rec[:keyLen]) != key {
-			continue
-		}
-		off, err1 := strconv.ParseInt(string(rec[keyLen+1:keyLen+13]), 10, 64)
-		n, err2 := strconv.Atoi(string(rec[keyLen+14 : keyLen+22]))
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("%w: record: %w", errDamagedSnapshot, err)
-		}
-		// Written by rebuildIndex, a body lies after the records and is
-		// never empty; anything else (a negative length panicked in make:
-		// FuzzHostLocalState) is damage.
-		if off < ix.snapStart+int64(ix.snapCount)*recordLen || n <= 0 {
-			return nil, fmt.Errorf("%w: record %s at %d length %d", errDamagedSnapshot, key, off, n)
-		}
-		body := make([]byte, n)
-		if _, err := ix.snap.ReadAt(body, off); err != nil {
-			return nil, fmt.Errorf("read index snapshot: %w", err)
-		}
-		return &snapRecord{recordOff: runOff + int64(i)*recordLen, bodyOff: off, body: body}, nil
-	}
-	return nil, nil
-}
-
-// errDamagedSnapshot marks a snapshot that does not read as rebuildIndex
-// wrote it.
-var errDamagedSnapshot = errors.New("read index snapshot: damaged")
-
-// snapshotEntryOrRebuild is snapshotEntry, except that a snapshot damaged
-// behind our back (the stamp cannot see inside .cniforge) is rebuilt from
-// the reservation files and read again, as loadIndex rebuilds one whose
-// header is damaged: a damaged index must not fail every DEL.
-func (ix *index) snapshotEntryOrRebuild(key string) (*snapRecord, error) {
-	rec, err := ix.snapshotEntry(key)
-	if !errors.Is(err, errDamagedSnapshot) {
-		return rec, err
-	}
-	res, err := ix.s.scan()
-	if err != nil {
-		return nil, err
-	}
-	fresh, err := ix.s.rebuildIndex(res)
-	if err != nil {
-		return nil, err
-	}
-	// Callers hold ix: it becomes the rebuilt index.
-	*ix = *fresh
-	ix.s.ix = ix
-	return ix.snapshotEntry(key)
-}
-
-// eraseSnapshotEntry overwrites rec in place so that the snapshot no
-// longer names its attachment: the key (bar its first byte, which keeps the
-// record in its fanout run) becomes dashes, which no key equals, and the
-// body, holding the container ID and ifname, becomes the header line and
-// dashes. Sizes and offsets stay, so no other record moves and the
-// snapshot is not rewritten: releasing costs the same with 4000
-// attachments as with one. Call invalidate first: a crash between the two
-// writes leaves no stamp, so the next command rebuilds.
-func (ix *index) eraseSnapshotEntry(rec *snapRecord) error {
-	path := filepath.Join(ix.s.meta, snapshotName)
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("update index: %w", err)
-	}
-	erased := []byte(indexHeader + "\n")
-	if len(rec.body) > len(erased) {
-		erased = append(erased, bytes.Repeat([]byte("-"), len(rec.body)-len(erased)-1)...)
-		erased = append(erased, '\n')
-	} else {
-		erased = bytes.Repeat([]byte("-"), len(rec.body)) // never: a body starts with the header
-	}
-	_, err1 := f.WriteAt(erased, rec.bodyOff)
-	_, err2 := f.WriteAt(bytes.Repeat([]byte("-"), keyLen-2), rec.recordOff+2)
-	if err := errors.Join(err1, err2, f.Close()); err != nil {
-		return fmt.Errorf("update index %s: %w", path, err)
-	}
-	return nil
-}
-
-// firstByte is the value of a key's first two hex digits, -1 if not hex.
-func firstByte(key string) int {
-	v, err := strconv.ParseUint(key[:2], 16, 8)
-	if err != nil {
-		return -1
-	}
-	return int(v)
-}
-
-func (ix *index) openSnapshot() error {
-	f, err := os.Open(filepath.Join(ix.s.meta, snapshotName))
-	if err != nil {
-		return fmt.Errorf("open index snapshot: %w", err)
-	}
-	head := make([]byte, len(indexHeader)+64)
-	n, err := f.ReadAt(head, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		f.Close()
-		return fmt.Errorf("read index snapshot: %w", err)
-	}
-	lines := strings.SplitN(string(head[:n]), "\n", 3)
-	count := -1
-	if len(lines) == 3 && lines[0] == indexHeader {
-		if c, ok := strings.CutPrefix(lines[1], "snapshot "); ok {
-			if v, err := strconv.Atoi(c); err == nil {
-				count = v
-			}
-		}
-	}
-	if count < 0 {
-		f.Close()
-		return fmt.Errorf("%w: header", errDamagedSnapshot)
-	}
-	ix.snap, ix.snapCount = f, count
-	ix.fanoutStart = int64(len(lines[0]) + 1 + len(lines[1]) + 1)
-	ix.snapStart = ix.fanoutStart + fanoutLines*fanoutLen
-	return nil
-}
-
-func (ix *index) closeSnapshot() {
-	if ix.snap != nil {
-		ix.snap.Close() // read-only: nothing to lose
-		ix.snap = nil
-	}
-}
-
 // invalidate voids the stamp before a change, so a crash before commit
 // forces the next command to rebuild.
 func (ix *index) invalidate() error {
@@ -472,27 +262,6 @@ func (ix *index) invalidate() error {
 	}
 	ix.dirty = true
 	ix.s.step("invalidate")
-	return nil
-}
-
-// voidStamp makes the stamp in meta fail loadIndex's check by
-// overwriting its first byte, in place: the header no longer matches, and
-// a one-byte write cannot be torn. Removing the file would do as well, but
-// commit would then make a new file, and a new inode is the dearest thing
-// a command asks of the file system (ext4 without a journal scans past
-// every recently deleted inode for one). No stamp is nothing to void.
-func voidStamp(meta string) error {
-	f, err := os.OpenFile(filepath.Join(meta, stampName), os.O_WRONLY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("invalidate index: %w", err)
-	}
-	_, werr := f.WriteAt([]byte{'-'}, 0)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		return fmt.Errorf("invalidate index: %w", err)
-	}
 	return nil
 }
 
@@ -568,21 +337,4 @@ func (ix *index) commit() error {
 	}
 	ix.dirty = false
 	return nil
-}
-
-// markDir sets the network folder's mtime to a value the kernel will not
-// give it on a later change (see Staleness above). The kernel stamps a
-// change with its coarse clock, which lags the time read here by at most a
-// tick, so a later change's second is at least now's second minus one: two
-// seconds back can never equal it, even where only seconds are stored. The
-// random fraction keeps the value unpredictable where nanoseconds are.
-// It returns the value set, for commit to compare with what it stats.
-func (s *store) markDir() (unix.Timespec, error) {
-	sec := time.Now().Unix() - 2
-	mtime := unix.NsecToTimespec(sec*int64(time.Second) + rand.Int64N(int64(time.Second)))
-	atime := unix.Timespec{Nsec: unix.UTIME_OMIT}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.dir, []unix.Timespec{atime, mtime}, 0); err != nil {
-		return unix.Timespec{}, fmt.Errorf("set mtime of %s: %w", s.dir, err)
-	}
-	return mtime, nil
 }

@@ -1,8 +1,11 @@
 package hostlocal
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/containernetworking/cni/pkg/version"
 )
 
 // lastAddr is the highest address of p (all host bits set).
@@ -100,4 +103,141 @@ func (s RangeSet) rangeFor(a netip.Addr) (Range, bool) {
 		return s.Ranges[i], true
 	}
 	return Range{}, false
+}
+
+func parseRangeSet(key string, set []rangeIn) (RangeSet, error) {
+	if len(set) == 0 {
+		return RangeSet{}, fmt.Errorf("%s: empty range set", key)
+	}
+	rs := RangeSet{Key: key}
+	for j, in := range set {
+		r, err := parseRange(fmt.Sprintf("%s[%d].", key, j), in)
+		if err != nil {
+			return RangeSet{}, err
+		}
+		if j > 0 && r.Subnet.Addr().Is4() != rs.Ranges[0].Subnet.Addr().Is4() {
+			return RangeSet{}, fmt.Errorf("%s[%d].subnet: %s mixes address families with %s in one range set",
+				key, j, r.Subnet, rs.Ranges[0].Subnet)
+		}
+		for k, prev := range rs.Ranges {
+			if r.overlaps(prev) {
+				return RangeSet{}, fmt.Errorf("%s[%d]: range %s overlaps %s[%d] range %s", key, j, r, key, k, prev)
+			}
+		}
+		rs.Ranges = append(rs.Ranges, r)
+	}
+	return rs, nil
+}
+
+// parseRange validates one range; prefix is the key up to and including the
+// dot ("ipam." or "ipam.ranges[0][1].").
+func parseRange(prefix string, in rangeIn) (Range, error) {
+	var r Range
+	if in.Subnet == "" {
+		return r, fmt.Errorf("%ssubnet: missing", prefix)
+	}
+	p, err := netip.ParsePrefix(in.Subnet)
+	if err != nil {
+		return r, fmt.Errorf("%ssubnet: %q is not a CIDR", prefix, in.Subnet)
+	}
+	if p.Addr().Is4In6() {
+		if p.Bits() < 96 {
+			return r, fmt.Errorf("%ssubnet: %q mixes IPv4-mapped and IPv6 addresses", prefix, in.Subnet)
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96) // ::ffff:10.0.0.0/120 is 10.0.0.0/24
+	}
+	if p.Masked() != p {
+		return r, fmt.Errorf("%ssubnet: %s has host bits set (the network is %s)", prefix, in.Subnet, p.Masked())
+	}
+	if p.Bits() > p.Addr().BitLen()-2 {
+		return r, fmt.Errorf("%ssubnet: %s is too small to allocate from (at most /%d)", prefix, p, p.Addr().BitLen()-2)
+	}
+	r.Subnet = p
+	network := p.Addr()
+	last := lastAddr(p)
+	firstHost := network.Next()
+	lastHost := last
+	if network.Is4() {
+		lastHost = last.Prev() // the broadcast address is never a host's
+	}
+
+	parse := func(key, s string, def netip.Addr) (netip.Addr, error) {
+		if s == "" {
+			return def, nil
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			return netip.Addr{}, fmt.Errorf("%s%s: %q is not an IP address", prefix, key, s)
+		}
+		a = a.Unmap()
+		if !p.Contains(a) {
+			return netip.Addr{}, fmt.Errorf("%s%s: %s not in subnet %s", prefix, key, a, p)
+		}
+		if a == network {
+			return netip.Addr{}, fmt.Errorf("%s%s: %s is the network address of %s", prefix, key, a, p)
+		}
+		if network.Is4() && a == last {
+			return netip.Addr{}, fmt.Errorf("%s%s: %s is the broadcast address of %s", prefix, key, a, p)
+		}
+		return a, nil
+	}
+	if r.Start, err = parse("rangeStart", in.RangeStart, firstHost); err != nil {
+		return r, err
+	}
+	if r.End, err = parse("rangeEnd", in.RangeEnd, lastHost); err != nil {
+		return r, err
+	}
+	if r.Gateway, err = parse("gateway", in.Gateway, firstHost); err != nil {
+		return r, err
+	}
+	if r.Start.Compare(r.End) > 0 {
+		return r, fmt.Errorf("%srangeEnd: %s is before rangeStart %s", prefix, r.End, r.Start)
+	}
+	if r.Start == r.End && r.Start == r.Gateway {
+		return r, fmt.Errorf("%srangeStart: range %s holds only the gateway", prefix, r)
+	}
+	return r, nil
+}
+
+// checkSetOverlap refuses two range sets that could hand out the same
+// address: each would believe it owns it.
+func checkSetOverlap(sets []RangeSet) error {
+	for i := range sets {
+		for j := 0; j < i; j++ {
+			for _, a := range sets[i].Ranges {
+				for _, b := range sets[j].Ranges {
+					if a.overlaps(b) {
+						return fmt.Errorf("%s: range %s overlaps range %s of %s", sets[i].Key, a, b, sets[j].Key)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkOldResultFits refuses configs whose addresses a 0.1.0/0.2.0 result
+// cannot carry: those results hold one IPv4 and one IPv6 address, and the
+// cni library drops the rest silently, which would reserve addresses the
+// runtime never learns about.
+func checkOldResultFits(cniVersion string, sets []RangeSet) error {
+	if cniVersion == "" {
+		return nil
+	}
+	if ok, err := version.GreaterThanOrEqualTo(cniVersion, "0.3.0"); err != nil || ok {
+		return nil // an unparsable version is skel's to refuse
+	}
+	var v4, v6 int
+	for _, s := range sets {
+		if s.Ranges[0].Subnet.Addr().Is4() {
+			v4++
+		} else {
+			v6++
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		return fmt.Errorf("ipam.ranges: cniVersion %s results hold one IPv4 and one IPv6 address, but %d IPv4 and %d IPv6 range sets are configured",
+			cniVersion, v4, v6)
+	}
+	return nil
 }

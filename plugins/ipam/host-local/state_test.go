@@ -331,17 +331,12 @@ var _ = Describe("on-disk state", func() {
 		It("DEL removes an index entry that lists nothing, or addresses never reserved", func() {
 			_, err := add(c, "a", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())
-			s, err := openStore(dataDir, testNet, false)
-			Expect(err).NotTo(HaveOccurred())
-			ix, err := s.loadIndex()
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ix.invalidate()).To(Succeed())
-			// b: a released entry as an older build left it; d: an entry
-			// whose reservations were never linked.
-			writeFile(ix.byIDPath(indexKey("b", "eth0")), entryBody("b", "eth0", nil))
-			Expect(ix.put("d", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.9")})).To(Succeed())
-			Expect(ix.commit()).To(Succeed())
-			Expect(s.close()).To(Succeed())
+			editIndex(dataDir, func(ix *index) {
+				// b: a released entry as an older build left it; d: an entry
+				// whose reservations were never linked.
+				writeFile(ix.byIDPath(indexKey("b", "eth0")), entryBody("b", "eth0", nil))
+				Expect(ix.put("d", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.9")})).To(Succeed())
+			})
 			Expect(naming(dataDir, "b")).NotTo(BeEmpty())
 			Expect(naming(dataDir, "d")).NotTo(BeEmpty())
 
@@ -355,14 +350,9 @@ var _ = Describe("on-disk state", func() {
 		It("a stale index entry pointing at someone else's address releases nothing of theirs", func() {
 			_, err := add(c, "a", "eth0", quiet)
 			Expect(err).NotTo(HaveOccurred())
-			s, err := openStore(dataDir, testNet, false)
-			Expect(err).NotTo(HaveOccurred())
-			ix, err := s.loadIndex()
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ix.invalidate()).To(Succeed())
-			Expect(ix.put("b", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.2")})).To(Succeed())
-			Expect(ix.commit()).To(Succeed())
-			Expect(s.close()).To(Succeed())
+			editIndex(dataDir, func(ix *index) {
+				Expect(ix.put("b", "eth0", []netip.Addr{netip.MustParseAddr("10.1.0.2")})).To(Succeed())
+			})
 
 			Expect(del(c, "b", "eth0")).To(Succeed())
 			Expect(reservations(dataDir)).To(HaveKey("10.1.0.2"))

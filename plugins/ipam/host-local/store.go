@@ -22,7 +22,8 @@ import (
 //	<dataDir>/<network>/last_reserved_ip.<n>  the last address reserved in range set n
 //	<dataDir>/<network>/lock                  flock'ed for the whole command
 //
-// Our index lives in <network>/.cniforge/ (see index.go).
+// Our index lives in <network>/.cniforge/ (see index.go; snapshot.go and
+// stamp.go for its snapshot file and its staleness stamp).
 const (
 	lockName       = "lock"
 	lastIPPrefix   = "last_reserved_ip."

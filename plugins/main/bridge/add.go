@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/result"
@@ -63,9 +64,9 @@ func (a *attachment) add(undo *rollback.Stack) (*current.Result, error) {
 	conf, args := a.conf, a.args
 	// Its process (iptables-nft: the restore) starts now and waits for
 	// the addresses while the links are made and IPAM runs.
-	var masq *attach.PreparedMasq
+	var masq *masquerade.Prepared
 	if conf.IPMasq {
-		masq = a.PrepareMasq(&conf.Masq)
+		masq = masquerade.Prepare(a.Attachment, &conf.Masq)
 		defer masq.Release()
 	}
 

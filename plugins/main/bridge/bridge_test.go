@@ -19,6 +19,8 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
+	"github.com/cniforge/plugins/pkg/netfilter/masq"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/main/bridge"
@@ -452,7 +454,7 @@ var _ = Describe("bridge", func() {
 		chk := call("CHECK", testutil.WithPrev(stdin, out.Stdout))
 		Expect(run(hostNS, chk).Err).To(BeNil())
 		Expect(hostNS.Do(func() error {
-			return netfilter.TeardownMacSpoofCheck(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+			return macspoof.TeardownMacSpoofCheck(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
 		})).To(Succeed())
 		out = run(hostNS, chk)
 		Expect(out.Err).NotTo(BeNil())
@@ -773,7 +775,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 
 		It("catches missing masquerade rules", func() {
 			Expect(hostNS.Do(func() error {
-				return netfilter.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+				return masq.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
 			})).To(Succeed())
 			out := run(hostNS, call("CHECK", stdin))
 			Expect(out.Err).NotTo(BeNil())

@@ -7,7 +7,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
+	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -79,11 +80,11 @@ func (a *attachment) check(prev *current.Result) error {
 	if err := attach.CheckRoutes(a.contNS, a.contH, contLink, prev.Routes); err != nil {
 		return err
 	}
-	if err := a.CheckMasq(&conf.Masq, want); err != nil {
+	if err := masquerade.Check(a.Attachment, &conf.Masq, want); err != nil {
 		return err
 	}
 	if conf.MacSpoofChk {
-		sc := netfilter.MacSpoofCheck{Owner: a.Owner(), Port: hostName, MAC: contLink.Attrs().HardwareAddr}
+		sc := macspoof.MacSpoofCheck{Owner: a.Owner(), Port: hostName, MAC: contLink.Attrs().HardwareAddr}
 		if err := sc.Check(); err != nil {
 			return err
 		}

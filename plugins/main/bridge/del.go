@@ -3,7 +3,7 @@ package bridge
 import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 )
 
 // del undoes ADD in reverse order, as independent steps: the frame tears
@@ -13,7 +13,7 @@ func del(fa *attach.Attachment, conf *config) []error {
 	// Whatever macspoofchk says now: the ADD may have run with it. The
 	// container namespace is opened by deleteVeth itself: a missing or
 	// stale one is no reason to keep the other steps from running.
-	spoof := fa.Beside(func() error { return netfilter.TeardownMacSpoofCheck(fa.Owner()) })
+	spoof := fa.Beside(func() error { return macspoof.TeardownMacSpoofCheck(fa.Owner()) })
 	var errs []error
 	if a, err := wrap(fa, conf, false); err != nil {
 		errs = append(errs, err)

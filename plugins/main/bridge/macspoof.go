@@ -5,7 +5,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 	"github.com/cniforge/plugins/pkg/rollback"
 )
 
@@ -14,10 +14,10 @@ import (
 // namespace, the plugin thread's.
 func (a *attachment) setupMacSpoofCheck(hostVeth netlink.Link, mac net.HardwareAddr, undo *rollback.Stack) error {
 	owner := a.Owner()
-	sc := netfilter.MacSpoofCheck{Owner: owner, Port: hostVeth.Attrs().Name, MAC: mac}
+	sc := macspoof.MacSpoofCheck{Owner: owner, Port: hostVeth.Attrs().Name, MAC: mac}
 	if err := sc.Setup(); err != nil {
 		return err
 	}
-	undo.Push("remove mac spoof check", func() error { return netfilter.TeardownMacSpoofCheck(owner) })
+	undo.Push("remove mac spoof check", func() error { return macspoof.TeardownMacSpoofCheck(owner) })
 	return nil
 }

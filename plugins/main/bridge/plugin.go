@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -51,6 +52,7 @@ var frame = attach.Plugin[*config]{
 	Del:     del,
 	Check:   check,
 	GC:      gc,
+	Masq:    masquerade.Frame{},
 }
 
 // New returns the bridge plugin's descriptor running with hooks.

@@ -15,12 +15,6 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	return link.Add(a, &netlink.Dummy{LinkAttrs: netlink.NewLinkAttrs()}, link.AddOptions{Addrs: a.IPAMAdd, DNS: c.DNS})
 }
 
-// del deletes the container's dummy when it is ours; the frame releases
-// IPAM after it.
-func del(a *attach.Attachment, c *netConf) []error {
-	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "dummy", a.Alias())}
-}
-
 func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	return link.CheckAttachment(a, prev, nil, link.Want{Kind: "dummy"})
 }

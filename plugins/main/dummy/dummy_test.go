@@ -32,7 +32,7 @@ var _ = Describe("dummy", Label(kernelfeature.Label), func() {
 	BeforeEach(func() { kernelfeature.Require(kernelfeature.Dummy) })
 	e := testutil.NewLinkEnv(testutil.LinkPlugin{
 		Plugin: dummy.Plugin, AddSteps: dummy.AddSteps,
-		WithStepHook: func(h func(string) error) plugin.Plugin { return dummy.New(attach.Hooks{AfterStep: h}) },
+		WithStepHook: func(h func(string) error) plugin.Plugin { return dummy.Frame.New(attach.Hooks{AfterStep: h}) },
 		Kind:         "dummy", Conf: conf, IPs: 2,
 		BadInput: []testutil.BadInput{
 			{Name: "no ipam (7)", Keys: map[string]any{"ipam": nil}, Code: 7, Msg: "ipam: missing"},

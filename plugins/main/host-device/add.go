@@ -1,7 +1,6 @@
 package hostdevice
 
 import (
-	"errors"
 	"fmt"
 	"net"
 
@@ -35,10 +34,8 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return nil, err
 	}
 	if dev != nil {
-		if _, err := ip.LinkByName(contH, ifName); err == nil {
-			return nil, fmt.Errorf("a link %q already exists in %s", ifName, contNS.Path())
-		} else if !errors.Is(err, ip.ErrLinkNotFound) {
-			return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+		if err := link.CheckNameFree(contNS, contH, ifName); err != nil {
+			return nil, err
 		}
 	}
 	if err := a.Step(StepResolve); err != nil {
@@ -78,38 +75,24 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 
 	// IPAM after the move, as upstream, with the device up: an IPAM
 	// plugin working on the interface (dhcp) finds it in the container.
-	var res *current.Result
+	// Then the tail: notify sysctls, up, addresses (no DAD wait) and
+	// routes, a gratuitous ARP, the result. Without IPAM the device comes
+	// up too, as upstream brings it up, even one that was down in the host
+	// (issue 22, defect 4).
+	var addrs func() (*current.Result, error)
 	if c.HasIPAM() {
-		l, err := ip.LinkByName(contH, ifName)
-		if err != nil {
-			return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+		addrs = func() (*current.Result, error) {
+			l, err := ip.LinkByName(contH, ifName)
+			if err != nil {
+				return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+			}
+			if err := contH.LinkSetUp(l); err != nil {
+				return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
+			}
+			return a.IPAMAdd()
 		}
-		if err := contH.LinkSetUp(l); err != nil {
-			return nil, fmt.Errorf("set %q up in %s: %w", ifName, contNS.Path(), err)
-		}
-		if res, err = a.IPAMAdd(); err != nil {
-			return nil, err
-		}
 	}
-	if err := a.Step(StepIPAM); err != nil {
-		return nil, err
-	}
-
-	// The tail: notify sysctls, up, addresses (no DAD wait) and routes, a
-	// gratuitous ARP, the result. Without IPAM the device comes up too, as
-	// upstream brings it up, even one that was down in the host (issue
-	// 22, defect 4).
-	out, err := link.Finish(link.FinishOptions{
-		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
-		IPAM: res, DNS: c.DNS, Log: a.Log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Step(StepConfigure); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return link.Configure(a, addrs, c.DNS)
 }
 
 // resolve finds the device in the host namespace, changing nothing. For a

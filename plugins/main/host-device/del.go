@@ -3,7 +3,6 @@ package hostdevice
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/vishvananda/netlink"
 
@@ -37,23 +36,13 @@ func (p *hostDevice) del(a *attach.Attachment, c *config) []error {
 // delFromContainer returns the device to the host: CNI_IFNAME, and the
 // attachment's temporary name (an ADD or DEL killed midway).
 func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
-	if a.Args.Netns == "" {
-		return nil
-	}
-	contNS, err := ns.Open(a.Args.Netns)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
-		return nil
-	}
-	if err != nil {
+	contNS, err := ns.OpenForDel(a.Args.Netns)
+	if err != nil || contNS == nil {
 		return err
 	}
 	defer contNS.Close()
-	contH, err := contNS.Handle()
-	if err != nil {
-		return err
-	}
-	defer contH.Close()
-	if err := moveOut(contNS, contH, hostNS, hostH, a.Args.IfName, tmp); err != nil {
+	contH := contNS.H
+	if err := moveOut(contNS.NetNS, contH, hostNS, hostH, a.Args.IfName, tmp); err != nil {
 		return err
 	}
 	return moveToHost(contH, hostNS, tmp)

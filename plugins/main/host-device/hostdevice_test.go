@@ -1,7 +1,6 @@
 package hostdevice_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -71,11 +70,7 @@ var _ = Describe("host-device", func() {
 	}
 	withPrev := func(stdin []byte, ver string, res *current.Result) []byte {
 		GinkgoHelper()
-		r, err := res.GetAsVersion(ver)
-		Expect(err).NotTo(HaveOccurred())
-		b, err := json.Marshal(r)
-		Expect(err).NotTo(HaveOccurred())
-		return testutil.WithPrev(stdin, b)
+		return testutil.WithPrev(stdin, testutil.PrintResult(res, ver))
 	}
 	snapshot := func() testutil.Snapshot {
 		GinkgoHelper()

@@ -37,15 +37,16 @@ package hostdevice
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
-	StepResolve   = "resolve"   // the device found, nothing changed
-	StepMove      = "move"      // the device is CNI_IFNAME in the container
-	StepIPAM      = "ipam"      // the device up, IPAM reserved the addresses (when configured)
-	StepConfigure = "configure" // up, with addresses and routes, announced
+	StepResolve   = "resolve"          // the device found, nothing changed
+	StepMove      = "move"             // the device is CNI_IFNAME in the container
+	StepIPAM      = link.StepIPAM      // the device up, IPAM reserved the addresses (when configured)
+	StepConfigure = link.StepConfigure // up, with addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.

@@ -50,12 +50,6 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 	return link.Add(a, &netlink.IPVlan{LinkAttrs: la, Mode: c.mode}, opts)
 }
 
-// del deletes the container's ipvlan when it is ours; the frame releases
-// IPAM after it.
-func del(a *attach.Attachment, c *config) []error {
-	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "ipvlan", a.Alias())}
-}
-
 // check compares the link with prevResult and the config. The master is
 // compared when "master" is set: chained, prevResult is this plugin's own
 // result by now and no longer names the previous plugin's interface.

@@ -38,7 +38,7 @@ var _ = Describe("ipvlan", Label(kernelfeature.Label), func() {
 	BeforeEach(func() { kernelfeature.Require(kernelfeature.IPVlan) })
 	e := testutil.NewLinkEnv(testutil.LinkPlugin{
 		Plugin: ipvlan.Plugin, AddSteps: ipvlan.AddSteps,
-		WithStepHook: func(h func(string) error) plugin.Plugin { return ipvlan.New(attach.Hooks{AfterStep: h}) },
+		WithStepHook: func(h func(string) error) plugin.Plugin { return ipvlan.Frame.New(attach.Hooks{AfterStep: h}) },
 		Kind:         "ipvlan", Conf: conf, IPs: 1, Master: "master0", PeerIP: peerIP, Layer2: true,
 		BadInput: []testutil.BadInput{
 			{Name: "prevResult that does not parse (6)", Keys: map[string]any{

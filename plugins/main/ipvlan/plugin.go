@@ -25,37 +25,16 @@
 // prevResult. GC and STATUS are IPAM's.
 package ipvlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
-// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
-const (
-	StepLink      = link.StepLink      // the link exists in the container as CNI_IFNAME, up
-	StepIPAM      = link.StepIPAM      // IPAM reserved the addresses
-	StepConfigure = link.StepConfigure // addresses, routes, announcement
-)
-
-// AddSteps lists the steps of ADD in the order they run (link.Add's).
+// AddSteps lists the steps of ADD in the order they run, as passed to
+// attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-var frame = attach.Plugin[*config]{
-	Name:    "ipvlan",
-	Summary: "an ipvlan link on a master interface",
-	Parse:   parse,
-	Add:     add,
-	// DEL finds the link by CNI_IFNAME and its alias, IPAM by ipam: a
-	// config edited since ADD that no longer validates does not stop it.
-	Lenient: attach.DecodeOnly[config],
-	Del:     del,
-	Check:   check,
-	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
-}
-
-// New returns the ipvlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+// Frame is the ipvlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[config, *config]{Kind: "ipvlan", Parse: parse, Add: add, Check: check,
+	Summary: "an ipvlan link on a master interface"}
 
 // Plugin is the ipvlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

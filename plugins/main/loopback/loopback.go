@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -74,34 +73,26 @@ func loResult(h *netlink.Handle, lo netlink.Link, nsPath string) (*current.Resul
 // up: no netns, a namespace that is gone, or a path that is no longer one.
 // Any other failure to open it is reported (code 8).
 func del(a *attach.Attachment, _ *netConf) []error {
-	nsPath := a.Args.Netns
-	if nsPath == "" {
-		return nil
+	n, err := ns.OpenForDel(a.Args.Netns)
+	if err != nil {
+		return []error{result.InvalidNetNS(err)}
 	}
-	n, err := ns.Open(nsPath)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNetNS) {
+	if n == nil {
 		// The namespace, and lo with it, is gone; a path that is no longer
 		// a namespace is what a runtime leaves after unmounting one.
 		return nil
 	}
-	if err != nil {
-		return []error{result.InvalidNetNS(err)}
-	}
 	defer n.Close()
-	h, err := n.Handle()
-	if err != nil {
-		return []error{result.InvalidNetNS(err)}
-	}
-	defer h.Close()
+	h := n.H
 	lo, err := ip.LinkByName(h, loName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
 		return nil
 	}
 	if err != nil {
-		return []error{fmt.Errorf("in %s: %w", nsPath, err)}
+		return []error{fmt.Errorf("in %s: %w", n.Path(), err)}
 	}
 	if err := h.LinkSetDown(lo); err != nil {
-		return []error{fmt.Errorf("set %q down in %s: %w", loName, nsPath, err)}
+		return []error{fmt.Errorf("set %q down in %s: %w", loName, n.Path(), err)}
 	}
 	return nil
 }

@@ -24,12 +24,6 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 	return link.Add(a, &netlink.Macvlan{LinkAttrs: la, Mode: c.mode, BCQueueLen: c.BCQueueLen}, opts)
 }
 
-// del deletes the container's macvlan when it is ours; the frame releases
-// IPAM after it.
-func del(a *attach.Attachment, c *config) []error {
-	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "macvlan", a.Alias())}
-}
-
 // check compares the link with prevResult and the config.
 func check(a *attach.Attachment, c *config, prev *current.Result) error {
 	return link.CheckAttachment(a, prev, &link.MasterRef{InContainer: c.LinkInContainer, Name: c.Master},

@@ -37,7 +37,7 @@ var _ = Describe("macvlan", func() {
 	// namespace: the master's wire.
 	e := testutil.NewLinkEnv(testutil.LinkPlugin{
 		Plugin: macvlan.Plugin, AddSteps: macvlan.AddSteps,
-		WithStepHook: func(h func(string) error) plugin.Plugin { return macvlan.New(attach.Hooks{AfterStep: h}) },
+		WithStepHook: func(h func(string) error) plugin.Plugin { return macvlan.Frame.New(attach.Hooks{AfterStep: h}) },
 		Kind:         "macvlan", Conf: conf, IPs: 1, Master: "master0", PeerIP: peerIP, Layer2: true,
 		BadInput: []testutil.BadInput{
 			{Name: "bad CNI_ARGS (4)", Args: "MAC=nope", Code: 4, Msg: "CNI_ARGS MAC"},

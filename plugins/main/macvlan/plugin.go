@@ -22,37 +22,16 @@
 // addresses and routes with prevResult. GC and STATUS are IPAM's.
 package macvlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
-// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
-const (
-	StepLink      = link.StepLink      // the link exists in the container as CNI_IFNAME, up
-	StepIPAM      = link.StepIPAM      // IPAM reserved the addresses
-	StepConfigure = link.StepConfigure // addresses, routes, announcement
-)
-
-// AddSteps lists the steps of ADD in the order they run (link.Add's).
+// AddSteps lists the steps of ADD in the order they run, as passed to
+// attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-var frame = attach.Plugin[*config]{
-	Name:    "macvlan",
-	Summary: "a macvlan link on a master interface",
-	Parse:   parse,
-	Add:     add,
-	// DEL finds the link by CNI_IFNAME and its alias, IPAM by ipam: a
-	// config edited since ADD that no longer validates does not stop it.
-	Lenient: attach.DecodeOnly[config],
-	Del:     del,
-	Check:   check,
-	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
-}
-
-// New returns the macvlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+// Frame is the macvlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[config, *config]{Kind: "macvlan", Parse: parse, Add: add, Check: check,
+	Summary: "a macvlan link on a master interface"}
 
 // Plugin is the macvlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

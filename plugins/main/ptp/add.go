@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/ip"
 )
 
@@ -39,7 +40,7 @@ func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
 	// Its process runs while the veth is made and configured.
 	masqReady := func() error { return nil }
 	if conf.IPMasq {
-		masqReady = a.StartMasq(&conf.Masq, attach.Addrs(res.IPs))
+		masqReady = masquerade.Start(a, &conf.Masq, attach.Addrs(res.IPs))
 	}
 
 	hostName := hostVethName(conf.Name, args.ContainerID, args.IfName)

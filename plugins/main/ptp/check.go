@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ns"
 )
@@ -37,7 +38,7 @@ func check(a *attach.Attachment, conf *netConf, prev *current.Result) error {
 	if err := checkHost(hostNS, hostH, contNS, contLink, prev, ipcs); err != nil {
 		return err
 	}
-	if err := a.CheckMasq(&conf.Masq, ipcs); err != nil {
+	if err := masquerade.Check(a, &conf.Masq, ipcs); err != nil {
 		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
 	}
 	return nil

@@ -74,15 +74,7 @@ func (o netOpts) json() []byte {
 	if o.mtu != 0 {
 		conf["mtu"] = o.mtu
 	}
-	if o.prevRes != nil {
-		conf["prevResult"] = json.RawMessage(o.prevRes)
-	}
-	b, err := json.Marshal(conf)
-	Expect(err).NotTo(HaveOccurred())
-	if o.extraKeys != "" {
-		b = append(b[:len(b)-1], []byte(", "+o.extraKeys+"}")...)
-	}
-	return b
+	return testutil.MarshalConf(conf, o.extraKeys, o.prevRes)
 }
 
 // natRules is every rule in n tagged with an owner (comment), and every

@@ -19,6 +19,7 @@ package ptp
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -49,6 +50,7 @@ var frame = attach.Plugin[*netConf]{
 	Check:   check,
 	// GC and STATUS: the frame's (IPAM, masquerade). Veths need no
 	// collection: they die with their namespace.
+	Masq: masquerade.Frame{},
 }
 
 // New returns the ptp plugin's descriptor running with hooks.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/masq"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/main/ptp"
@@ -510,7 +511,7 @@ var _ = Describe("ptp", func() {
 		}, `is "renamed0", prevResult says`),
 		Entry("removed masquerade rules", func(res *current.Result) {
 			Expect(hostNS.Do(func() error {
-				return netfilter.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
+				return masq.TeardownMasqAll(netfilter.Owner{Network: netName, ContainerID: "c1", IfName: "eth0"})
 			})).To(Succeed())
 		}, "masquerade"),
 	)
@@ -730,7 +731,7 @@ func masqCheck(n *ns.NetNS, backend string, o netfilter.Owner, addrs []*net.IPNe
 		if backend == "" {
 			var errs []error
 			for _, b := range []string{netfilter.BackendIPTables, netfilter.BackendNFTables} {
-				m, err := netfilter.NewMasq(b)
+				m, err := masq.NewMasq(b)
 				if err != nil {
 					return err
 				}
@@ -742,7 +743,7 @@ func masqCheck(n *ns.NetNS, backend string, o netfilter.Owner, addrs []*net.IPNe
 			}
 			return errors.Join(errs...)
 		}
-		m, err := netfilter.NewMasq(backend)
+		m, err := masq.NewMasq(backend)
 		if err != nil {
 			return err
 		}

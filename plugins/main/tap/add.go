@@ -64,40 +64,22 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 	if err := contH.LinkSetUp(tapLink); err != nil {
 		return nil, fmt.Errorf("set tap %q up in %s: %w", ifName, contNS.Path(), err)
 	}
-	var res *current.Result
+	var addrs func() (*current.Result, error)
 	if c.HasIPAM() {
-		if res, err = a.IPAMAdd(); err != nil {
-			return nil, err
-		}
+		addrs = a.IPAMAdd
 	}
-	if err := a.Step(StepIPAM); err != nil {
-		return nil, err
-	}
-
 	// The tail: notify sysctls, up, addresses (no DAD wait) and routes, a
 	// gratuitous ARP, the result. A tap has no carrier until a VMM opens
 	// it; addresses and routes need the link only administratively up.
-	out, err := link.Finish(link.FinishOptions{
-		ContNS: contNS, ContH: contH, IfName: ifName, Sandbox: a.Args.Netns,
-		IPAM: res, DNS: c.DNS, Log: a.Log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := a.Step(StepConfigure); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return link.Configure(a, addrs, c.DNS)
 }
 
 // resolve checks, changing nothing, that ifName is free in the container
 // and that bridge (when set) is a bridge there, and returns it. A missing
 // or wrong bridge is a config error (7) naming it and the namespace.
 func resolve(contNS *ns.NetNS, contH *netlink.Handle, ifName, bridge string) (*netlink.Bridge, error) {
-	if _, err := ip.LinkByName(contH, ifName); err == nil {
-		return nil, fmt.Errorf("a link %q already exists in %s", ifName, contNS.Path())
-	} else if !errors.Is(err, ip.ErrLinkNotFound) {
-		return nil, fmt.Errorf("in %s: %w", contNS.Path(), err)
+	if err := link.CheckNameFree(contNS, contH, ifName); err != nil {
+		return nil, err
 	}
 	if bridge == "" {
 		return nil, nil

@@ -1,7 +1,6 @@
 package tap_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 const netName = "tap-net"
@@ -67,15 +67,7 @@ func (o netOpts) json() []byte {
 	if o.bridge != "" {
 		conf["bridge"] = o.bridge
 	}
-	if o.prevRes != nil {
-		conf["prevResult"] = json.RawMessage(o.prevRes)
-	}
-	b, err := json.Marshal(conf)
-	Expect(err).NotTo(HaveOccurred())
-	if o.extraKeys != "" {
-		b = append(b[:len(b)-1], []byte(", "+o.extraKeys+"}")...)
-	}
-	return b
+	return testutil.MarshalConf(conf, o.extraKeys, o.prevRes)
 }
 
 func u32(v uint32) *uint32 { return &v }

@@ -25,16 +25,17 @@ package tap
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
 // The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
 const (
-	StepResolve   = "resolve"   // lookups done, nothing changed
-	StepTap       = "tap"       // the tap exists with its MTU, MAC and alias
-	StepBridge    = "bridge"    // the tap is a port of the bridge (when set)
-	StepIPAM      = "ipam"      // the tap is up, IPAM reserved the addresses (when configured)
-	StepConfigure = "configure" // addresses and routes, announced
+	StepResolve   = "resolve"          // lookups done, nothing changed
+	StepTap       = "tap"              // the tap exists with its MTU, MAC and alias
+	StepBridge    = "bridge"           // the tap is a port of the bridge (when set)
+	StepIPAM      = link.StepIPAM      // the tap is up, IPAM reserved the addresses (when configured)
+	StepConfigure = link.StepConfigure // addresses and routes, announced
 )
 
 // AddSteps lists the steps of ADD in the order they run.

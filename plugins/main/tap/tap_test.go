@@ -74,6 +74,20 @@ var _ = Describe("tap", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return l.(*netlink.Bridge)
 	}
+	// bridgeWithPeer makes br0 in contNS (bridgeIn) with a neighbour on it:
+	// veth nb0 (its port) to eth0, 10.1.3.1/24, in a peer namespace.
+	bridgeWithPeer := func() (*netlink.Bridge, *ns.NetNS) {
+		GinkgoHelper()
+		br := bridgeIn(contNS)
+		peerNS := testutil.NewNS()
+		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "nb0"},
+			testutil.VethEnd{NS: peerNS, Name: "eth0", Addrs: []string{"10.1.3.1/24"}})).To(Succeed())
+		h := testutil.Handle(contNS)
+		nb, err := h.LinkByName("nb0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetMaster(nb, br)).To(Succeed())
+		return br, peerNS
+	}
 
 	DescribeTableSubtree("every spec version", func(ver string) {
 		It("makes a persistent tap with the IPAM address and reports it", func() {
@@ -221,14 +235,7 @@ var _ = Describe("tap", func() {
 	})
 
 	It("carries a ping through the bridge to a VM behind the tap", func() {
-		br := bridgeIn(contNS)
-		peerNS := testutil.NewNS()
-		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "nb0"},
-			testutil.VethEnd{NS: peerNS, Name: "eth0", Addrs: []string{"10.1.3.1/24"}})).To(Succeed())
-		h := testutil.Handle(contNS)
-		nb, err := h.LinkByName("nb0")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.LinkSetMaster(nb, br)).To(Succeed())
+		_, peerNS := bridgeWithPeer()
 		add(netOpts{ver: "1.1.0", bridge: "br0"}, "c1", contNS)
 		v := openTap(contNS, "tap0", false)
 		v.answer(net.HardwareAddr{2, 0, 0, 0, 0, 0x78}, net.ParseIP("10.1.3.2"))
@@ -236,15 +243,7 @@ var _ = Describe("tap", func() {
 	})
 
 	It("makes the tap a port of an existing bridge, which floods to it", func() {
-		br := bridgeIn(contNS)
-		peerNS := testutil.NewNS()
-		// A neighbour on the bridge: veth nb0 (port) <-> eth0 in peerNS.
-		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "nb0"},
-			testutil.VethEnd{NS: peerNS, Name: "eth0", Addrs: []string{"10.1.3.1/24"}})).To(Succeed())
-		h := testutil.Handle(contNS)
-		nb, err := h.LinkByName("nb0")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.LinkSetMaster(nb, br)).To(Succeed())
+		br, peerNS := bridgeWithPeer()
 
 		o := netOpts{ver: "1.1.0", bridge: "br0"}
 		res := add(o, "c1", contNS)

@@ -23,37 +23,16 @@
 // STATUS are IPAM's.
 package vlan
 
-import (
-	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/link"
-	"github.com/cniforge/plugins/pkg/plugin"
-)
+import "github.com/cniforge/plugins/pkg/link"
 
-// The steps of ADD, in order, as passed to attach.Hooks.AfterStep.
-const (
-	StepLink      = link.StepLink      // the link exists in the container as CNI_IFNAME, up
-	StepIPAM      = link.StepIPAM      // IPAM reserved the addresses
-	StepConfigure = link.StepConfigure // addresses, routes, announcement
-)
-
-// AddSteps lists the steps of ADD in the order they run (link.Add's).
+// AddSteps lists the steps of ADD in the order they run, as passed to
+// attach.Hooks.AfterStep: link.Add's (link.StepLink, StepIPAM, StepConfigure).
 var AddSteps = link.AddSteps
 
-var frame = attach.Plugin[*netConf]{
-	Name:    "vlan",
-	Summary: "an 802.1Q vlan link on a master interface",
-	Parse:   parse,
-	Add:     add,
-	// DEL finds the link by CNI_IFNAME and its alias, IPAM by ipam: a
-	// config edited since ADD that no longer validates does not stop it.
-	Lenient: attach.DecodeOnly[netConf],
-	Del:     del,
-	Check:   check,
-	// GC and STATUS: the frame's (IPAM). The link dies with its namespace.
-}
-
-// New returns the vlan plugin's descriptor running with hooks.
-func New(hooks attach.Hooks) plugin.Plugin { return frame.Descriptor(hooks) }
+// Frame is the vlan plugin on pkg/link's frame: Frame.New(hooks) is its
+// descriptor running with hooks (tests inject failures through them).
+var Frame = link.Plugin[netConf, *netConf]{Kind: "vlan", Parse: parse, Add: add, Check: check,
+	Summary: "an 802.1Q vlan link on a master interface"}
 
 // Plugin is the vlan plugin's descriptor.
-var Plugin = New(attach.Hooks{})
+var Plugin = Frame.Descriptor()

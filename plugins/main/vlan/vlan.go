@@ -35,12 +35,6 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	return link.Add(a, &netlink.Vlan{LinkAttrs: la, VlanId: c.id}, opts)
 }
 
-// del deletes the container's vlan when it is ours; the frame releases
-// IPAM after it.
-func del(a *attach.Attachment, c *netConf) []error {
-	return []error{link.DeleteOwned(a.Args.Netns, a.Args.IfName, "vlan", a.Alias())}
-}
-
 func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	return link.CheckAttachment(a, prev, &link.MasterRef{InContainer: c.LinkInContainer, Name: c.Master},
 		link.Want{Kind: "vlan", Mode: fmt.Sprintf("vlan %d", c.id), MTU: c.MTU})

@@ -58,7 +58,7 @@ var _ = Describe("vlan", Label(kernelfeature.Label), func() {
 	BeforeEach(func() { kernelfeature.Require(kernelfeature.VLAN) })
 	e := testutil.NewLinkEnv(testutil.LinkPlugin{
 		Plugin: vlan.Plugin, AddSteps: vlan.AddSteps,
-		WithStepHook: func(h func(string) error) plugin.Plugin { return vlan.New(attach.Hooks{AfterStep: h}) },
+		WithStepHook: func(h func(string) error) plugin.Plugin { return vlan.Frame.New(attach.Hooks{AfterStep: h}) },
 		Kind:         "vlan", Conf: conf, IPs: 1, Master: "master0", PeerIP: peerIP, Wire: wire, Layer2: true,
 		// The kernel keeps one vlan per ID and master.
 		SecondKeys: map[string]any{"vlanId": 101},

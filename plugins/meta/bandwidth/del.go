@@ -11,7 +11,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/owner"
 )
 
 // del deletes the shaping ADD put on the host end, then the ifb by name
@@ -112,7 +112,7 @@ func deleteShaping(h *netlink.Handle, l netlink.Link) error {
 // and the shaping of the host end that redirects to one. Upstream's ifbs
 // carry no alias and stay:
 // their name does not say which network they belong to.
-func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
+func gc(a *attach.Attachment, c *netConf, keep []owner.Owner) []error {
 	hostNS, h, err := a.Host()
 	if err != nil {
 		return []error{err}

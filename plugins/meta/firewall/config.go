@@ -7,7 +7,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/forward"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -31,7 +31,7 @@ type netConf struct {
 	// Zone is firewalldZone (default trusted).
 	Zone string `json:"firewalldZone"`
 	// IngressPolicy is "open" (default), "same-bridge" or "isolated".
-	IngressPolicy netfilter.IngressPolicy `json:"ingressPolicy"`
+	IngressPolicy forward.IngressPolicy `json:"ingressPolicy"`
 	// MarkBit is nftablesMarkBit (0-31, default 12): the bit of the packet
 	// mark the nftables backend's accepts set, for drop policies elsewhere
 	// to let through (README).
@@ -69,16 +69,16 @@ func parseConfig(stdin []byte) (*netConf, error) {
 // defaultAndValidate fills in every default, then checks every value.
 func (c *netConf) defaultAndValidate() error {
 	if c.AdminChain == "" {
-		c.AdminChain = netfilter.DefaultAdminChain
+		c.AdminChain = forward.DefaultAdminChain
 	}
 	if c.MarkBit == nil {
-		c.MarkBit = new(netfilter.DefaultMarkBit)
+		c.MarkBit = new(forward.DefaultMarkBit)
 	}
 	if c.Zone == "" {
 		c.Zone = "trusted"
 	}
 	if c.IngressPolicy == "" {
-		c.IngressPolicy = netfilter.IngressOpen
+		c.IngressPolicy = forward.IngressOpen
 	}
 	switch c.Backend {
 	case "", backendIPTables, backendNFTables, backendFirewalld:
@@ -95,10 +95,10 @@ func (c *netConf) defaultAndValidate() error {
 		return result.InvalidConfig(fmt.Errorf("nftablesMarkBit: %d out of range 0-31", *c.MarkBit))
 	}
 	switch c.IngressPolicy {
-	case netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated:
+	case forward.IngressOpen, forward.IngressSameBridge, forward.IngressIsolated:
 	default:
 		return result.InvalidConfig(fmt.Errorf("ingressPolicy: %q is not %q, %q or %q", c.IngressPolicy,
-			netfilter.IngressOpen, netfilter.IngressSameBridge, netfilter.IngressIsolated))
+			forward.IngressOpen, forward.IngressSameBridge, forward.IngressIsolated))
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package firewall
 import (
 	"testing"
 
-	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/forward"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -12,7 +12,7 @@ func TestParseConfig(t *testing.T) {
 		name, stdin string
 		code        uint // 0: valid
 		admin, zone string
-		policy      netfilter.IngressPolicy
+		policy      forward.IngressPolicy
 		mark        int // checked when the case is valid; 0 means the default
 	}{
 		{name: "defaults", stdin: `{"name": "n", "type": "firewall"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
@@ -53,7 +53,7 @@ func TestParseConfig(t *testing.T) {
 		if c.AdminChain != tc.admin || c.Zone != tc.zone || c.IngressPolicy != tc.policy {
 			t.Errorf("%s: got admin %q zone %q policy %q", tc.name, c.AdminChain, c.Zone, c.IngressPolicy)
 		}
-		want := map[int]int{0: netfilter.DefaultMarkBit, -1: 0}[tc.mark]
+		want := map[int]int{0: forward.DefaultMarkBit, -1: 0}[tc.mark]
 		if tc.mark > 0 {
 			want = tc.mark
 		}

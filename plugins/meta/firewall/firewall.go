@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/forward"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -50,10 +51,10 @@ func resolve(c *netConf) (chosen, error) {
 }
 
 // rulesFor is what ADD installs and CHECK compares for prev.
-func rulesFor(a *attach.Attachment, c *netConf, prev *current.Result) (netfilter.ForwardRules, error) {
-	r := netfilter.ForwardRules{Owner: a.Owner(), AdminChain: c.AdminChain, Policy: c.IngressPolicy, Addrs: addrsOf(prev),
+func rulesFor(a *attach.Attachment, c *netConf, prev *current.Result) (forward.ForwardRules, error) {
+	r := forward.ForwardRules{Owner: a.Owner(), AdminChain: c.AdminChain, Policy: c.IngressPolicy, Addrs: addrsOf(prev),
 		MarkBit: *c.MarkBit}
-	if c.IngressPolicy != netfilter.IngressOpen {
+	if c.IngressPolicy != forward.IngressOpen {
 		for _, i := range prev.Interfaces {
 			if i != nil && i.Sandbox == "" && i.Name != "" {
 				r.Bridge = i.Name
@@ -116,7 +117,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		// The undo runs after add returned and closed be: it connects anew.
 		a.Undo.Push("remove firewalld sources", func() error { return removeFirewalldSources(c.Zone, r.Addrs) })
 	} else {
-		fw, err := netfilter.NewForward(be.name)
+		fw, err := forward.NewForward(be.name)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +125,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		if err := fw.Setup(r); err != nil {
 			return nil, fmt.Errorf("firewall (%s): %w", be.name, err)
 		}
-		a.Undo.Push("remove forward rules", func() error { return netfilter.TeardownForwardAll(r.Owner, r.Addrs) })
+		a.Undo.Push("remove forward rules", func() error { return forward.TeardownForwardAll(r.Owner, r.Addrs) })
 	}
 	if err := a.Step(StepRules); err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 		a.Log.Warn("prevResult unreadable; removing this attachment's own rules only", "err", err)
 	}
 	addrs := addrsOf(prev)
-	errs := []error{netfilter.TeardownForwardAll(a.Owner(), addrs)}
+	errs := []error{forward.TeardownForwardAll(a.Owner(), addrs)}
 	if c.Backend != backendIPTables && len(addrs) > 0 {
 		errs = append(errs, removeFirewalldSources(c.Zone, addrs))
 	}
@@ -176,7 +177,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	if be.fw != nil {
 		return be.fw.checkSources(c.Zone, r.Addrs)
 	}
-	fw, err := netfilter.NewForward(be.name)
+	fw, err := forward.NewForward(be.name)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 // gc collects iptables rules; firewalld sources name no owner, so a DEL
 // (with prevResult) is what removes them.
 func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
-	return []error{netfilter.GCForwardAll(c.Name, keep)}
+	return []error{forward.GCForwardAll(c.Name, keep)}
 }
 
 func status(a *attach.Attachment, c *netConf) error {
@@ -201,7 +202,7 @@ func status(a *attach.Attachment, c *netConf) error {
 	if be.fw != nil {
 		return nil
 	}
-	if err := netfilter.ForwardUsable(be.name); err != nil {
+	if err := forward.ForwardUsable(be.name); err != nil {
 		return result.Unavailable(fmt.Errorf("backend %q: %w", be.name, err))
 	}
 	return nil

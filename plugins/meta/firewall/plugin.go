@@ -2,10 +2,10 @@
 // plugin (bridge, ptp), it lets the container's traffic through the host's
 // forward filter, in front of whatever policy the host has, and optionally
 // drops traffic between bridges (ingressPolicy same-bridge) or within one
-// (isolated). The rules and their layout are pkg/netfilter's: on iptables
-// (forward.go) upstream's chains CNI-FORWARD, CNI-ADMIN and
+// (isolated). The rules and their layout are pkg/netfilter/forward's: on iptables
+// (iptables.go) upstream's chains CNI-FORWARD, CNI-ADMIN and
 // CNI-ISOLATION-STAGE-1/2 in the filter table; on nftables
-// (forward_nftrules.go) a table of our own, inet cni_firewall, whose
+// (nftrules.go) a table of our own, inet cni_firewall, whose
 // accepts set a mark bit that a drop policy elsewhere lets through.
 //
 // It runs on the frame in pkg/attach. ADD, in order (each step pushes its

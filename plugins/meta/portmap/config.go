@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -37,7 +38,7 @@ type netConf struct {
 
 	// Derived by parseConfig.
 	backend  string // "", iptables or nftables ("" = upstream's default)
-	mappings []netfilter.PortMapping
+	mappings []hostport.PortMapping
 }
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
@@ -123,9 +124,9 @@ func (c *netConf) validate() error {
 }
 
 // mapping is runtimeConfig.portMappings[i], checked.
-func (c *netConf) mapping(i int) (netfilter.PortMapping, error) {
+func (c *netConf) mapping(i int) (hostport.PortMapping, error) {
 	e := c.RuntimeConfig.PortMaps[i]
-	m := netfilter.PortMapping{HostPort: e.HostPort, ContainerPort: e.ContainerPort, Protocol: strings.ToLower(e.Protocol)}
+	m := hostport.PortMapping{HostPort: e.HostPort, ContainerPort: e.ContainerPort, Protocol: strings.ToLower(e.Protocol)}
 	if m.Protocol == "" {
 		m.Protocol = "tcp"
 	}
@@ -134,7 +135,7 @@ func (c *netConf) mapping(i int) (netfilter.PortMapping, error) {
 			return m, fmt.Errorf("runtimeConfig.portMappings[%d].hostIP: %q is not an IP address", i, e.HostIP)
 		}
 	}
-	if err := netfilter.ValidateMapping(m); err != nil {
+	if err := hostport.ValidateMapping(m); err != nil {
 		return m, fmt.Errorf("runtimeConfig.portMappings[%d].%w", i, err)
 	}
 	return m, nil
@@ -159,14 +160,14 @@ func parseLenient(args *skel.CmdArgs) (*netConf, error) {
 
 // options returns the netfilter options for owner and the container's
 // addresses.
-func (c *netConf) options(owner netfilter.Owner, ips []net.IPNet) netfilter.PortMapOptions {
-	o := netfilter.PortMapOptions{
+func (c *netConf) options(owner netfilter.Owner, ips []net.IPNet) hostport.PortMapOptions {
+	o := hostport.PortMapOptions{
 		Owner:        owner,
 		ContainerIPs: ips,
 		Mappings:     c.mappings,
 		SNAT:         c.SNAT == nil || *c.SNAT,
 		MasqAll:      c.MasqAll,
-		MarkMasqBit:  netfilter.DefaultMarkMasqBit,
+		MarkMasqBit:  hostport.DefaultMarkMasqBit,
 	}
 	if c.MarkMasqBit != nil {
 		o.MarkMasqBit = *c.MarkMasqBit

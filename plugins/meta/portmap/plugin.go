@@ -43,6 +43,7 @@ import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -96,7 +97,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if len(ips) == 0 {
 		return nil, result.InvalidConfig(errors.New("prevResult: no container address to forward the ports to"))
 	}
-	pm, err := netfilter.NewPortMap(c.backend)
+	pm, err := hostport.NewPortMap(c.backend)
 	if err != nil {
 		return nil, result.InvalidConfig(err)
 	}
@@ -201,7 +202,7 @@ func conntrackHandle(a *attach.Attachment) (*netlink.Handle, error) {
 // flushUDPPorts deletes the UDP conntrack entries to the mapped host
 // ports: a flow that started before ADD would otherwise keep its old
 // (un-NATed) entry and never reach the container.
-func flushUDPPorts(a *attach.Attachment, ms []netfilter.PortMapping) error {
+func flushUDPPorts(a *attach.Attachment, ms []hostport.PortMapping) error {
 	var filters []netlink.CustomConntrackFilter
 	for _, m := range ms {
 		if m.Protocol != "udp" {
@@ -275,7 +276,7 @@ func flushReplies(h *netlink.Handle, ips []net.IP) error {
 // DEL without portMappings touches nothing (see del). It works in the
 // calling thread's netns, the host's.
 func TeardownOwner(network, id string) error {
-	ips, err := netfilter.TeardownPortMapAllOf(netfilter.Owner{Network: network, ContainerID: id}, nil)
+	ips, err := hostport.TeardownPortMapAllOf(netfilter.Owner{Network: network, ContainerID: id}, nil)
 	if err != nil {
 		return fmt.Errorf("port forwards of %q on %q: %w", id, network, err)
 	}
@@ -296,7 +297,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 	if len(c.RuntimeConfig.PortMaps) == 0 {
 		return nil
 	}
-	ips, err := netfilter.TeardownPortMapAllOf(owner(a), c.mappings)
+	ips, err := hostport.TeardownPortMapAllOf(owner(a), c.mappings)
 	if err != nil {
 		err = fmt.Errorf("port forwards: %w", err)
 	}
@@ -307,7 +308,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	if len(c.mappings) == 0 {
 		return nil
 	}
-	pm, err := netfilter.NewPortMap(c.backend)
+	pm, err := hostport.NewPortMap(c.backend)
 	if err != nil {
 		return result.InvalidConfig(err)
 	}
@@ -315,14 +316,14 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 }
 
 func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
-	if err := netfilter.GCPortMapAll(c.Name, keep); err != nil {
+	if err := hostport.GCPortMapAll(c.Name, keep); err != nil {
 		return []error{fmt.Errorf("port forwards GC: %w", err)}
 	}
 	return nil
 }
 
 func status(a *attach.Attachment, c *netConf) error {
-	pm, err := netfilter.NewPortMap(c.backend)
+	pm, err := hostport.NewPortMap(c.backend)
 	if err != nil {
 		return result.InvalidConfig(err)
 	}

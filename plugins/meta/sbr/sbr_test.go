@@ -1,7 +1,6 @@
 package sbr_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -44,22 +43,11 @@ func prevFor(ver string, contNS *ns.NetNS, f iface) []byte {
 		n.IP = ipv
 		res.IPs = append(res.IPs, &current.IPConfig{Address: *n, Gateway: net.ParseIP(f.gws[i]), Interface: &idx})
 	}
-	r, err := res.GetAsVersion(ver)
-	Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(r)
-	Expect(err).NotTo(HaveOccurred())
-	return b
+	return testutil.PrintResult(res, ver)
 }
 
 func conf(ver, keys string, prev []byte) []byte {
-	s := fmt.Sprintf(`{"cniVersion": %q, "name": "sbr-net", "type": "sbr"`, ver)
-	if keys != "" {
-		s += ", " + keys
-	}
-	if prev != nil {
-		s += `, "prevResult": ` + string(prev)
-	}
-	return []byte(s + "}")
+	return testutil.JoinConf(fmt.Sprintf(`"cniVersion": %q, "name": "sbr-net", "type": "sbr"`, ver), keys, prev)
 }
 
 // routeGet is the route a packet from src to dst takes in n, as the
@@ -91,13 +79,10 @@ func linkName(h *netlink.Handle, index int) string {
 // nil or /0 as "default".
 func routeString(h *netlink.Handle, r netlink.Route) string {
 	GinkgoHelper()
-	dst := "default"
-	if r.Dst != nil {
-		if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-			dst = r.Dst.String()
-		}
+	s := "default"
+	if !ip.IsDefault(r.Dst) {
+		s = r.Dst.String()
 	}
-	s := dst
 	if r.Gw != nil {
 		s += " via " + r.Gw.String()
 	}

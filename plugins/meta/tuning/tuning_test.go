@@ -41,11 +41,7 @@ func prevFor(ver string, contNS *ns.NetNS) []byte {
 		},
 		IPs: []*current.IPConfig{{Address: *addr, Interface: &idx}},
 	}
-	r, err := res.GetAsVersion(ver)
-	Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(r)
-	Expect(err).NotTo(HaveOccurred())
-	return b
+	return testutil.PrintResult(res, ver)
 }
 
 func netlink4(s string) (*net.IPNet, error) {
@@ -60,14 +56,7 @@ func netlink4(s string) (*net.IPNet, error) {
 // conf is a tuning config of version ver with keys (JSON members, no
 // braces) and prevResult prev (nil: none).
 func conf(ver, dataDir, keys string, prev []byte) []byte {
-	s := fmt.Sprintf(`{"cniVersion": %q, "name": %q, "type": "tuning", "dataDir": %q`, ver, netName, dataDir)
-	if keys != "" {
-		s += ", " + keys
-	}
-	if prev != nil {
-		s += `, "prevResult": ` + string(prev)
-	}
-	return []byte(s + "}")
+	return testutil.JoinConf(fmt.Sprintf(`"cniVersion": %q, "name": %q, "type": "tuning", "dataDir": %q`, ver, netName, dataDir), keys, prev)
 }
 
 // linkState is eth0's tunable attributes in n, as text.

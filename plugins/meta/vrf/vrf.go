@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -22,7 +21,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockNS(contNS)
+	unlock, err := contNS.Lock()
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +185,14 @@ func ensureVRF(h *netlink.Handle, c *netConf) (*netlink.Vrf, bool, error) {
 // freeTable is the first table from 1 that no VRF uses and no rule or
 // route is in.
 func freeTable(h *netlink.Handle) (uint32, error) {
+	tables, err := ip.UsedTables(h)
+	if err != nil {
+		return 0, err
+	}
 	used := map[uint32]bool{}
+	for t := range tables {
+		used[uint32(t)] = true
+	}
 	links, err := ip.LinkList(h)
 	if err != nil {
 		return 0, err
@@ -194,22 +200,6 @@ func freeTable(h *netlink.Handle) (uint32, error) {
 	for _, l := range links {
 		if v, ok := l.(*netlink.Vrf); ok {
 			used[v.Table] = true
-		}
-	}
-	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rules, err := h.RuleList(fam)
-		if err != nil {
-			return 0, fmt.Errorf("list rules: %w", err)
-		}
-		for _, r := range rules {
-			used[uint32(r.Table)] = true
-		}
-		routes, err := ip.RouteListFiltered(h, fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range routes {
-			used[uint32(r.Table)] = true
 		}
 	}
 	for t := uint32(1); t < math.MaxUint32; t++ {
@@ -261,45 +251,20 @@ func deleteIfEmpty(h *netlink.Handle, name string) error {
 	return ip.DelLinkByName(h, name)
 }
 
-// lockNS takes an exclusive flock on the namespace file: vrf commands in
-// one namespace run in turn.
-func lockNS(n *ns.NetNS) (func(), error) {
-	fd := int(n.Fd())
-	for {
-		err := unix.Flock(fd, unix.LOCK_EX)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return nil, fmt.Errorf("lock %s: %w", n.Path(), err)
-		}
-	}
-	return func() { _ = unix.Flock(fd, unix.LOCK_UN) }, nil // closing the namespace releases it too
-}
-
 // del releases the interface from the VRF and deletes the VRF when no
 // member is left. Everything that is gone (namespace, VRF, interface) is
 // success: with the lock, two DELs in one namespace run in turn, and the
 // second finds the VRF gone (upstream #1282).
 func del(a *attach.Attachment, c *netConf) []error {
-	if a.Args.Netns == "" {
-		return nil
-	}
-	contNS, err := ns.Open(a.Args.Netns)
+	contNS, err := ns.OpenLocked(a.Args.Netns)
 	if err != nil {
+		return []error{err}
+	}
+	if contNS == nil {
 		return nil // gone, and the VRF with it
 	}
 	defer contNS.Close()
-	unlock, err := lockNS(contNS)
-	if err != nil {
-		return []error{err}
-	}
-	defer unlock()
-	h, err := contNS.Handle()
-	if err != nil {
-		return []error{err}
-	}
-	defer h.Close()
+	h := contNS.H
 	where := "in " + contNS.Path()
 	vrf, err := ip.LinkByName(h, c.VRFName)
 	if errors.Is(err, ip.ErrLinkNotFound) {
@@ -408,7 +373,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	for _, want := range prev.Routes {
 		found := false
 		for _, r := range routes {
-			if r.Dst != nil && r.Dst.String() == want.Dst.String() || r.Dst == nil && isDefault(want.Dst) {
+			if r.Dst != nil && r.Dst.String() == want.Dst.String() || r.Dst == nil && ip.IsDefault(&want.Dst) {
 				found = true
 				break
 			}
@@ -418,9 +383,4 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 		}
 	}
 	return nil
-}
-
-func isDefault(n net.IPNet) bool {
-	ones, _ := n.Mask.Size()
-	return ones == 0
 }

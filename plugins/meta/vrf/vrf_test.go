@@ -1,7 +1,6 @@
 package vrf_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os/exec"
@@ -58,22 +57,11 @@ func prevFor(ver string, contNS *ns.NetNS, f iface) []byte {
 	_, r4, _ := net.ParseCIDR(f.route4)
 	_, r6, _ := net.ParseCIDR(f.route6)
 	res.Routes = append(res.Routes, &typesRoute{Dst: *r4, GW: net.ParseIP(f.gw4)}, &typesRoute{Dst: *r6, GW: net.ParseIP(f.gw6)})
-	r, err := res.GetAsVersion(ver)
-	Expect(err).NotTo(HaveOccurred())
-	b, err := json.Marshal(r)
-	Expect(err).NotTo(HaveOccurred())
-	return b
+	return testutil.PrintResult(res, ver)
 }
 
 func conf(ver, keys string, prev []byte) []byte {
-	s := fmt.Sprintf(`{"cniVersion": %q, "name": "vrf-net", "type": "vrf"`, ver)
-	if keys != "" {
-		s += ", " + keys
-	}
-	if prev != nil {
-		s += `, "prevResult": ` + string(prev)
-	}
-	return []byte(s + "}")
+	return testutil.JoinConf(fmt.Sprintf(`"cniVersion": %q, "name": "vrf-net", "type": "vrf"`, ver), keys, prev)
 }
 
 // routes lists n's routes of every table, as text.

@@ -1,7 +1,7 @@
 // Package benchnode is what the benchmark commands (scripts/parallelbench,
 // scripts/checkbench) share: a stand-in node made of network namespaces
 // and a work folder, removed again at the end; the CPU time their plugin
-// processes used; medians.
+// processes used (medians: scripts/internal/stats).
 package benchnode
 
 import (
@@ -88,15 +88,4 @@ func ChildCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) // cannot fail with a valid pointer
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// Median is the middle of v, or the mean of the middle two; v is not
-// reordered. v must not be empty.
-func Median[T ~int64 | ~float64](v []T) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
 }

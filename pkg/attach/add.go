@@ -1,0 +1,123 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+
+	"github.com/cniforge/plugins/pkg/ipam"
+	"github.com/cniforge/plugins/pkg/result"
+)
+
+func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
+	a, c, err := r.start("ADD", args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	// Deferred after Close, so it runs before it: the undos still have
+	// the namespaces. A panic is recovered first, then undone like an error.
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v, a.Log)
+		}
+		if err != nil {
+			a.Undo.Run(a.Log) // a panicking undo step is an error of its own there
+		}
+	}()
+	if r.p.Chained {
+		if a.Prev, err = requirePrev(a.Conf, r.p.Name); err != nil {
+			return err
+		}
+	}
+	if err := findIPAM(a.Conf, args.Path); err != nil {
+		return err
+	}
+	if a.Conf.HasIPAM() {
+		// Its start overlaps the steps before IPAMAdd; it acts only then.
+		a.ipamPre = ipam.Prestart(a.Conf.IPAM.Type, "ADD")
+		defer a.ipamPre.Cancel()
+	}
+	if _, _, err := a.Container(); err != nil {
+		return err
+	}
+	if r.p.Chained {
+		if err := chainedIface(a, a.Prev); err != nil {
+			return err
+		}
+	}
+	res, err := r.p.Add(a, c)
+	if err != nil {
+		return err
+	}
+	return result.Print(res, a.Conf.CNIVersion)
+}
+
+// requirePrev parses the prevResult a chained plugin's ADD needs: code 7
+// when there is none, code 6 when it does not decode.
+func requirePrev(c *NetConf, name string) (*current.Result, error) {
+	prev, err := c.Prev()
+	if err != nil {
+		return nil, err
+	}
+	if prev == nil {
+		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", name))
+	}
+	return prev, nil
+}
+
+// chainedIface refuses (code 7), before a chained plugin changes anything,
+// an attachment whose interface is not there to adjust: prevResult puts
+// CNI_IFNAME in another sandbox than CNI_NETNS, or CNI_NETNS has no link
+// of that name. Without it the plugin fails half-way with "link not found"
+// (code 999), as upstream's do.
+func chainedIface(a *Attachment, prev *current.Result) error {
+	name, netns := a.Args.IfName, a.Args.Netns
+	elsewhere := ""
+	var ifaces []*current.Interface
+	if prev != nil {
+		ifaces = prev.Interfaces
+	}
+	for _, iface := range ifaces {
+		if iface.Name != name || iface.Sandbox == "" {
+			continue
+		}
+		if iface.Sandbox == netns {
+			elsewhere = ""
+			break
+		}
+		elsewhere = iface.Sandbox
+	}
+	if elsewhere != "" {
+		return result.InvalidConfig(fmt.Errorf("prevResult: interface %q is in sandbox %q, not in CNI_NETNS %q", name, elsewhere, netns))
+	}
+	_, h, err := a.Container()
+	if err != nil {
+		return err
+	}
+	if _, err := h.LinkByName(name); err != nil {
+		var notFound netlink.LinkNotFoundError
+		if errors.As(err, &notFound) {
+			return result.InvalidConfig(fmt.Errorf("CNI_IFNAME: no interface %q in CNI_NETNS %s to adjust (prevResult names the interface a plugin before this one made)", name, netns))
+		}
+		return fmt.Errorf("look up %q in %s: %w", name, netns, err)
+	}
+	return nil
+}
+
+// findIPAM refuses, before any change, an IPAM type that is not in
+// CNI_PATH: a config problem (code 7), not an internal error.
+func findIPAM(c *NetConf, cniPath string) error {
+	if !c.HasIPAM() {
+		return nil
+	}
+	if _, err := invoke.FindInPath(c.IPAM.Type, filepath.SplitList(cniPath)); err != nil {
+		return result.InvalidConfig(fmt.Errorf("ipam.type: %q not found in CNI_PATH %q", c.IPAM.Type, cniPath))
+	}
+	return nil
+}

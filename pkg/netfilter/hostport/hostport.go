@@ -1,0 +1,270 @@
+package hostport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
+)
+
+// Port forwarding (the portmap plugin): DNAT of host ports to a container's
+// address, for traffic destined to one of the host's own addresses only
+// (CVE-2025-67499), with masquerade for hairpin and localhost traffic.
+//
+// Both backends keep upstream's layout, so a DEL from either suite removes
+// what the other's ADD made:
+//
+//   - iptables: see iptables.go (nat chains CNI-HOSTPORT-DNAT,
+//     CNI-DN-<hash>, CNI-HOSTPORT-SETMARK, CNI-HOSTPORT-MASQ; a raw-table
+//     guard CNI-HOSTPORT-GUARD for route_localnet).
+//   - nftables: see nftables.go (tables "ip cni_hostport" and
+//     "ip6 cni_hostport"; mappings are elements of verdict-free maps, so a
+//     lookup costs the same for 1 or 1000 mappings).
+
+// PortMapping is one host port forwarded to a container port.
+type PortMapping struct {
+	HostPort      int
+	ContainerPort int
+	Protocol      string // "tcp", "udp" or "sctp"
+	HostIP        net.IP // nil: every local address
+}
+
+// PortMapOptions is everything Setup and Check need of one attachment.
+type PortMapOptions struct {
+	Owner netfilter.Owner
+	// ContainerIPs are the container's addresses with their prefix
+	// length, as prevResult gives them; per family the first one is the
+	// DNAT target (as upstream), and hairpin traffic from anywhere in its
+	// subnet is masqueraded (a neighbour on the same bridge, whose answer
+	// would otherwise go straight back un-NATed). A nil Mask is a host
+	// address (/32, /128).
+	ContainerIPs []net.IPNet
+	Mappings     []PortMapping
+	// SNAT masquerades hairpin (container to its own host port) and
+	// localhost (127.0.0.1:hostPort from the host) traffic.
+	SNAT bool
+	// MasqAll masquerades every forwarded connection, not only hairpin.
+	MasqAll bool
+	// MarkMasqBit is the bit of the packet mark that asks for masquerade
+	// (iptables only; 0-31, upstream's default 13).
+	MarkMasqBit int
+	// ExternalSetMarkChain, when set, is the chain that marks packets for
+	// masquerade (iptables only); CNI-HOSTPORT-SETMARK/MASQ are not made.
+	ExternalSetMarkChain string
+	// Conditions are extra iptables match arguments for the entry rules
+	// in PREROUTING and OUTPUT, per family (iptables only).
+	ConditionsV4, ConditionsV6 []string
+}
+
+// DefaultMarkMasqBit is upstream's markMasqBit.
+const DefaultMarkMasqBit = 13
+
+// containerIP returns the first container address of f, nil when none.
+func (o PortMapOptions) containerIP(f nftnl.Family) net.IP {
+	if n := o.containerNet(f); n != nil {
+		if f == nftnl.IPv4 {
+			return n.IP.To4()
+		}
+		return n.IP.To16()
+	}
+	return nil
+}
+
+// containerNet returns the first container address of f with its
+// prefix, nil when none.
+func (o PortMapOptions) containerNet(f nftnl.Family) *net.IPNet {
+	for i := range o.ContainerIPs {
+		if n := &o.ContainerIPs[i]; n.IP != nil && nftnl.FamilyOf(n.IP) == f {
+			return n
+		}
+	}
+	return nil
+}
+
+// hairpinNet returns the subnet hairpin traffic to the container of
+// family f comes from: the network of its address (10.88.0.2/24 ->
+// 10.88.0.0/24), as upstream's iptables rule matches it.
+func (o PortMapOptions) hairpinNet(f nftnl.Family) *net.IPNet {
+	n := o.containerNet(f)
+	if n == nil {
+		return nil
+	}
+	return nftnl.SubnetOf(n)
+}
+
+// mappings returns the mappings that apply to family f: those without a
+// hostIP and those whose hostIP is of f. A mapping applies only to the
+// container address of its own family.
+func (o PortMapOptions) mappings(f nftnl.Family) []PortMapping {
+	if o.containerIP(f) == nil {
+		return nil
+	}
+	var out []PortMapping
+	for _, m := range o.Mappings {
+		if m.HostIP != nil && nftnl.FamilyOf(m.HostIP) != f {
+			continue // 0.0.0.0 is IPv4 only, :: IPv6 only
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// hostIP returns m's host address for a rule, nil for "any".
+func (m PortMapping) hostIP() net.IP {
+	if m.HostIP == nil || m.HostIP.IsUnspecified() {
+		return nil
+	}
+	if ip4 := m.HostIP.To4(); ip4 != nil {
+		return ip4
+	}
+	return m.HostIP.To16()
+}
+
+// ValidateMapping checks one mapping; the error names the field.
+func ValidateMapping(m PortMapping) error {
+	if m.HostPort < 1 || m.HostPort > 65535 {
+		return fmt.Errorf("hostPort: %d out of range 1-65535", m.HostPort)
+	}
+	if m.ContainerPort < 1 || m.ContainerPort > 65535 {
+		return fmt.Errorf("containerPort: %d out of range 1-65535", m.ContainerPort)
+	}
+	switch m.Protocol {
+	case "tcp", "udp", "sctp":
+	default:
+		return fmt.Errorf("protocol: %q (want tcp, udp or sctp)", m.Protocol)
+	}
+	return nil
+}
+
+// ErrPortMapMissing is returned (wrapped) by PortMap.Check when a rule,
+// chain or map element of the attachment is missing.
+var ErrPortMapMissing = errors.New("port mapping rule missing")
+
+// PortMap installs, checks and removes an attachment's port forwards.
+// All methods act on the calling thread's network namespace.
+type PortMap interface {
+	Backend() string
+	// Setup installs the forwards of opts, replacing any of opts.Owner's
+	// that differ. On error nothing of the attachment is left.
+	Setup(opts PortMapOptions) error
+	// Teardown removes every forward of o (made by either suite) and
+	// returns the container addresses they pointed to. Absent is success.
+	Teardown(o netfilter.Owner) ([]net.IP, error)
+	// Check verifies the forwards of opts are present (ErrPortMapMissing).
+	Check(opts PortMapOptions) error
+	// GC removes the forwards of network whose owner is not in keep.
+	GC(network string, keep []netfilter.Owner) error
+	// Usable reports whether the backend can be used here (ErrUnavailable).
+	Usable() error
+}
+
+// NewPortMap returns the port-forwarding backend named backend:
+// BackendIPTables, BackendNFTables, or "" for upstream's default (iptables
+// unless it is unusable here and nftables works).
+func NewPortMap(backend string) (PortMap, error) {
+	switch backend {
+	case netfilter.BackendIPTables:
+		return newIPTablesPortMap(), nil
+	case netfilter.BackendNFTables:
+		return newNFTablesPortMap(), nil
+	case "":
+		ipt := newIPTablesPortMap()
+		if err := ipt.Usable(); err != nil {
+			nft := newNFTablesPortMap()
+			if nftErr := nft.Usable(); nftErr == nil {
+				return nft, nil
+			}
+		}
+		return ipt, nil
+	default:
+		return nil, fmt.Errorf("backend: %q: %w (want %q or %q)", backend, netfilter.ErrUnknownBackend, netfilter.BackendIPTables, netfilter.BackendNFTables)
+	}
+}
+
+// TeardownPortMapAll removes o's forwards from both backends (the one used
+// at ADD may not be known) and returns the container addresses they
+// pointed to. An unusable backend holds nothing.
+func TeardownPortMapAll(o netfilter.Owner) ([]net.IP, error) { return TeardownPortMapAllOf(o, nil) }
+
+// TeardownPortMapAllOf is TeardownPortMapAll for a DEL that knows o's
+// mappings (the runtime passes ADD's again): with a few, nftables looks
+// their elements up by key instead of reading whole maps, whose size is
+// every container's. An nftables element of o under a key not in mappings
+// (a runtime that changed them between ADD and DEL) then stays until GC;
+// with mappings nil, or many, every element of o is found by reading.
+// iptables removes o's whole chain either way.
+func TeardownPortMapAllOf(o netfilter.Owner, mappings []PortMapping) ([]net.IP, error) {
+	var ips []net.IP
+	var errs []error
+	for _, pm := range []PortMap{newIPTablesPortMap(), newNFTablesPortMap()} {
+		if pm.Usable() != nil {
+			continue
+		}
+		var got []net.IP
+		var err error
+		if nft, ok := pm.(*nftablesPortMap); ok {
+			got, err = nft.TeardownOf(o, mappings)
+		} else {
+			got, err = pm.Teardown(o)
+		}
+		ips = append(ips, got...)
+		errs = append(errs, err)
+	}
+	return ips, errors.Join(errs...)
+}
+
+// GCPortMapAll removes the forwards of network whose owner is not in keep,
+// from both backends; an unusable backend holds nothing.
+func GCPortMapAll(network string, keep []netfilter.Owner) error {
+	var errs []error
+	for _, pm := range []PortMap{newIPTablesPortMap(), newNFTablesPortMap()} {
+		if pm.Usable() != nil {
+			continue
+		}
+		errs = append(errs, pm.GC(network, keep))
+	}
+	return errors.Join(errs...)
+}
+
+// ipPort formats a DNAT target as iptables-save prints it.
+func ipPort(ip net.IP, port int) string {
+	if ip.To4() == nil {
+		return fmt.Sprintf("[%s]:%d", ip, port)
+	}
+	return fmt.Sprintf("%s:%d", ip, port)
+}
+
+// protoNum is the IP protocol number of a mapping's protocol (0 for
+// another name). A switch, not a map: nothing to build at init.
+func protoNum(proto string) byte {
+	switch proto {
+	case "tcp":
+		return 6
+	case "udp":
+		return 17
+	case "sctp":
+		return 132
+	}
+	return 0
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// capMissing keeps an error about many missing mappings readable: the
+// first ten, then how many more.
+func capMissing(errs []error) []error {
+	const keep = 10
+	if len(errs) <= keep {
+		return errs
+	}
+	return append(errs[:keep:keep], fmt.Errorf("%w: and %d more", ErrPortMapMissing, len(errs)-keep))
+}

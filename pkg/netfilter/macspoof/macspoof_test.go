@@ -1,0 +1,185 @@
+package macspoof
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
+)
+
+// nftDeleteRuleWith deletes, with nft, the first rule of chain in the bridge
+// mac spoof table whose listing contains needle.
+func nftDeleteRuleWith(chain, needle string) error {
+	out, err := nftest.NftRun("", "-a", "list", "chain", "bridge", macspoofTableName, chain)
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.Contains(l, needle) {
+			continue
+		}
+		_, h, ok := strings.Cut(l, "# handle ")
+		if !ok {
+			continue
+		}
+		_, err := nftest.NftRun("", "delete", "rule", "bridge", macspoofTableName, chain, "handle", strings.TrimSpace(h))
+		return err
+	}
+	return fmt.Errorf("no rule with %q in chain %s", needle, chain)
+}
+
+var _ = Describe("mac spoof check", func() {
+	var hostNS *ns.NetNS
+	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(Succeed())
+	})
+
+	It("fails Check when the base chain's jump is gone, and Setup repairs it", func() {
+		Expect(nftest.In(hostNS, func() error { return nftDeleteRuleWith(macspoofBaseChain, "jump "+MacspoofChainName(o)) })).To(Succeed())
+		err := nftest.In(hostNS, check.Check)
+		Expect(err).To(MatchError(netfilter.ErrMissing))
+		Expect(err.Error()).To(ContainSubstring("chain PREROUTING: jump " + MacspoofChainName(o)))
+		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(Succeed())
+	})
+
+	It("fails Check for another port or MAC", func() {
+		other := check
+		other.Port = "veth9999"
+		Expect(nftest.In(hostNS, other.Check)).To(MatchError(ContainSubstring(`iifname "veth9999"`)))
+		other = check
+		other.MAC, _ = net.ParseMAC("0a:58:0a:01:00:06")
+		Expect(nftest.In(hostNS, other.Check)).To(MatchError(ContainSubstring("ether saddr 0a:58:0a:01:00:06")))
+	})
+
+	It("fails Check when the drop is gone", func() {
+		Expect(nftest.In(hostNS, func() error { return nftDeleteRuleWith(macspoofMACChainName(o), "drop") })).To(Succeed())
+		err := nftest.In(hostNS, check.Check)
+		Expect(err).To(MatchError(netfilter.ErrMissing))
+		Expect(err.Error()).To(ContainSubstring("drop"))
+	})
+
+	DescribeTable("fails Check when the base chain is no filter chain on prerouting",
+		func(from, to string) {
+			// The same table, as nft lists it, with the base chain moved.
+			listing := testutil.NetfilterOutput(hostNS, "nft", "list", "table", "bridge", macspoofTableName)
+			Expect(listing).To(ContainSubstring(from))
+			other := testutil.NewNS()
+			Expect(nftest.In(other, func() error { _, err := nftest.NftRun(strings.Replace(listing, from, to, 1), "-f", "-"); return err })).To(Succeed())
+			err := nftest.In(other, check.Check)
+			Expect(err).To(MatchError(netfilter.ErrMissing))
+			Expect(err.Error()).To(ContainSubstring("chain " + macspoofBaseChain + " as a filter prerouting chain"))
+		},
+		Entry("on the forward hook", "hook prerouting priority dstnat;", "hook forward priority -300;"),
+		Entry("a regular chain", "type filter hook prerouting priority dstnat; policy accept;", ""),
+	)
+
+	It("fails Check after Teardown", func() {
+		Expect(nftest.In(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
+		Expect(nftest.In(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+	})
+})
+
+var _ = Describe("mac spoof check on nftables errors", func() {
+	// issue 8, defect 9: any nftables error used to count as "nothing
+	// installed", so a DEL reported success while the rules stayed.
+	var hostNS *ns.NetNS
+	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+	})
+
+	It("fails Teardown when nftables refuses, and leaves the check for the next DEL", func() {
+		err := nftest.InWithoutNetAdmin(hostNS, func() error { return TeardownMacSpoofCheck(o) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(err.Error()).To(ContainSubstring(macspoofTableName))
+		Expect(nftest.In(hostNS, check.Check)).To(Succeed(), "the check is still installed")
+
+		Expect(nftest.In(hostNS, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
+	})
+
+	It("fails GC when nftables refuses", func() {
+		err := nftest.InWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })
+		Expect(err).To(MatchError(unix.EPERM))
+		Expect(nftest.In(hostNS, check.Check)).To(Succeed(), "the check is still installed")
+
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
+	})
+
+	It("tears down from many DELs at once, each succeeding", func() {
+		// Concurrent teardowns of one owner race: the loser's batch finds
+		// its rule or chain gone (ENOENT), which is "already gone".
+		for round := range 5 {
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() { errs <- nftest.In(hostNS, func() error { return TeardownMacSpoofCheck(o) }) }()
+			}
+			for range 8 {
+				Expect(<-errs).To(Succeed(), "round %d", round)
+			}
+			Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
+			Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+		}
+	})
+
+	It("tears down nothing, successfully, where nothing was set up", func() {
+		other := testutil.NewNS()
+		Expect(nftest.In(other, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
+		Expect(nftest.In(other, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
+	})
+})
+
+var _ = Describe("mac spoof check over a host's own bridge nat PREROUTING", func() {
+	// issue 22, defect 3: a jump from a base chain on another hook, type or
+	// priority would leave the check silently ineffective.
+	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+
+	DescribeTable("fails Setup, changing nothing, when the base chain is not upstream's",
+		func(chain, have string) {
+			hostNS := testutil.NewNS()
+			script := "table bridge nat {\n chain PREROUTING {\n" + chain + "\n }\n}\n"
+			Expect(nftest.In(hostNS, func() error { _, err := nftest.NftRun(script, "-f", "-"); return err })).To(Succeed())
+			before := testutil.NetfilterOutput(hostNS, "nft", "list", "ruleset")
+			err := nftest.In(hostNS, check.Setup)
+			Expect(err).To(MatchError(ErrBaseChainConflict))
+			Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("table bridge nat chain PREROUTING is %q, not %q", have, "type filter hook prerouting priority -300")))
+			Expect(testutil.NetfilterOutput(hostNS, "nft", "list", "ruleset")).To(Equal(before))
+			Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
+		},
+		Entry("hooked on input", "type filter hook input priority -300; policy accept;", "type filter hook input priority -300"),
+		Entry("on prerouting at priority 0", "type filter hook prerouting priority 0; policy accept;", "type filter hook prerouting priority 0"),
+		Entry("a regular chain", "", "a regular chain (no hook)"),
+	)
+
+	It("sets up over upstream's base chain made by nft", func() {
+		hostNS := testutil.NewNS()
+		script := "table bridge nat {\n chain PREROUTING {\n type filter hook prerouting priority -300; policy accept;\n }\n}\n"
+		Expect(nftest.In(hostNS, func() error { _, err := nftest.NftRun(script, "-f", "-"); return err })).To(Succeed())
+		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+		Expect(nftest.In(hostNS, check.Check)).To(Succeed())
+	})
+})

@@ -1,0 +1,282 @@
+package masq
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/iptables"
+	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
+)
+
+// iptablesMasq is the iptables backend. It runs iptables-restore (one
+// process per family and change: the whole attachment is one transaction of
+// the nat table) and iptables-save to read the current state, never a string
+// of single-rule iptables calls.
+//
+// Setup costs one process per family on a clean table; two more when the
+// chain already exists (read, then reconcile). With iptables-nft, where
+// the nat table is already there and the chain is not, it costs none: the
+// rules go over netlink as iptables-nft encodes them (setupNFT). Check
+// reads them over netlink there too (checkNFT), and with iptables-save
+// (one process per family) otherwise or when something is missing. GC
+// reads with iptables-save and writes only when there is something to
+// change. Teardown does the same for each
+// family whose chain may exist; with iptables-nft it first asks nf_tables
+// over netlink and skips families without the chain, and deletes a chain
+// that goes as a whole over netlink too (teardownNFT), so a DEL costs no
+// process unless another interface of the container shares the chain
+// (then two: read + delete).
+type iptablesMasq struct {
+	*iptables.Runner
+}
+
+func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{Runner: &iptables.Runner{}} }
+
+func (m *iptablesMasq) Backend() string { return netfilter.BackendIPTables }
+
+func (m *iptablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
+	if err := netfilter.CheckIPTablesComment(o); err != nil {
+		return err
+	}
+	unlock, err := m.LockChains(netfilter.IptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("set up masquerade for %s: %w", o, err)
+	}
+	defer unlock()
+	var done []nftnl.Family
+	for _, f := range nftnl.Families {
+		as := nftnl.ByFamily(addrs)[f]
+		if len(as) == 0 {
+			continue
+		}
+		if err := m.setupFamily(o, f, as); err != nil {
+			// Leave no family half set up: undo this interface's rules in
+			// every family done so far, merged into another interface's
+			// chain or freshly made (teardownFamily removes only o's).
+			for _, df := range done {
+				if uerr := m.teardownFamily(o, df); uerr != nil {
+					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
+				}
+			}
+			return err
+		}
+		done = append(done, f)
+	}
+	return nil
+}
+
+// setupFamily installs the rules of o for addrs (all of family f). It first
+// tries the one-process path that only works on a clean table.
+func (m *iptablesMasq) setupFamily(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) error {
+	if err := m.Usable(f); err != nil {
+		return err
+	}
+	want := desiredIPTables(o, f, addrs)
+	if m.setupNFT(f, want) {
+		return nil
+	}
+	firstErr := m.Restore(f, want.freshLines())
+	if firstErr == nil {
+		return nil
+	}
+	// Most likely the chain exists (a repeated ADD); read and reconcile.
+	t, err := m.save(f)
+	if err != nil {
+		return fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
+	}
+	lines := t.mergeLines(o, f, want)
+	if lines == nil {
+		return nil
+	}
+	if err := m.Restore(f, lines); err != nil {
+		return fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
+	}
+	return nil
+}
+
+func (m *iptablesMasq) Teardown(o netfilter.Owner) error {
+	return m.teardown(o, false)
+}
+
+// teardownIfUsable is Teardown for TeardownMasqAll: a family whose iptables
+// cannot be used (binary missing, nat table not loadable) holds no rules.
+func (m *iptablesMasq) teardownIfUsable(o netfilter.Owner) error {
+	return m.teardown(o, true)
+}
+
+// teardown removes o's rules from every family whose iptables binary
+// exists. With ifUsable, a failure in a family whose nat table cannot be
+// used is no failure: nothing can have been installed there.
+func (m *iptablesMasq) teardown(o netfilter.Owner, ifUsable bool) error {
+	unlock, err := m.LockChains(netfilter.IptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("tear down masquerade for %s: %w", o, err)
+	}
+	defer unlock()
+	var errs []error
+	for _, f := range nftnl.Families {
+		if m.Usable(f) != nil {
+			continue // no binary, no rules
+		}
+		err := m.teardownFamily(o, f)
+		if err != nil && ifUsable {
+			uerr := m.NatUsable(f)
+			if errors.Is(uerr, netfilter.ErrUnavailable) {
+				continue // this kernel has no nat table: nothing was installed
+			}
+			err = errors.Join(err, uerr) // the check failed for another reason: say both
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// teardownFamily expects the caller to hold the chain's lock.
+func (m *iptablesMasq) teardownFamily(o netfilter.Owner, f nftnl.Family) error {
+	chain := netfilter.IptablesChain(o)
+	if m.ChainSurelyAbsent(f, chain) || m.teardownNFT(o, f) {
+		return nil
+	}
+	t, err := m.save(f)
+	if err != nil {
+		return fmt.Errorf("tear down %s masquerade for %s: %w", f, o, err)
+	}
+	lines := t.teardownLines(o, f)
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := m.Restore(f, lines); err != nil {
+		return fmt.Errorf("delete %s nat chain %s of %s: %w", f, chain, o, err)
+	}
+	return nil
+}
+
+func (m *iptablesMasq) Check(o netfilter.Owner, addrs []*net.IPNet) error {
+	var errs []error
+	for f, as := range nftnl.ByFamily(addrs) {
+		want := desiredIPTables(o, f, as)
+		if m.checkNFT(f, want) {
+			continue
+		}
+		t, err := m.save(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("check %s masquerade for %s: %w", f, o, err))
+			continue
+		}
+		for _, miss := range t.missing(want) {
+			errs = append(errs, fmt.Errorf("%w: %s %s", netfilter.ErrMissing, f, miss))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("iptables masquerade of %s: %w", o, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (m *iptablesMasq) GC(network string, keep []netfilter.Owner) error {
+	var errs []error
+	for _, f := range nftnl.Families {
+		if m.Usable(f) != nil {
+			continue
+		}
+		errs = append(errs, m.gcFamily(f, network, keep))
+	}
+	return errors.Join(errs...)
+}
+
+// gcFamily is GC for one family. When the nat table of f cannot be used
+// here, the error wraps ErrUnavailable.
+func (m *iptablesMasq) gcFamily(f nftnl.Family, network string, keep []netfilter.Owner) error {
+	// Chains with a kept owner stay; in them, the interfaces not kept go.
+	keepIfs := map[string]map[string]bool{}
+	chainOwner := map[string]netfilter.Owner{}
+	for _, o := range keep {
+		if o.Network != network {
+			continue
+		}
+		chain := netfilter.IptablesChain(o)
+		if keepIfs[chain] == nil {
+			keepIfs[chain], chainOwner[chain] = map[string]bool{}, o
+		}
+		keepIfs[chain][o.IfName] = true
+	}
+	t, err := m.save(f)
+	if err != nil {
+		if uerr := m.NatUsable(f); errors.Is(uerr, netfilter.ErrUnavailable) {
+			err = uerr // say it is unusable here (ErrUnavailable), not just failing
+		} else {
+			err = errors.Join(err, uerr) // a real failure, whatever the check says
+		}
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+	}
+	plan := func(t natTable, only map[string][]string) map[string][]string {
+		changes := map[string][]string{}
+		for chain, nw := range t.ownedChains() {
+			if nw != network {
+				continue
+			}
+			if _, ok := only[chain]; only != nil && !ok {
+				continue
+			}
+			lines := t.deleteLines(chain)
+			if keepIfs[chain] != nil {
+				lines = t.gcLines(chainOwner[chain], f, keepIfs[chain])
+			}
+			if len(lines) > 0 {
+				changes[chain] = lines
+			}
+		}
+		return changes
+	}
+	changes := plan(t, nil)
+	if len(changes) == 0 {
+		return nil
+	}
+	// A Setup or Teardown may be changing these chains: take their locks
+	// (all at once; GC is the only holder of several) and read again.
+	// Chains that appear meanwhile wait for the next GC.
+	unlock, err := m.LockChains(slices.Collect(maps.Keys(changes))...)
+	if err != nil {
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+	}
+	defer unlock()
+	if t, err = m.save(f); err != nil {
+		return fmt.Errorf("gc %s masquerade of network %q: %w", f, network, err)
+	}
+	changes = plan(t, changes)
+	var all []string
+	for _, lines := range changes {
+		all = append(all, lines...)
+	}
+	if len(all) == 0 || m.Restore(f, all) == nil {
+		return nil
+	}
+	// One bad chain must not keep the others: retry them one by one.
+	var errs []error
+	for chain, lines := range changes {
+		if err := m.Restore(f, lines); err != nil {
+			errs = append(errs, fmt.Errorf("gc %s nat chain %s of network %q: %w", f, chain, network, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// gcIfUsable is GC for GCMasqAll: a family whose iptables cannot be used
+// (binary missing, nat table not loadable) holds no rules. It decides per
+// family, so an unusable IPv6 nat table does not hide an IPv4 failure.
+func (m *iptablesMasq) gcIfUsable(network string, keep []netfilter.Owner) error {
+	var errs []error
+	for _, f := range nftnl.Families {
+		if m.Usable(f) != nil {
+			continue
+		}
+		if err := m.gcFamily(f, network, keep); err != nil && !errors.Is(err, netfilter.ErrUnavailable) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
