@@ -4,7 +4,8 @@
 # kernel specs in the VM lane (scripts/vm/kernel-lane.sh), then every command
 # the README and docs/ give a reader (scripts/frontdoor.sh: the demo, the install,
 # the benchmarks), then Podman against our plugins (scripts/podman-lane.sh),
-# then containerd's CRI plugin driven by crictl (scripts/cri-lane.sh).
+# then containerd's CRI plugin driven by crictl (scripts/cri-lane.sh), then
+# a single-node Kubernetes cluster (scripts/kube-lane.sh).
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -89,6 +90,19 @@ if [ -z "${cl_passed:-}" ]; then
 	exit 1
 fi
 
+# The Kubernetes lane: etcd, the API server, controller manager, scheduler
+# and a kubelet over containerd 2.x, in namespaces and private mounts it
+# makes; our DaemonSet installs the plugins, pods run through the kubelet,
+# the real host compared before and after. See scripts/kube-lane.sh.
+echo "== the Kubernetes lane (scripts/kube-lane.sh)"
+kube_rc=0
+scripts/kube-lane.sh | tee "$work/kube" || kube_rc=$?
+read -r kl_passed kl_failed < <(awk '/^kube-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/kube")
+if [ -z "${kl_passed:-}" ]; then
+	echo "test_linux.sh: scripts/kube-lane.sh printed no count (exit $kube_rc)" >&2
+	exit 1
+fi
+
 # The closing count: host results, with the kernel specs that skipped on the
 # host credited as passed when the lane ran them (it fails unless all pass).
 # Only the specs that skipped on this host (kernelfeature logs each) are
@@ -100,6 +114,6 @@ if [ "$credited" -gt "$lane" ]; then
 	echo "test_linux.sh: $credited kernel specs skipped on the host but the VM lane passed only $lane" >&2
 	exit 1
 fi
-echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README and docs/ commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks)"
-echo "total: $((passed + credited + fd_passed + pl_passed + cl_passed)) passed, $((failed + fd_failed + pl_failed + cl_failed)) failed, $((skipped - credited)) skipped"
-[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cri_rc" = 0 ] && [ "$cl_failed" = 0 ]
+echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README and docs/ commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks; $kl_passed Kubernetes lane checks)"
+echo "total: $((passed + credited + fd_passed + pl_passed + cl_passed + kl_passed)) passed, $((failed + fd_failed + pl_failed + cl_failed + kl_failed)) failed, $((skipped - credited)) skipped"
+[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cri_rc" = 0 ] && [ "$cl_failed" = 0 ] && [ "$kube_rc" = 0 ] && [ "$kl_failed" = 0 ]
