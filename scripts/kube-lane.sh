@@ -177,45 +177,7 @@ start_containerd() {
 		image-endpoint: unix://$pw/containerd.sock
 		timeout: 30
 	EOF
-	cat >"$pw/containerd.toml" <<-EOF
-		version = 3
-		root = "$pw/root"
-		state = "$pw/state"
-		plugin_dir = "$pw/plugins"
-		disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
-		[grpc]
-		  address = "$pw/containerd.sock"
-		[ttrpc]
-		  address = "$pw/containerd-ttrpc.sock"
-		[debug]
-		  address = ""
-		[metrics]
-		  address = ""
-		[plugins."io.containerd.internal.v1.opt"]
-		  path = "$pw/opt"
-		[plugins."io.containerd.grpc.v1.cri"]
-		  disable_tcp_service = true
-		  stream_server_address = "127.0.0.1"
-		  stream_server_port = "0"
-		[plugins."io.containerd.cri.v1.images"]
-		  snapshotter = "overlayfs"
-		  [plugins."io.containerd.cri.v1.images".pinned_images]
-		    sandbox = "localhost/cniforge-pause:1"
-		[plugins."io.containerd.cri.v1.runtime"]
-		  restrict_oom_score_adj = true
-		  disable_apparmor = true
-		  [plugins."io.containerd.cri.v1.runtime".containerd]
-		    default_runtime_name = "runc"
-		    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-		      runtime_type = "io.containerd.runc.v2"
-		      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-		        BinaryName = "$(command -v runc)"
-		        Root = "$pw/runc"
-		  [plugins."io.containerd.cri.v1.runtime".cni]
-		    bin_dirs = ["$cnidir"]
-		    conf_dir = "$pw/net.d"
-		    max_conf_num = 1
-	EOF
+	containerd2_toml "$cnidir" >"$pw/containerd.toml"
 	PATH=$pw/bin:$PATH daemon containerd "$d/containerd" -c "$pw/containerd.toml"
 	until_ok 150 cri info >/dev/null 2>&1 || {
 		alive containerd

@@ -198,3 +198,59 @@ host_unchanged() {
 		sed 's/^/    /' "$work/host.diff" >&2
 	fi
 }
+
+# containerd_toml VERSION DISABLED_PLUGINS: the start of containerd's
+# config (format VERSION) that both passes share: everything it keeps in
+# the pass's folder, its sockets there, no debug or metrics listener. The
+# pass appends its CRI tables.
+containerd_toml() {
+	cat <<-EOF
+		version = $1
+		root = "$pw/root"
+		state = "$pw/state"
+		plugin_dir = "$pw/plugins"
+		disabled_plugins = $2
+		[grpc]
+		  address = "$pw/containerd.sock"
+		[ttrpc]
+		  address = "$pw/containerd-ttrpc.sock"
+		[debug]
+		  address = ""
+		[metrics]
+		  address = ""
+		[plugins."io.containerd.internal.v1.opt"]
+		  path = "$pw/opt"
+	EOF
+}
+
+# containerd2_toml CNI_BIN_DIR: containerd 2.x's whole config for a lane
+# whose folder is $pw (the CRI and Kubernetes lanes): containerd_toml's
+# start, and a CRI plugin with runc, the lane's pinned pause image and the
+# CNI plugins of CNI_BIN_DIR with the conflist in $pw/net.d.
+containerd2_toml() {
+	containerd_toml 3 '["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]'
+	cat <<-EOF
+		[plugins."io.containerd.grpc.v1.cri"]
+		  disable_tcp_service = true
+		  stream_server_address = "127.0.0.1"
+		  stream_server_port = "0"
+		[plugins."io.containerd.cri.v1.images"]
+		  snapshotter = "overlayfs"
+		  [plugins."io.containerd.cri.v1.images".pinned_images]
+		    sandbox = "localhost/cniforge-pause:1"
+		[plugins."io.containerd.cri.v1.runtime"]
+		  restrict_oom_score_adj = true
+		  disable_apparmor = true
+		  [plugins."io.containerd.cri.v1.runtime".containerd]
+		    default_runtime_name = "runc"
+		    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+		        BinaryName = "$(command -v runc)"
+		        Root = "$pw/runc"
+		  [plugins."io.containerd.cri.v1.runtime".cni]
+		    bin_dirs = ["$1"]
+		    conf_dir = "$pw/net.d"
+		    max_conf_num = 1
+	EOF
+}
