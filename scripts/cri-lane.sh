@@ -466,26 +466,6 @@ dspod() {
 	echo "$pod"
 }
 
-# installed_from_image: $cnidir holds the image's binary and a link to it
-# per plugin, and nothing half-written.
-installed_from_image() {
-	cmp -s "$cnidir/cniforge" bin/cniforge || {
-		echo "$cnidir/cniforge is not the image's binary"
-		return 1
-	}
-	local t
-	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
-			echo "$cnidir/$t: $(ls -l "$cnidir/$t")"
-			return 1
-		}
-	done
-	! ls -A "$cnidir" | grep '^\.' || {
-		echo "temporary files left in $cnidir"
-		return 1
-	}
-}
-
 # check_daemonset: the image imported, its pod installs into the node's
 # plugin folder (the files replaced, not edited), stays up, stops on the
 # kubelet's SIGTERM; a second pod (a rollout) replaces them again while a

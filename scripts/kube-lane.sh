@@ -280,26 +280,6 @@ apply_daemonset() {
 	k apply -f "$pw/ds.yaml"
 }
 
-# installed_from_image: $cnidir holds the image's binary and a link to it
-# per plugin, nothing half-written.
-installed_from_image() {
-	cmp -s "$cnidir/cniforge" bin/cniforge || {
-		echo "$cnidir/cniforge is not the image's binary"
-		return 1
-	}
-	local t
-	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
-			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1)"
-			return 1
-		}
-	done
-	! ls -A "$cnidir" | grep '^\.' || {
-		echo "temporary files left in $cnidir"
-		return 1
-	}
-}
-
 check_ds_ready() {
 	k -n kube-system rollout status ds/cniforge --timeout 180s || {
 		k -n kube-system get pods -o wide

@@ -254,3 +254,24 @@ containerd2_toml() {
 		    max_conf_num = 1
 	EOF
 }
+
+# installed_from_image: $cnidir holds the node image's binary (bin/cniforge)
+# and a link to it per plugin, and nothing half-written (the CRI and
+# Kubernetes lanes' DaemonSet checks).
+installed_from_image() {
+	cmp -s "$cnidir/cniforge" bin/cniforge || {
+		echo "$cnidir/cniforge is not the image's binary"
+		return 1
+	}
+	local t
+	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
+		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
+			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1)"
+			return 1
+		}
+	done
+	! ls -A "$cnidir" | grep '^\.' || {
+		echo "temporary files left in $cnidir"
+		return 1
+	}
+}
