@@ -251,9 +251,11 @@ func gcRound(d *Dirs, o GCOptions, lg *gcLog) (failed int, err error) {
 				continue
 			}
 			rt := &libcni.RuntimeConf{ContainerID: g.id, IfName: ifName}
-			err := cni.DelNetworkList(ctx, n.list, rt)
+			// The forwards first: the reservation is what brings gc back
+			// here, so a failure must leave it for the next round.
+			err := releaseByOwner(n.list, g.id)
 			if err == nil {
-				err = releaseByOwner(n.list, g.id)
+				err = cni.DelNetworkList(ctx, n.list, rt)
 			}
 			if err != nil {
 				failed++
