@@ -328,3 +328,26 @@ private_cgroups() {
 	done <<<"$mounts"
 }
 
+
+# start_kube_proxy MODE: kube-proxy in MODE (iptables, nftables) for the
+# node, until stop_kube_proxy. It sets no global conntrack sysctl (the
+# table size is the host's), and its Services answer once it has synced.
+start_kube_proxy() {
+	daemon kube-proxy kube-proxy --kubeconfig "$pw/admin.kubeconfig" \
+		--hostname-override "$node" --cluster-cidr "$clustercidr" --proxy-mode "$1" \
+		--conntrack-max-per-core 0 --metrics-bind-address 127.0.0.1:10249 \
+		--healthz-bind-address 127.0.0.1:10256 --v=1
+	until_ok 300 curl -sf http://127.0.0.1:10256/healthz >/dev/null || {
+		alive kube-proxy
+		tail -n 20 "$pw/kube-proxy.log"
+		return 1
+	}
+}
+
+# stop_kube_proxy MODE: kube-proxy stopped and its MODE rules removed
+# (kube-proxy --cleanup), as an operator switching modes does.
+stop_kube_proxy() {
+	[ ! -s "$pw/kube-proxy.pid" ] || kill "$(cat "$pw/kube-proxy.pid")" 2>/dev/null
+	rm -f "$pw/kube-proxy.pid"
+	kube-proxy --cleanup --proxy-mode "$1" >>"$pw/kube-proxy.log" 2>&1
+}
