@@ -7,6 +7,16 @@
 //	go run ./scripts/criimages -o images.tar -rootfs DIR -catatonit /usr/bin/catatonit \
 //	    -ref localhost/cniforge-lane:1 -pause-ref localhost/cniforge-pause:1
 //
+// The Kubernetes lane's e2e stage (scripts/kube/e2e.sh) also asks for
+// Kubernetes' test image and CoreDNS's, under the names e2e.test and the
+// cluster use, and the pause image under e2e's name too (-pause-ref takes
+// a comma-separated list):
+//
+//	-agnhost-rootfs DIR -agnhost-ref registry.k8s.io/e2e-test-images/agnhost:2.56
+//	    DIR as one layer, run as agnhost's own image runs: /agnhost pause
+//	-coredns FILE -coredns-ref registry.k8s.io/coredns/coredns:v1.12.4
+//	    FILE as /coredns, its entrypoint
+//
 // github.com/google/go-containerregistry writes the layers, configs,
 // manifests and the archive (see scripts/image for why a library).
 package main
@@ -21,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -37,19 +48,30 @@ func main() {
 	rootfs := flag.String("rootfs", "", "the workload image's root folder")
 	ref := flag.String("ref", "localhost/cniforge-lane:1", "the workload image's name")
 	catatonit := flag.String("catatonit", "/usr/bin/catatonit", "a static catatonit, the pause image's one file")
-	pauseRef := flag.String("pause-ref", "localhost/cniforge-pause:1", "the pause image's name")
+	pauseRef := flag.String("pause-ref", "localhost/cniforge-pause:1", "the pause image's names, comma-separated")
+	var e extra
+	flag.StringVar(&e.agnhostRootfs, "agnhost-rootfs", "", "also an agnhost image of this root folder")
+	flag.StringVar(&e.agnhostRef, "agnhost-ref", "registry.k8s.io/e2e-test-images/agnhost:2.56", "the agnhost image's name")
+	flag.StringVar(&e.coredns, "coredns", "", "also a CoreDNS image of this binary")
+	flag.StringVar(&e.corednsRef, "coredns-ref", "registry.k8s.io/coredns/coredns:v1.12.4", "the CoreDNS image's name")
 	flag.Parse()
 	if *out == "" || *rootfs == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := write(*out, *rootfs, *ref, *catatonit, *pauseRef); err != nil {
+	if err := write(*out, *rootfs, *ref, *catatonit, *pauseRef, e); err != nil {
 		fmt.Fprintf(os.Stderr, "criimages: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func write(out, rootfs, ref, catatonit, pauseRef string) error {
+// extra: the e2e stage's images, each written when its input is given.
+type extra struct {
+	agnhostRootfs, agnhostRef string
+	coredns, corednsRef       string
+}
+
+func write(out, rootfs, ref, catatonit, pauseRef string, e extra) error {
 	work, err := folderLayer(rootfs)
 	if err != nil {
 		return fmt.Errorf("-rootfs %s: %w", rootfs, err)
@@ -70,8 +92,41 @@ func write(out, rootfs, ref, catatonit, pauseRef string) error {
 	if err != nil {
 		return err
 	}
+	byRef := map[string]v1.Image{ref: workImg}
+	for _, r := range strings.Split(pauseRef, ",") {
+		byRef[r] = pauseImg
+	}
+	if e.agnhostRootfs != "" {
+		l, err := folderLayer(e.agnhostRootfs)
+		if err != nil {
+			return fmt.Errorf("-agnhost-rootfs %s: %w", e.agnhostRootfs, err)
+		}
+		// As agnhost's Dockerfile: ENTRYPOINT ["/agnhost"], CMD ["pause"],
+		// in / (where porter finds localhost.crt).
+		img, err := image(l, v1.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
+			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}})
+		if err != nil {
+			return err
+		}
+		byRef[e.agnhostRef] = img
+	}
+	if e.coredns != "" {
+		bin, err := os.ReadFile(e.coredns)
+		if err != nil {
+			return fmt.Errorf("-coredns: %w", err)
+		}
+		l, err := ocilayer.File("coredns", bin, time.Unix(0, 0))
+		if err != nil {
+			return err
+		}
+		img, err := image(l, v1.Config{Entrypoint: []string{"/coredns"}})
+		if err != nil {
+			return err
+		}
+		byRef[e.corednsRef] = img
+	}
 	images := map[name.Reference]v1.Image{}
-	for r, img := range map[string]v1.Image{ref: workImg, pauseRef: pauseImg} {
+	for r, img := range byRef {
 		tag, err := name.NewTag(r)
 		if err != nil {
 			return fmt.Errorf("image name %q: %w", r, err)

@@ -81,7 +81,7 @@ func TestArchiveHoldsBothImages(t *testing.T) {
 	cat := filepath.Join(dir, "catatonit")
 	must(os.WriteFile(cat, []byte("catatonit bytes"), 0o755))
 	out := filepath.Join(dir, "images.tar")
-	must(write(out, root, "localhost/lane:1", cat, "localhost/pause:1"))
+	must(write(out, root, "localhost/lane:1", cat, "localhost/pause:1", extra{}))
 
 	work := load(t, out, "localhost/lane:1")
 	list, content := entries(t, work)
@@ -110,5 +110,60 @@ func TestArchiveHoldsBothImages(t *testing.T) {
 	must(err)
 	if !slices.Equal(cf.Config.Entrypoint, []string{"/catatonit", "-P"}) {
 		t.Errorf("pause config: %+v", cf.Config)
+	}
+}
+
+// The e2e stage's images: agnhost's root folder run as agnhost's image runs
+// (/agnhost pause), CoreDNS's binary as its entrypoint, and the pause image
+// under every name -pause-ref lists.
+func TestArchiveHoldsE2EImages(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(dir, "rootfs")
+	must(os.MkdirAll(root, 0o755))
+	agn := filepath.Join(dir, "agnhost")
+	must(os.MkdirAll(agn, 0o755))
+	must(os.WriteFile(filepath.Join(agn, "agnhost"), []byte("agnhost bytes"), 0o755))
+	must(os.Symlink("agnhost", filepath.Join(agn, "agnhost-2")))
+	cat := filepath.Join(dir, "catatonit")
+	must(os.WriteFile(cat, []byte("catatonit bytes"), 0o755))
+	dns := filepath.Join(dir, "coredns")
+	must(os.WriteFile(dns, []byte("coredns bytes"), 0o755))
+	out := filepath.Join(dir, "images.tar")
+	must(write(out, root, "localhost/lane:1", cat, "localhost/pause:1,registry.k8s.io/pause:3.10.1",
+		extra{agnhostRootfs: agn, agnhostRef: "registry.k8s.io/e2e-test-images/agnhost:2.56",
+			coredns: dns, corednsRef: "registry.k8s.io/coredns/coredns:v1.12.4"}))
+
+	a := load(t, out, "registry.k8s.io/e2e-test-images/agnhost:2.56")
+	list, _ := entries(t, a)
+	want := []string{"agnhost 0 755 0:0  13", "agnhost-2 2 777 0:0 agnhost 0"}
+	if !slices.Equal(list, want) {
+		t.Errorf("agnhost layer:\n%q\nwant\n%q", list, want)
+	}
+	cf, err := a.ConfigFile()
+	must(err)
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/agnhost"}) || !slices.Equal(cf.Config.Cmd, []string{"pause"}) {
+		t.Errorf("agnhost config: %+v", cf.Config)
+	}
+	c := load(t, out, "registry.k8s.io/coredns/coredns:v1.12.4")
+	list, content := entries(t, c)
+	if !slices.Equal(list, []string{"coredns 0 755 0:0  13"}) || content["coredns"] != "coredns bytes" {
+		t.Errorf("coredns layer: %q", list)
+	}
+	cf, err = c.ConfigFile()
+	must(err)
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/coredns"}) {
+		t.Errorf("coredns config: %+v", cf.Config)
+	}
+	for _, r := range []string{"localhost/pause:1", "registry.k8s.io/pause:3.10.1"} {
+		list, _ := entries(t, load(t, out, r))
+		if !slices.Equal(list, []string{"catatonit 0 755 0:0  15"}) {
+			t.Errorf("%s layer: %q", r, list)
+		}
 	}
 }
