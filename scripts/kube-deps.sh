@@ -6,11 +6,13 @@
 #   .cache/kube/v1.34.4/{kube-apiserver,kube-controller-manager,
 #                        kube-scheduler,kubelet,kube-proxy,kubectl}
 #   .cache/kube/etcd-v3.6.8/etcd
+#   .cache/kube/e2e-v1.34.4/{e2e.test,agnhost,agnhost-VERSION,localhost.crt,
+#                            localhost.key,coredns}
 #
 # containerd 2.x and crictl come from scripts/cri-deps.sh. Prints nothing
 # when everything is already built; needs Go and the network (the module
 # proxy) otherwise. The Kubernetes build takes about ten minutes on two
-# cores.
+# cores; e2e.test and agnhost about 2.5 more, CoreDNS about 1.
 #
 # Kubernetes from the module proxy: k8s.io/kubernetes's go.mod replaces
 # every k8s.io/* staging module with ./staging/src/k8s.io/*, which the
@@ -26,6 +28,19 @@ etcd_version=v3.6.8
 cache=$PWD/.cache/kube
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
 
+# k8s_src: the Kubernetes module copied to $src, its staging replaces
+# pointed at the published modules.
+k8s_src() {
+	local dir
+	dir=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$k8s_version" | jq -r .Dir)
+	src=$cache/src-$k8s_version
+	rm -rf "$src"
+	mkdir -p "$cache"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	sed -i -E 's#(k8s.io/[a-z0-9-]+) => ./staging/src/k8s.io/[a-z0-9-]+#\1 => \1 '"$staging_version"'#' "$src/go.mod"
+}
+
 kbin=$cache/$k8s_version
 cmds="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
 missing=
@@ -34,13 +49,7 @@ for c in $cmds; do
 done
 if [ -n "$missing" ]; then
 	echo "kube-deps: building Kubernetes $k8s_version into $kbin" >&2
-	dir=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$k8s_version" | jq -r .Dir)
-	src=$cache/src-$k8s_version
-	rm -rf "$src"
-	mkdir -p "$cache"
-	cp -r "$dir" "$src"
-	chmod -R u+w "$src"
-	sed -i -E 's#(k8s.io/[a-z0-9-]+) => ./staging/src/k8s.io/[a-z0-9-]+#\1 => \1 '"$staging_version"'#' "$src/go.mod"
+	k8s_src
 	mkdir -p "$kbin.tmp"
 	(
 		cd "$src"
@@ -80,4 +89,36 @@ if [ ! -x "$e/etcd" ]; then
 	)
 	rm -rf "$e" "$src"
 	mv "$e.tmp" "$e"
+fi
+
+# The e2e stage (scripts/kube/e2e.sh): Kubernetes' own e2e.test, agnhost
+# (the test image's one binary, its version and porter's certificate
+# beside it, for scripts/criimages -agnhost) and CoreDNS v1.12.4 (the
+# cluster's DNS, its own module).
+coredns_version=v1.12.4
+x=$cache/e2e-$k8s_version
+if [ ! -x "$x/e2e.test" ] || [ ! -x "$x/agnhost" ] || [ ! -x "$x/coredns" ]; then
+	echo "kube-deps: building e2e.test, agnhost ($k8s_version) and CoreDNS $coredns_version into $x" >&2
+	rm -rf "$x.tmp"
+	mkdir -p "$x.tmp"
+	k8s_src
+	(
+		cd "$src"
+		GOWORK=off GOFLAGS="$GOFLAGS -mod=mod" CGO_ENABLED=0 go test -c -o "$x.tmp/e2e.test" ./test/e2e
+		GOWORK=off GOFLAGS="$GOFLAGS -mod=mod" CGO_ENABLED=0 go build -o "$x.tmp/agnhost" ./test/images/agnhost
+		cp test/images/agnhost/VERSION "$x.tmp/agnhost-VERSION"
+		cp test/images/agnhost/porter/localhost.crt test/images/agnhost/porter/localhost.key "$x.tmp/"
+	)
+	rm -rf "$src"
+	dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/coredns/coredns@$coredns_version" | jq -r .Dir)
+	src=$cache/src-coredns-$coredns_version
+	rm -rf "$src"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	(
+		cd "$src"
+		GOWORK=off GOFLAGS="$GOFLAGS -mod=mod" CGO_ENABLED=0 go build -o "$x.tmp/coredns" .
+	)
+	rm -rf "$x" "$src"
+	mv "$x.tmp" "$x"
 fi

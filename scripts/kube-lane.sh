@@ -16,6 +16,11 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   e2e.sh      Kubernetes' own tests: e2e.test's [sig-network]
+#               [Conformance] specs (not [Serial], [Disruptive], [Flaky],
+#               [Slow]) with kube-proxy (iptables) and CoreDNS, one check
+#               per spec, the skipped ones listed with why; e2e's images
+#               (agnhost, CoreDNS, pause) written locally. The longest.
 #
 # Isolation as in scripts/cri-lane.sh: the cluster runs in new pid, net,
 # mount and cgroup namespaces (tmpfs on /run, /var/lib, /var/log, /var/tmp
@@ -65,7 +70,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods"
+all_stages="pods e2e"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -92,6 +97,9 @@ esac
 . scripts/kube/node.sh
 # shellcheck source=scripts/kube/install.sh
 . scripts/kube/install.sh
+# The node's time limit (a hung daemon must not hang test_linux.sh); a
+# long stage adds its own when sourced.
+lane_timeout=900
 for s in $stages; do
 	# shellcheck disable=SC1090 # one file per stage
 	. "scripts/kube/$s.sh"
@@ -175,6 +183,11 @@ busybox_rootfs "$work/rootfs" || bail "the workload image's root folder"
 go run ./scripts/criimages -o "$work/images.tar" -rootfs "$work/rootfs" \
 	-ref localhost/cniforge-lane:1 -catatonit "$(command -v catatonit)" \
 	-pause-ref localhost/cniforge-pause:1 || bail "the image archive (scripts/criimages)"
+# A stage that needs more on the real host first (its images) defines
+# prepare_<stage> WORK.
+for s in $stages; do
+	! declare -F "prepare_$s" >/dev/null || "prepare_$s" "$work" || bail "prepare_$s (scripts/kube/$s.sh)"
+done
 go build -o "$work/image" ./scripts/image || bail "scripts/image"
 for tag in lane1 lane2; do
 	"$work/image" -bin bin/cniforge -arch "$(go env GOARCH)" -version "$tag" -epoch 0 \
@@ -222,7 +235,7 @@ remove_cgroups() {
 	for d in "${cgdirs[@]}"; do
 		echo "$BASHPID" >"$d/cgroup.procs" || exit 1
 	done
-	exec timeout -s KILL 900 unshare --pid --fork --kill-child --mount-proc --mount --propagation private --net --cgroup \
+	exec timeout -s KILL "$lane_timeout" unshare --pid --fork --kill-child --mount-proc --mount --propagation private --net --cgroup \
 		bash "$self" --runtime "$runtime" --stages "$stages" ${plugins_dir:+--plugins "$plugins_dir"} --inner "$work"
 )
 rc=$?

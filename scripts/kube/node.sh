@@ -190,6 +190,8 @@ start_kubelet() {
 		rotateCertificates: false
 		serverTLSBootstrap: false
 	EOF
+	# The cluster's DNS, for the stages that run one (scripts/kube/e2e.sh).
+	[ -z "${kube_cluster_dns:-}" ] || printf 'clusterDNS: [%s]\nclusterDomain: cluster.local\n' "$kube_cluster_dns" >>"$pw/kubelet.yaml"
 	echo "nameserver $hostaddr" >"$pw/resolv.conf"
 	daemon kubelet kubelet --config "$pw/kubelet.yaml" --kubeconfig "$pw/admin.kubeconfig" \
 		--hostname-override "$node" --node-ip "$hostaddr" --v=1
