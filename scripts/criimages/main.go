@@ -9,8 +9,8 @@
 //
 // The Kubernetes lane's e2e stage (scripts/kube/e2e.sh) also asks for
 // Kubernetes' test image and CoreDNS's, under the names e2e.test and the
-// cluster use, and the pause image under e2e's name too (-pause-ref takes
-// a comma-separated list):
+// cluster use, and the pause image under e2e's name too (-pause-ref and
+// -agnhost-ref take comma-separated lists):
 //
 //	-agnhost-rootfs DIR -agnhost-ref registry.k8s.io/e2e-test-images/agnhost:2.56
 //	    DIR as one layer, run as agnhost's own image runs: /agnhost pause
@@ -51,7 +51,7 @@ func main() {
 	pauseRef := flag.String("pause-ref", "localhost/cniforge-pause:1", "the pause image's names, comma-separated")
 	var e extra
 	flag.StringVar(&e.agnhostRootfs, "agnhost-rootfs", "", "also an agnhost image of this root folder")
-	flag.StringVar(&e.agnhostRef, "agnhost-ref", "registry.k8s.io/e2e-test-images/agnhost:2.56", "the agnhost image's name")
+	flag.StringVar(&e.agnhostRef, "agnhost-ref", "registry.k8s.io/e2e-test-images/agnhost:2.56", "the agnhost image's names, comma-separated")
 	flag.StringVar(&e.coredns, "coredns", "", "also a CoreDNS image of this binary")
 	flag.StringVar(&e.corednsRef, "coredns-ref", "registry.k8s.io/coredns/coredns:v1.12.4", "the CoreDNS image's name")
 	flag.Parse()
@@ -108,7 +108,9 @@ func write(out, rootfs, ref, catatonit, pauseRef string, e extra) error {
 		if err != nil {
 			return err
 		}
-		byRef[e.agnhostRef] = img
+		for _, r := range strings.Split(e.agnhostRef, ",") {
+			byRef[r] = img
+		}
 	}
 	if e.coredns != "" {
 		bin, err := os.ReadFile(e.coredns)

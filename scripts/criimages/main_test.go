@@ -136,7 +136,7 @@ func TestArchiveHoldsE2EImages(t *testing.T) {
 	must(os.WriteFile(dns, []byte("coredns bytes"), 0o755))
 	out := filepath.Join(dir, "images.tar")
 	must(write(out, root, "localhost/lane:1", cat, "localhost/pause:1,registry.k8s.io/pause:3.10.1",
-		extra{agnhostRootfs: agn, agnhostRef: "registry.k8s.io/e2e-test-images/agnhost:2.56",
+		extra{agnhostRootfs: agn, agnhostRef: "registry.k8s.io/e2e-test-images/agnhost:2.56,registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7",
 			coredns: dns, corednsRef: "registry.k8s.io/coredns/coredns:v1.12.4"}))
 
 	a := load(t, out, "registry.k8s.io/e2e-test-images/agnhost:2.56")
@@ -149,6 +149,9 @@ func TestArchiveHoldsE2EImages(t *testing.T) {
 	must(err)
 	if !slices.Equal(cf.Config.Entrypoint, []string{"/agnhost"}) || !slices.Equal(cf.Config.Cmd, []string{"pause"}) {
 		t.Errorf("agnhost config: %+v", cf.Config)
+	}
+	if l, _ := entries(t, load(t, out, "registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7")); !slices.Equal(l, want) {
+		t.Errorf("agnhost's folder as jessie-dnsutils: %q", l)
 	}
 	c := load(t, out, "registry.k8s.io/coredns/coredns:v1.12.4")
 	list, content := entries(t, c)

@@ -7,8 +7,9 @@
 # (`skip - `), never counted as passed.
 #
 # No registry: agnhost (the real binary, run as its own image runs, with
-# bash as /bin/sh and real nc, dig, curl, ip and getent), CoreDNS and the
-# pause image are written under the names e2e and the cluster ask for by
+# bash as /bin/sh and real nc, dig, curl, ip and getent; the same folder
+# also as jessie-dnsutils, the DNS specs' second querier, always given a
+# shell command), CoreDNS and the pause image are written under the names e2e and the cluster ask for by
 # scripts/criimages (prepare_e2e, on the real host before the node starts)
 # and imported here; e2e's pods pull IfNotPresent, so they are used as is.
 # shellcheck shell=bash disable=SC2154 # set by kube-lane.sh
@@ -79,14 +80,14 @@ prepare_e2e() {
 		agnhost_rootfs "$work/agnhost-root" &&
 		go run ./scripts/criimages -o "$work/e2e-images.tar" -rootfs "$work/rootfs" \
 			-ref localhost/cniforge-lane:1 -catatonit "$(command -v catatonit)" \
-			-pause-ref "$(e2e_pause_ref)" \
-			-agnhost-rootfs "$work/agnhost-root" -agnhost-ref "registry.k8s.io/e2e-test-images/agnhost:$v" \
+			-pause-ref "$(e2e_list_image pause)" \
+			-agnhost-rootfs "$work/agnhost-root" -agnhost-ref "registry.k8s.io/e2e-test-images/agnhost:$v,$(e2e_list_image jessie-dnsutils)" \
 			-coredns "$e2e_dir/coredns" -coredns-ref registry.k8s.io/coredns/coredns:v1.12.4
 }
 
-# e2e_pause_ref: the pause image e2e.test asks for (its --list-images).
-e2e_pause_ref() {
-	"$e2e_dir/e2e.test" --list-images 2>/dev/null | grep -m1 '/pause:'
+# e2e_list_image NAME: the image NAME e2e.test asks for (its --list-images).
+e2e_list_image() {
+	"$e2e_dir/e2e.test" --list-images 2>/dev/null | grep -m1 "/$1:"
 }
 
 e2e_import() {
@@ -155,6 +156,12 @@ start_coredns() {
 		  - {name: dns, port: 53, protocol: UDP}
 		  - {name: dns-tcp, port: 53, protocol: TCP}
 	EOF
+	# A node has a default route; the lane's has none, and a packet to a
+	# ClusterIP needs a route before kube-proxy's OUTPUT DNAT sees it.
+	# Removed by e2e_cleanup.
+	if [ -z "$(ip route show default)" ]; then
+		ip route add default via "$clientaddr" && touch "$pw/e2e.route" || return 1
+	fi
 	k apply -f "$pw/coredns.yaml" >/dev/null &&
 		k -n kube-system rollout status deploy/coredns --timeout 180s >/dev/null || {
 		k -n kube-system get pods -o wide
@@ -228,6 +235,8 @@ e2e_cleanup() {
 		return 1
 	}
 	stop_kube_proxy iptables
+	[ ! -e "$pw/e2e.route" ] || ip route del default via "$clientaddr" || return 1
+	rm -f "$pw/e2e.route"
 	until_ok 150 same_state >/dev/null || same_state
 }
 
