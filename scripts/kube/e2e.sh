@@ -187,7 +187,7 @@ run_e2e() {
 	echo "kube-lane: e2e.test [sig-network] [Conformance] (its log: $pw/e2e/e2e.log)"
 	"$e2e_dir/e2e.test" --kubeconfig "$pw/admin.kubeconfig" \
 		--ginkgo.focus "$e2e_focus" --ginkgo.skip "$e2e_skip" \
-		--ginkgo.json-report "$pw/e2e/report.json" --ginkgo.no-color \
+		--ginkgo.json-report "$pw/e2e/report.json" --ginkgo.no-color --ginkgo.v \
 		--ginkgo.timeout 60m --report-dir "$pw/e2e" \
 		--dns-domain cluster.local >"$pw/e2e/e2e.log" 2>&1
 	[ -s "$pw/e2e/report.json" ] || {
