@@ -84,6 +84,14 @@ type Plugin[C Conf] struct {
 	// forwards STATUS to IPAM after it.
 	Status func(a *Attachment, c C) error
 
+	// IPAM is the delegation to the IPAM plugin a config names, for a
+	// plugin that takes its addresses from one (pass pkg/ipam's Frame):
+	// the frame then finds it in CNI_PATH before ADD and CHECK, releases
+	// on DEL and forwards GC and STATUS to it, and Attachment.IPAMAdd
+	// runs its ADD. Nil: the plugin ignores an "ipam" key and links no
+	// delegation.
+	IPAM IPAM
+
 	// Masq is the masquerade the frame tears down on DEL, collects on GC
 	// and probes on STATUS for a config that embeds Masq (bridge and ptp
 	// pass pkg/attach/masquerade's Frame). The frame links no netfilter
@@ -153,7 +161,7 @@ func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error
 	if invalid != nil {
 		log.Warn("config no longer valid; DEL removes what it can identify", "err", invalid)
 	}
-	return newAttachment(args, c.Common(), r.hooks, log), c, nil
+	return newAttachment(args, c.Common(), r.hooks, log, r.p.IPAM), c, nil
 }
 
 // recovered turns a panic into CNI error 999 carrying the panic's message;
