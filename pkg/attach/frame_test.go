@@ -305,6 +305,20 @@ var _ = Describe("the frame", func() {
 		Expect(calls).To(Equal([]string{"add", "check", "del", "gc", "add", "check", "del", "gc"}))
 	})
 
+	It("fails every command with code 999 for a config embedding Masq without Plugin.Masq, before any change", func() {
+		p := toy(&calls)
+		p.Masq = nil
+		for _, cmd := range []string{"ADD", "DEL"} {
+			out := testutil.RunIn(hostNS, p.Descriptor(attach.Hooks{}),
+				testutil.Call{Command: cmd, ContainerID: "c1", IfName: "toy0", Netns: contNS.Path(), Stdin: conf("")})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("embeds Masq but Plugin.Masq is nil"), cmd)
+		}
+		Expect(calls).To(BeEmpty())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+	})
+
 	It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
 		dir := fakeIPAM(`echo "disk on fire" >&2; exit 1`)
 		out := run(attach.Hooks{}, testutil.Call{Command: "STATUS", Path: dir, Stdin: conf(`"ipam": {"type": "fake-ipam"}`)})
