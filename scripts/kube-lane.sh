@@ -52,6 +52,7 @@
 #                               instead of our DaemonSet; checks of our own
 #                               install are skipped
 #   CNIFORGE_KUBE_KEEP=1        keep the lane's folder (logs) afterwards
+#   CNIFORGE_KUBE_E2E_FOCUS=RE  the e2e stage runs only the specs RE matches
 set -uo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$0")/.."

@@ -15,8 +15,10 @@
 # shellcheck shell=bash disable=SC2154 # set by kube-lane.sh
 
 e2e_dir=.cache/kube/e2e-$k8s_version
+# CNIFORGE_KUBE_E2E_FOCUS narrows the run (a regex of spec texts), to
+# iterate on a few specs.
 e2e_dns=10.96.0.10
-e2e_focus='\[sig-network\].*\[Conformance\]'
+e2e_focus=${CNIFORGE_KUBE_E2E_FOCUS:-'\[sig-network\].*\[Conformance\]'}
 e2e_skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 # The kubelet gives pods the cluster's DNS (node.sh's start_kubelet reads
 # these; set only when this stage runs).
