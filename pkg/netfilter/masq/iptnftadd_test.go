@@ -62,14 +62,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 			Expect(nft.kernel(viaNetlink)).To(Equal(nft.kernel(viaRestore)))
 			Expect(calls).To(BeEmpty(), "Teardown deletes over netlink too")
 		},
-		Entry("one IPv4 address", "10.1.0.5/24"),
-		Entry("a prefix that ends inside a byte", "10.1.0.5/20"),
-		Entry("a short prefix", "10.1.0.5/7"),
-		Entry("two addresses of one subnet", "10.1.0.5/24", "10.1.0.6/24"),
-		Entry("two subnets", "10.1.0.5/24", "10.2.0.5/16"),
-		Entry("one IPv6 address", "fd00:1::5/64"),
-		Entry("an IPv6 prefix that ends inside a byte", "fd00:1::5/61"),
-		Entry("dual stack", "10.1.0.5/24", "fd00:1::5/64"),
+		addrCases,
 	)
 
 	It("masquerades traffic with the rules it wrote", func() {

@@ -61,14 +61,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 			checkEach(viaRestore, addrs)
 			checkEach(viaNetlink, addrs)
 		},
-		Entry("one IPv4 address", "10.1.0.5/24"),
-		Entry("a prefix that ends inside a byte", "10.1.0.5/20"),
-		Entry("a short prefix", "10.1.0.5/7"),
-		Entry("two addresses of one subnet", "10.1.0.5/24", "10.1.0.6/24"),
-		Entry("two subnets", "10.1.0.5/24", "10.2.0.5/16"),
-		Entry("one IPv6 address", "fd00:1::5/64"),
-		Entry("an IPv6 prefix that ends inside a byte", "fd00:1::5/61"),
-		Entry("dual stack", "10.1.0.5/24", "fd00:1::5/64"),
+		addrCases,
 	)
 
 	It("agrees with iptables-save on upstream's layout (no markers)", func() {

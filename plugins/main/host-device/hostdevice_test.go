@@ -55,11 +55,7 @@ var _ = Describe("host-device", func() {
 		return []byte(s + "}")
 	}
 	call := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Call {
-		c := testutil.Call{Command: cmd, ContainerID: "c1", IfName: "net1", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return c
+		return testutil.NewCall(cmd, "c1", "net1", n, stdin)
 	}
 	run := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Output {
 		return testutil.RunIn(hostNS, hd(), call(cmd, n, stdin))

@@ -36,11 +36,7 @@ var _ = Describe("ptp", func() {
 	})
 
 	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
-		c := testutil.Call{Command: cmd, ContainerID: id, IfName: "eth0", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return c
+		return testutil.NewCall(cmd, id, "eth0", n, stdin)
 	}
 	// add runs ADD for container id in n and returns the result as current.
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {

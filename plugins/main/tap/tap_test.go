@@ -30,11 +30,7 @@ var _ = Describe("tap", func() {
 	})
 
 	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
-		c := testutil.Call{Command: cmd, ContainerID: id, IfName: "tap0", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return c
+		return testutil.NewCall(cmd, id, "tap0", n, stdin)
 	}
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
 		GinkgoHelper()
