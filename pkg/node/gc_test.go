@@ -74,11 +74,8 @@ func TestGCRefusesAnEmptyCache(t *testing.T) {
 // disableGC: other runtimes share the network; gc leaves it alone.
 func TestGCHonoursDisableGC(t *testing.T) {
 	n := newNodeWith(t, `"disableGC":true,`)
-	gone, rmGone := testutil.NewTestNS(t)
+	_, _, rmGone := n.liveAndGone()
 	lost, rmLost := testutil.NewTestNS(t)
-	live, _ := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
 	ipLost := n.add("ctr-lost", lost)
 	must(t, rmGone())
 	must(t, rmLost())
@@ -95,14 +92,8 @@ func TestGCHonoursDisableGC(t *testing.T) {
 // it, so gc DELs none of its cached attachments either.
 func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
 	n := newNode(t)
-	gone, rmGone := testutil.NewTestNS(t)
-	live, _ := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`{"cniVersion"`), []byte(`{"disableGC":true,"cniVersion"`), 1), 0o644))
+	_, _, rmGone := n.liveAndGone()
+	n.replaceInConf(`{"cniVersion"`, `{"disableGC":true,"cniVersion"`)
 	cached, err := os.ReadFile(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0"))
 	must(t, err)
 	var e cacheEntry
@@ -181,14 +172,8 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 // not exist); DEL runs what the ADD ran, which libcni cached.
 func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	gone, rmGone := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1), 0o644))
+	_, gone, rmGone := n.liveAndGone()
+	n.replaceInConf(`"type":"bridge"`, `"type":"no-such-plugin"`)
 	must(t, rmGone())
 	out, rc := n.cli("gc", "--apply")
 	t.Logf("gc --apply:\n%s", out)
