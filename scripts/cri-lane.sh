@@ -723,28 +723,7 @@ setup_pass() {
 			ctr_bin=$(command -v ctr)
 			rtpath=$PATH
 		EOF
-		containerd_toml 2 '["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]' >"$pw/containerd.toml"
-		cat >>"$pw/containerd.toml" <<-EOF
-			[plugins."io.containerd.grpc.v1.cri"]
-			  sandbox_image = "localhost/cniforge-pause:1"
-			  restrict_oom_score_adj = true
-			  disable_apparmor = true
-			  disable_tcp_service = true
-			  stream_server_address = "127.0.0.1"
-			  stream_server_port = "0"
-			  [plugins."io.containerd.grpc.v1.cri".containerd]
-			    snapshotter = "overlayfs"
-			    default_runtime_name = "runc"
-			    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-			      runtime_type = "io.containerd.runc.v2"
-			      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-			        BinaryName = "$(command -v runc)"
-			        Root = "$pw/runc"
-			  [plugins."io.containerd.grpc.v1.cri".cni]
-			    bin_dir = "$work/cni"
-			    conf_dir = "$pw/net.d"
-			    max_conf_num = 1
-		EOF
+		containerd16_toml "$work/cni" >"$pw/containerd.toml"
 		;;
 	2)
 		local d=$PWD/.cache/cri/containerd-v2.4.2

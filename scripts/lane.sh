@@ -12,7 +12,7 @@
 #   cnidir                   its plugin dir (plugins_ours)
 # shellcheck shell=bash disable=SC2154 # the variables above are the lane's
 
-passed=0 failed=0
+passed=0 failed=0 skipped=0
 ok() {
 	passed=$((passed + 1))
 	echo "$ok_prefix$*"
@@ -22,8 +22,15 @@ fail() {
 	echo "$fail_prefix$*" >&2
 }
 
-# summary: the lane's closing line.
+# skip WHAT: a check this run cannot make (never counted as passed).
+skip() {
+	skipped=$((skipped + 1))
+	echo "skip - $*"
+}
+
+# summary: the lane's closing line (and how many checks it skipped).
 summary() {
+	[ "$skipped" = 0 ] || echo "$lane: $skipped skipped"
 	echo "$lane: $passed passed, $failed failed"
 }
 
@@ -250,6 +257,35 @@ containerd2_toml() {
 		        Root = "$pw/runc"
 		  [plugins."io.containerd.cri.v1.runtime".cni]
 		    bin_dirs = ["$1"]
+		    conf_dir = "$pw/net.d"
+		    max_conf_num = 1
+	EOF
+}
+
+# containerd16_toml CNI_BIN_DIR: containerd 1.6's whole config for a lane
+# whose folder is $pw (the CRI and Kubernetes lanes): containerd_toml's
+# start, and a CRI plugin with runc, the lane's pause image and the CNI
+# plugins of CNI_BIN_DIR with the conflist in $pw/net.d.
+containerd16_toml() {
+	containerd_toml 2 '["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]'
+	cat <<-EOF
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "localhost/cniforge-pause:1"
+		  restrict_oom_score_adj = true
+		  disable_apparmor = true
+		  disable_tcp_service = true
+		  stream_server_address = "127.0.0.1"
+		  stream_server_port = "0"
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    snapshotter = "overlayfs"
+		    default_runtime_name = "runc"
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+		        BinaryName = "$(command -v runc)"
+		        Root = "$pw/runc"
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    bin_dir = "$1"
 		    conf_dir = "$pw/net.d"
 		    max_conf_num = 1
 	EOF
