@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/cniforge/plugins/pkg/filelock"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -111,7 +112,7 @@ func (s pmState) own(set, hash string) []nftables.SetElement {
 
 // hasOldHairpin reports whether s holds the hairpin element cniforge
 // added for opts before hairpin_nets existed (CHECK accepts it).
-func (s pmState) hasOldHairpin(opts PortMapOptions, f nftnl.Family, hash string) bool {
+func (s pmState) hasOldHairpin(opts hostport.PortMapOptions, f nftnl.Family, hash string) bool {
 	old := oldHairpinElem(opts, f)
 	return slices.ContainsFunc(s.own(pmHairpin, hash), func(e nftables.SetElement) bool { return string(e.Key) == string(old) })
 }
@@ -136,7 +137,7 @@ func sameElems(a, b []nftables.SetElement) bool {
 // do not both add the fixed rules.
 const pmLockFile = "/run/cniforge/nft-cni_hostport.lock"
 
-func (p *nftablesPortMap) Setup(opts PortMapOptions) error {
+func (p *nftablesPortMap) Setup(opts hostport.PortMapOptions) error {
 	netsMissing, err := p.setup(opts)
 	if !p.legacyHairpin && retryLegacyHairpin(err, netsMissing) {
 		q := *p
@@ -177,7 +178,7 @@ func (p *nftablesPortMap) setupChains(f nftnl.Family) []pmChainDef {
 
 // setup is Setup's one try; netsMissing says whether some family's table
 // lacked the hairpin_nets set, which the try then declared.
-func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err error) {
+func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool, err error) {
 	c, err := p.conn()
 	if err != nil {
 		return false, err
@@ -186,7 +187,7 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (netsMissing bool, err erro
 	hash := nftPMHash(opts.Owner)
 	var fams []nftnl.Family
 	for _, f := range nftnl.Families {
-		if len(opts.mappings(f)) > 0 {
+		if len(opts.MappingsFor(f)) > 0 {
 			fams = append(fams, f)
 		}
 	}
@@ -306,7 +307,7 @@ func (p *nftablesPortMap) Teardown(o netfilter.Owner) ([]net.IP, error) { return
 // TeardownOf is Teardown for DEL, which knows o's mappings: with a few, it
 // looks up their elements by key (nftget.go) rather than reading
 // whole maps, so its cost does not grow with other containers' mappings.
-func (p *nftablesPortMap) TeardownOf(o netfilter.Owner, mappings []PortMapping) ([]net.IP, error) {
+func (p *nftablesPortMap) TeardownOf(o netfilter.Owner, mappings []hostport.PortMapping) ([]net.IP, error) {
 	c, err := p.conn()
 	if err != nil {
 		return nil, err

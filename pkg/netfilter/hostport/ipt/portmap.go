@@ -1,4 +1,4 @@
-package hostport
+package ipt
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/iptnft"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
@@ -62,7 +63,7 @@ func (p *iptablesPortMap) apply(f nftnl.Family, tables map[string][]string) erro
 	return err
 }
 
-func (p *iptablesPortMap) Setup(opts PortMapOptions) error {
+func (p *iptablesPortMap) Setup(opts hostport.PortMapOptions) error {
 	o := opts.Owner
 	unlock, err := p.m.LockChains(pmChain(o), pmDNATChain)
 	if err != nil {
@@ -71,7 +72,7 @@ func (p *iptablesPortMap) Setup(opts PortMapOptions) error {
 	defer unlock()
 	var done []nftnl.Family
 	for _, f := range nftnl.Families {
-		if len(opts.mappings(f)) == 0 {
+		if len(opts.MappingsFor(f)) == 0 {
 			continue
 		}
 		if err := p.setupFamily(opts, f); err != nil {
@@ -87,7 +88,7 @@ func (p *iptablesPortMap) Setup(opts PortMapOptions) error {
 	return nil
 }
 
-func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) error {
+func (p *iptablesPortMap) setupFamily(opts hostport.PortMapOptions, f nftnl.Family) error {
 	if err := p.m.Usable(f); err != nil {
 		return err
 	}
@@ -239,10 +240,10 @@ func (p *iptablesPortMap) teardownFamily(o netfilter.Owner, f nftnl.Family) ([]n
 	return ips, nil
 }
 
-func (p *iptablesPortMap) Check(opts PortMapOptions) error {
+func (p *iptablesPortMap) Check(opts hostport.PortMapOptions) error {
 	var errs []error
 	for _, f := range nftnl.Families {
-		if len(opts.mappings(f)) == 0 {
+		if len(opts.MappingsFor(f)) == 0 {
 			continue
 		}
 		r := desiredPortMap(opts, f)
@@ -277,11 +278,11 @@ func (p *iptablesPortMap) Check(opts PortMapOptions) error {
 			}
 		}
 		for _, m := range miss {
-			errs = append(errs, fmt.Errorf("%w: %s %s", ErrPortMapMissing, f, strings.TrimPrefix(strings.TrimPrefix(m, "-N "), "-A ")))
+			errs = append(errs, fmt.Errorf("%w: %s %s", hostport.ErrPortMapMissing, f, strings.TrimPrefix(strings.TrimPrefix(m, "-N "), "-A ")))
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("iptables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(errs)...))
+		return fmt.Errorf("iptables port forwards of %s: %w", opts.Owner, errors.Join(hostport.CapMissing(errs)...))
 	}
 	return nil
 }

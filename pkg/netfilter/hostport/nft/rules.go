@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"crypto/sha512"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -227,15 +228,15 @@ func addrBytes(f nftnl.Family, ip net.IP) []byte {
 }
 
 // pmElements returns the elements opts adds in family f, per set name.
-func pmElements(opts PortMapOptions, f nftnl.Family) map[string][]nftables.SetElement {
+func pmElements(opts hostport.PortMapOptions, f nftnl.Family) map[string][]nftables.SetElement {
 	out := map[string][]nftables.SetElement{}
-	cip := opts.containerIP(f)
+	cip := opts.ContainerIP(f)
 	c := nftPMComment(opts.Owner)
-	for _, m := range opts.mappings(f) {
+	for _, m := range opts.MappingsFor(f) {
 		key := append([]byte{protoNum(m.Protocol), 0, 0, 0}, port4(m.HostPort)...)
 		val := append(slices.Clone(addrBytes(f, cip)), port4(m.ContainerPort)...)
 		set := pmPortsMap
-		if h := m.hostIP(); h != nil {
+		if h := m.HostAddr(); h != nil {
 			key, set = append(slices.Clone(addrBytes(f, h)), key...), pmHostIPMap
 		}
 		if !slices.ContainsFunc(out[set], func(e nftables.SetElement) bool { return string(e.Key) == string(key) }) {
@@ -259,9 +260,9 @@ const ipsDstNAT = 1 << 5
 // nftables rule matches the container's own address only, and leaves a
 // neighbour on the same bridge without an answer when br_netfilter is
 // off: issue 22.)
-func hairpinNetsElem(opts PortMapOptions, f nftnl.Family, comment string) nftables.SetElement {
-	cip := addrBytes(f, opts.containerIP(f))
-	n := opts.hairpinNet(f)
+func hairpinNetsElem(opts hostport.PortMapOptions, f nftnl.Family, comment string) nftables.SetElement {
+	cip := addrBytes(f, opts.ContainerIP(f))
+	n := opts.HairpinNet(f)
 	first, last := addrBytes(f, n.IP), slices.Clone(addrBytes(f, n.IP))
 	for i := range last {
 		last[i] |= ^n.Mask[len(n.Mask)-len(last)+i]
@@ -275,7 +276,7 @@ func hairpinNetsElem(opts PortMapOptions, f nftnl.Family, comment string) nftabl
 
 // oldHairpinElem is the hairpin element cniforge added before
 // hairpin_nets: container . container.
-func oldHairpinElem(opts PortMapOptions, f nftnl.Family) []byte {
-	cip := addrBytes(f, opts.containerIP(f))
+func oldHairpinElem(opts hostport.PortMapOptions, f nftnl.Family) []byte {
+	cip := addrBytes(f, opts.ContainerIP(f))
 	return append(slices.Clone(cip), cip...)
 }

@@ -1,4 +1,4 @@
-package hostport
+package ipt
 
 import (
 	"strings"

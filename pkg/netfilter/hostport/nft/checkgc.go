@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -15,7 +16,7 @@ import (
 // need (its elements and the shared chains' fixed rules), and which
 // elements of a network no kept attachment owns.
 
-func (p *nftablesPortMap) Check(opts PortMapOptions) error {
+func (p *nftablesPortMap) Check(opts hostport.PortMapOptions) error {
 	c, err := p.conn()
 	if err != nil {
 		return err
@@ -24,7 +25,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 	hash := nftPMHash(opts.Owner)
 	var miss []error
 	for _, f := range nftnl.Families {
-		if len(opts.mappings(f)) == 0 {
+		if len(opts.MappingsFor(f)) == 0 {
 			continue
 		}
 		s, err := p.read(c, f, false, true)
@@ -39,7 +40,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 				continue
 			}
 			if !s.chains[def.chain.Name] {
-				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", ErrPortMapMissing, f, pmTable, def.chain.Name))
+				fmiss = append(fmiss, fmt.Errorf("%w: %s %s chain %s", hostport.ErrPortMapMissing, f, pmTable, def.chain.Name))
 			}
 		}
 		// The fixed rules of the shared chains this attachment's forwards
@@ -51,7 +52,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		}
 		var entry []error
 		for _, m := range pmMissingFixed(f, rules, pmNeeds(opts, f, s.hasOldHairpin(opts, f, hash))) {
-			err := fmt.Errorf("%w: %s %s chain %s: rule %s", ErrPortMapMissing, f, pmTable, m.chain.Name, m.what)
+			err := fmt.Errorf("%w: %s %s chain %s: rule %s", hostport.ErrPortMapMissing, f, pmTable, m.chain.Name, m.what)
 			if m.chain.Name == "prerouting" || m.chain.Name == "output" {
 				entry = append(entry, err)
 			} else {
@@ -64,7 +65,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 				if !slices.ContainsFunc(have, func(h nftables.SetElement) bool {
 					return string(h.Key) == string(w.Key) && string(h.Val) == string(w.Val) && string(h.KeyEnd) == string(w.KeyEnd)
 				}) && !(set == pmHairpinNets && s.hasOldHairpin(opts, f, hash)) {
-					fmiss = append(fmiss, fmt.Errorf("%w: %s %s element %x of %s", ErrPortMapMissing, f, pmTable, w.Key, set))
+					fmiss = append(fmiss, fmt.Errorf("%w: %s %s element %x of %s", hostport.ErrPortMapMissing, f, pmTable, w.Key, set))
 				}
 			}
 		}
@@ -81,7 +82,7 @@ func (p *nftablesPortMap) Check(opts PortMapOptions) error {
 		miss = append(append(miss, entry...), fmiss...)
 	}
 	if len(miss) > 0 {
-		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(capMissing(miss)...))
+		return fmt.Errorf("nftables port forwards of %s: %w", opts.Owner, errors.Join(hostport.CapMissing(miss)...))
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
-package hostport
+package nft
 
 import (
 	"fmt"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 	"net"
 	"slices"
@@ -175,10 +176,10 @@ func pmMissingFixed(f nftnl.Family, rules map[string][]*nftables.Rule, want func
 
 // pmNeeds says which fixed rules opts's forwards in family f depend on,
 // by chain and signature (pmRuleSig).
-func pmNeeds(opts PortMapOptions, f nftnl.Family, oldHairpin bool) func(chain, sig string) bool {
+func pmNeeds(opts hostport.PortMapOptions, f nftnl.Family, oldHairpin bool) func(chain, sig string) bool {
 	var plain, hostIP bool
-	for _, m := range opts.mappings(f) {
-		if m.hostIP() != nil {
+	for _, m := range opts.MappingsFor(f) {
+		if m.HostAddr() != nil {
 			hostIP = true
 		} else {
 			plain = true

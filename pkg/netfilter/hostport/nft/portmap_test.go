@@ -1,61 +1,21 @@
-package hostport
+package nft
 
 import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"golang.org/x/sys/unix"
 	"net"
 
-	"github.com/google/nftables"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/testutil"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
-)
-
-func manyMappings(n, first int) []PortMapping {
-	ms := make([]PortMapping, n)
-	for i := range ms {
-		ms[i] = PortMapping{HostPort: first + i, ContainerPort: 80, Protocol: "tcp"}
-	}
-	return ms
-}
-
-var _ = DescribeTable("1000 port mappings of one attachment",
-	func(backend string) {
-		hostNS := testutil.NewNS()
-		opts := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
-			SNAT: true, MarkMasqBit: DefaultMarkMasqBit, Mappings: manyMappings(1000, 20000)}
-		other := opts
-		other.Owner.ContainerID = "other"
-		other.Mappings = manyMappings(3, 40000)
-		other.ContainerIPs = []net.IPNet{{IP: net.ParseIP("10.1.0.6")}}
-		Expect(hostNS.Do(func() error {
-			defer GinkgoRecover()
-			pm, err := NewPortMap(backend)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(pm.Setup(other)).To(Succeed())
-			Expect(pm.Setup(opts)).To(Succeed())
-			Expect(pm.Check(opts)).To(Succeed())
-			if backend == netfilter.BackendNFTables {
-				// every mapping is an element, none was cut off
-				c, err := nftables.New()
-				Expect(err).NotTo(HaveOccurred())
-				els, err := c.GetSetElements(&nftables.Set{Table: pmTableOf(nftnl.IPv4), Name: pmPortsMap})
-				Expect(err).NotTo(HaveOccurred())
-				Expect(els).To(HaveLen(1003))
-			}
-			ips, err := pm.Teardown(opts.Owner)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ips).To(HaveLen(1))
-			Expect(ips[0].String()).To(Equal("10.1.0.5"))
-			Expect(pm.Check(opts)).To(MatchError(ErrPortMapMissing))
-			Expect(pm.Check(other)).To(Succeed(), "another attachment's mappings stay")
-			return nil
-		})).To(Succeed())
-	},
-	Entry("iptables", netfilter.BackendIPTables),
-	Entry("nftables", netfilter.BackendNFTables),
 )
 
 // Issue 22, defect 2: 5,000 mappings take several batches (nftbatch.go);
@@ -77,8 +37,8 @@ var _ = Describe("nftables Setup over several batches", func() {
 		}
 		return n
 	}
-	base := func(id string, ms []PortMapping) PortMapOptions {
-		return PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id}, SNAT: true, Mappings: ms,
+	base := func(id string, ms []hostport.PortMapping) hostport.PortMapOptions {
+		return hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id}, SNAT: true, Mappings: ms,
 			ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}, {IP: net.ParseIP("fd00:1::5"), Mask: net.CIDRMask(64, 128)}}}
 	}
 
@@ -126,7 +86,7 @@ var _ = Describe("nftables Setup on a kernel without hairpin_nets", func() {
 		hostNS := testutil.NewNS()
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
-			opts := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, SNAT: true, Mappings: manyMappings(2, 20000),
+			opts := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, SNAT: true, Mappings: manyMappings(2, 20000),
 				ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}}}
 			p := newNFTablesPortMap()
 			p.legacyHairpin = true
@@ -150,3 +110,23 @@ var _ = Describe("nftables Setup on a kernel without hairpin_nets", func() {
 		})).To(Succeed())
 	})
 })
+
+func TestRetryLegacyHairpin(t *testing.T) {
+	refused := fmt.Errorf("set up: %w", errors.Join(errors.New("other"), fmt.Errorf("conn.Receive: %w", unix.EOPNOTSUPP)))
+	for _, tc := range []struct {
+		name        string
+		err         error
+		netsMissing bool
+		want        bool
+	}{
+		{"refused while making hairpin_nets", refused, true, true},
+		{"refused as invalid (before 5.5)", fmt.Errorf("x: %w", unix.EINVAL), true, true},
+		{"refused, but hairpin_nets was there", refused, false, false},
+		{"another error", fmt.Errorf("x: %w", unix.ENOENT), true, false},
+		{"no error", nil, true, false},
+	} {
+		if got := retryLegacyHairpin(tc.err, tc.netsMissing); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

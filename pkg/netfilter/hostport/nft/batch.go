@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"errors"

@@ -1,23 +1,20 @@
-package hostport
+package ipt
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
 // The hairpin mark rules as upstream writes them (iptables-save's text),
 // per prefix and masqAll (issue 22).
 func TestPortMapHairpinRules(t *testing.T) {
-	m := []PortMapping{{HostPort: 80, ContainerPort: 8080, Protocol: "tcp"}}
+	m := []hostport.PortMapping{{HostPort: 80, ContainerPort: 8080, Protocol: "tcp"}}
 	const mark = " -p tcp -m tcp --dport 80 -j CNI-HOSTPORT-SETMARK"
 	for _, tc := range []struct {
 		name    string
@@ -40,8 +37,8 @@ func TestPortMapHairpinRules(t *testing.T) {
 			[]string{mark[1:]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := desiredPortMap(PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IPNet{tc.addr},
-				Mappings: m, SNAT: true, MasqAll: tc.masqAll, MarkMasqBit: DefaultMarkMasqBit}, tc.f)
+			r := desiredPortMap(hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IPNet{tc.addr},
+				Mappings: m, SNAT: true, MasqAll: tc.masqAll, MarkMasqBit: hostport.DefaultMarkMasqBit}, tc.f)
 			var got []string
 			for _, s := range r.rules {
 				if strings.HasSuffix(s, " -j CNI-HOSTPORT-SETMARK") {
@@ -52,25 +49,5 @@ func TestPortMapHairpinRules(t *testing.T) {
 				t.Errorf("mark rules\n got %q\nwant %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestRetryLegacyHairpin(t *testing.T) {
-	refused := fmt.Errorf("set up: %w", errors.Join(errors.New("other"), fmt.Errorf("conn.Receive: %w", unix.EOPNOTSUPP)))
-	for _, tc := range []struct {
-		name        string
-		err         error
-		netsMissing bool
-		want        bool
-	}{
-		{"refused while making hairpin_nets", refused, true, true},
-		{"refused as invalid (before 5.5)", fmt.Errorf("x: %w", unix.EINVAL), true, true},
-		{"refused, but hairpin_nets was there", refused, false, false},
-		{"another error", fmt.Errorf("x: %w", unix.ENOENT), true, false},
-		{"no error", nil, true, false},
-	} {
-		if got := retryLegacyHairpin(tc.err, tc.netsMissing); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

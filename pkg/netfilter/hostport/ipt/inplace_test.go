@@ -1,4 +1,4 @@
-package hostport
+package ipt
 
 import (
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"

@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"net"
@@ -10,18 +10,19 @@ import (
 	"github.com/cniforge/plugins/pkg/testutil"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
 var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 	It("finds its own elements by lookup and leaves others', even under the same key", func() {
 		hostNS := testutil.NewNS()
-		mine := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "mine"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
-			SNAT: true, MasqAll: true, Mappings: []PortMapping{
+		mine := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "mine"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
+			SNAT: true, MasqAll: true, Mappings: []hostport.PortMapping{
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("127.0.0.1")},
 			}}
-		other := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "other"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.6")}},
+		other := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "other"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.6")}},
 			SNAT: true, Mappings: manyMappings(50, 30000)}
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
@@ -49,7 +50,7 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 				Expect(els).To(HaveLen(want), set)
 			}
 			Expect(p.Check(other)).To(Succeed(), "another attachment's mappings stay")
-			Expect(p.Check(mine)).To(MatchError(ErrPortMapMissing))
+			Expect(p.Check(mine)).To(MatchError(hostport.ErrPortMapMissing))
 
 			// Nothing left of ours: a second teardown changes nothing.
 			_, changed, ok, err = p.teardownByKey(c, mine.Owner, mine.Mappings)
@@ -68,22 +69,11 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 			c, err := p.conn()
 			Expect(err).NotTo(HaveOccurred())
 			defer c.CloseLasting()
-			for _, ms := range [][]PortMapping{nil, manyMappings(pmLookupMax+1, 20000)} {
+			for _, ms := range [][]hostport.PortMapping{nil, manyMappings(pmLookupMax+1, 20000)} {
 				_, _, ok, err := p.teardownByKey(c, netfilter.Owner{Network: "n", ContainerID: "c"}, ms)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ok).To(BeFalse())
 			}
-			return nil
-		})).To(Succeed())
-	})
-
-	It("tears down through TeardownPortMapAllOf with the table absent", func() {
-		hostNS := testutil.NewNS()
-		Expect(hostNS.Do(func() error {
-			defer GinkgoRecover()
-			ips, err := TeardownPortMapAllOf(netfilter.Owner{Network: "n", ContainerID: "c"}, manyMappings(2, 20000))
-			Expect(err).NotTo(HaveOccurred())
-			Expect(ips).To(BeEmpty())
 			return nil
 		})).To(Succeed())
 	})

@@ -1,4 +1,4 @@
-package hostport
+package ipt
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
@@ -86,7 +87,7 @@ type pmRules struct {
 	ports map[string][]int
 }
 
-func desiredPortMap(opts PortMapOptions, f nftnl.Family) pmRules {
+func desiredPortMap(opts hostport.PortMapOptions, f nftnl.Family) pmRules {
 	o := opts.Owner
 	bit := uint32(1) << uint(opts.MarkMasqBit)
 	r := pmRules{
@@ -105,13 +106,13 @@ func desiredPortMap(opts PortMapOptions, f nftnl.Family) pmRules {
 	if !r.ownMark {
 		r.setMark = opts.ExternalSetMarkChain
 	}
-	cip := opts.containerIP(f)
+	cip := opts.ContainerIP(f)
 	host := nftnl.HostAddr(&net.IPNet{IP: cip}).String()
 	ports := map[string][]int{}
 	var protos []string
-	for _, m := range opts.mappings(f) {
+	for _, m := range opts.MappingsFor(f) {
 		dst := ""
-		if h := m.hostIP(); h != nil {
+		if h := m.HostAddr(); h != nil {
 			dst = "-d " + nftnl.HostAddr(&net.IPNet{IP: h}).String() + " "
 		}
 		base := fmt.Sprintf("%s-p %s -m %s --dport %d", dst, m.Protocol, m.Protocol, m.HostPort)
@@ -126,8 +127,8 @@ func desiredPortMap(opts PortMapOptions, f nftnl.Family) pmRules {
 			// the same bridge reaching this port through the host must be
 			// masqueraded too, or the container's answer goes straight
 			// back over the bridge un-NATed (unless br_netfilter is on).
-			hairpin := "-s " + opts.hairpinNet(f).String() + " " + base + " -j " + r.setMark
-			if ones, _ := opts.hairpinNet(f).Mask.Size(); ones == 0 {
+			hairpin := "-s " + opts.HairpinNet(f).String() + " " + base + " -j " + r.setMark
+			if ones, _ := opts.HairpinNet(f).Mask.Size(); ones == 0 {
 				hairpin = base + " -j " + r.setMark // a /0 "subnet": iptables prints no -s
 			}
 			r.rules = append(r.rules, hairpin)

@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -99,8 +100,8 @@ func readUpstreamPMRule(r *nftables.Rule, f nftnl.Family) upstreamPMRule {
 // upstreamCovers reports whether upstream's rules in s, commented with
 // opts' container ID, forward every mapping of opts in family f (and
 // masquerade its hairpin traffic, with snat).
-func upstreamCovers(s pmState, opts PortMapOptions, f nftnl.Family) bool {
-	cip := opts.containerIP(f)
+func upstreamCovers(s pmState, opts hostport.PortMapOptions, f nftnl.Family) bool {
+	cip := opts.ContainerIP(f)
 	rules := map[string][]upstreamPMRule{}
 	for chain, rs := range s.upstream {
 		for _, r := range rs {
@@ -109,14 +110,14 @@ func upstreamCovers(s pmState, opts PortMapOptions, f nftnl.Family) bool {
 			}
 		}
 	}
-	for _, m := range opts.mappings(f) {
+	for _, m := range opts.MappingsFor(f) {
 		chain := "hostports"
-		if m.hostIP() != nil {
+		if m.HostAddr() != nil {
 			chain = "hostip_hostports"
 		}
 		if !slices.ContainsFunc(rules[chain], func(u upstreamPMRule) bool {
 			return u.proto == protoNum(m.Protocol) && u.dport == m.HostPort && cip.Equal(u.dnatTo) &&
-				u.dnatPort == m.ContainerPort && (m.hostIP() == nil || m.hostIP().Equal(u.daddr))
+				u.dnatPort == m.ContainerPort && (m.HostAddr() == nil || m.HostAddr().Equal(u.daddr))
 		}) {
 			return false
 		}

@@ -1,4 +1,4 @@
-package hostport
+package ipt
 
 import (
 	"net"
@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
@@ -37,7 +38,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 	listings := func(n *ns.NetNS) string { GinkgoHelper(); return nftest.NftListings(n) }
 
 	DescribeTable("writes exactly what iptables-restore writes, with no process",
-		func(snat bool, mappings []PortMapping, ips ...string) {
+		func(snat bool, mappings []hostport.PortMapping, ips ...string) {
 			a := opts("ctr-a", snat, mappings, ips...)
 			viaRestore, viaNetlink := seeded(snat), seeded(snat)
 			Expect(nftest.In(viaRestore, func() error { return pm(nftest.ViaRestore()).Setup(a) })).To(Succeed())
@@ -69,9 +70,9 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 			Expect(listings(viaNetlink)).To(Equal(listings(viaRestore)))
 		},
 		Entry("snat, one tcp mapping, IPv4 (Kubernetes' hostPort)", true,
-			[]PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5"),
+			[]hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5"),
 		Entry("snat, dual stack, tcp and udp, one with a host IP", true,
-			[]PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}, {HostPort: 5353, ContainerPort: 53, Protocol: "udp"},
+			[]hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}, {HostPort: 5353, ContainerPort: 53, Protocol: "udp"},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("192.168.1.1")}}, "10.1.0.5", "fd00:1::5"),
 		Entry("no snat, 20 ports (two entries)", false, manyMappings(20, 20000), "10.1.0.5"),
 	)
@@ -79,14 +80,14 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 	It("leaves a first Setup, which makes the shared chains, to iptables-restore", func() {
 		var calls []string
 		n := testutil.NewNS()
-		a := opts("ctr-a", true, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
+		a := opts("ctr-a", true, []hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
 		Expect(nftest.In(n, func() error { return pm(nftest.Counting(&calls)).Setup(a) })).To(Succeed())
 		Expect(calls).To(ContainElement("iptables-nft-restore"))
 	})
 
 	It("leaves a repeated Setup, whose chain exists, to iptables-save and changes nothing", func() {
 		n := seeded(true)
-		a := opts("ctr-a", true, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
+		a := opts("ctr-a", true, []hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5")
 		Expect(nftest.In(n, func() error { return pm(&iptables.Runner{Variant: "nft"}).Setup(a) })).To(Succeed())
 		before := listings(n)
 		var calls []string
@@ -106,7 +107,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 
 	// natRules lists n's nat rules that are a's or shared, per tool: not
 	// the other attachment's (ctr-b).
-	natRules := func(n *ns.NetNS, a PortMapOptions) map[string][]string {
+	natRules := func(n *ns.NetNS, a hostport.PortMapOptions) map[string][]string {
 		GinkgoHelper()
 		out := map[string][]string{}
 		for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
@@ -120,26 +121,26 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 	}
 
 	DescribeTable("agrees with iptables-save, rule by rule",
-		func(snat bool, mappings []PortMapping, ips ...string) {
+		func(snat bool, mappings []hostport.PortMapping, ips ...string) {
 			n := testutil.NewNS()
 			a := opts("ctr-a", snat, mappings, ips...)
 			b := opts("ctr-b", snat, manyMappings(2, 30000), "10.1.0.6", "fd00:1::6")
-			for _, o := range []PortMapOptions{b, a} {
+			for _, o := range []hostport.PortMapOptions{b, a} {
 				Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())
 			}
 			nftest.DeleteEach(n, "nat", natRules(n, a), func(m *iptables.Runner) error { return pm(m).Check(a) })
 		},
 		Entry("snat, dual stack, tcp and udp, one with a host IP", true,
-			[]PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
+			[]hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 				{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")}},
 			"10.1.0.5", "fd00:1::5"),
-		Entry("no snat, IPv4", false, []PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5"),
+		Entry("no snat, IPv4", false, []hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5"),
 		Entry("20 ports: two multiport entries", true, manyMappings(20, 20000), "10.1.0.5"),
 	)
 
 	It("asks iptables-save about a mapping it cannot encode (sctp), and passes as it does", func() {
 		n := testutil.NewNS()
-		a := opts("ctr-a", true, []PortMapping{{HostPort: 9000, ContainerPort: 90, Protocol: "sctp"}}, "10.1.0.5")
+		a := opts("ctr-a", true, []hostport.PortMapping{{HostPort: 9000, ContainerPort: 90, Protocol: "sctp"}}, "10.1.0.5")
 		Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(a) })).To(Succeed())
 		var calls []string
 		Expect(nftest.In(n, func() error { return pm(nftest.Counting(&calls)).Check(a) })).To(Succeed())
@@ -169,28 +170,14 @@ func TestIPTSpecExprsRefuses(t *testing.T) {
 
 // portMapOpts is the port forwarding of container id (network "n", eth0)
 // with mappings, at ips (an IPv4 address in a /24, an IPv6 one in a /64).
-func portMapOpts(id string, snat bool, mappings []PortMapping, ips ...string) PortMapOptions {
-	o := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: snat,
-		MarkMasqBit: DefaultMarkMasqBit, Mappings: mappings}
-	for _, ip := range ips {
-		a := net.ParseIP(ip)
-		bits := 64
-		if a.To4() != nil {
-			a, bits = a.To4(), 24
-		}
-		o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: a, Mask: net.CIDRMask(bits, len(a)*8)})
-	}
-	return o
-}
-
 // Teardown: the attachment's CNI-DN chain and its entries in
 // CNI-HOSTPORT-DNAT go over netlink, and the DNAT addresses it returns
 // for the conntrack flush are the ones iptables-save would give.
 var _ = Describe("iptables-nft portmap teardown over netlink", func() {
-	opts := func(id string, ips ...string) PortMapOptions {
-		o := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
-			MarkMasqBit: DefaultMarkMasqBit, Mappings: append(manyMappings(20, 20000),
-				PortMapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")})}
+	opts := func(id string, ips ...string) hostport.PortMapOptions {
+		o := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
+			MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: append(manyMappings(20, 20000),
+				hostport.PortMapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")})}
 		for _, ip := range ips {
 			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: net.ParseIP(ip)})
 		}
@@ -202,7 +189,7 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 		a, b := opts("ctr-a", "10.1.0.5", "fd00:1::5"), opts("ctr-b", "10.1.0.6", "fd00:1::6")
 		b.Mappings = manyMappings(3, 30000)
 		for _, n := range []*ns.NetNS{fast, slow} {
-			for _, o := range []PortMapOptions{a, b} {
+			for _, o := range []hostport.PortMapOptions{a, b} {
 				Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())
 			}
 		}
@@ -234,9 +221,9 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 // shared part. A repeated ADD (the
 // attachment's chain exists) still reads with iptables-save.
 var _ = Describe("iptables-nft portmap setup read over netlink", func() {
-	opts := func(id string, ips ...string) PortMapOptions {
-		o := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
-			MarkMasqBit: DefaultMarkMasqBit, Mappings: []PortMapping{
+	opts := func(id string, ips ...string) hostport.PortMapOptions {
+		o := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
+			MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: []hostport.PortMapping{
 				{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"},
 				{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")}}}
 		for _, ip := range ips {
@@ -250,7 +237,7 @@ var _ = Describe("iptables-nft portmap setup read over netlink", func() {
 	// read and once without it, each on a namespace of its own, and
 	// returns the processes the netlink run started. Both namespaces must
 	// end up with the same ruleset.
-	setup := func(o PortMapOptions, prepare func(n *ns.NetNS)) []string {
+	setup := func(o hostport.PortMapOptions, prepare func(n *ns.NetNS)) []string {
 		GinkgoHelper()
 		fast, slow := testutil.NewNS(), testutil.NewNS()
 		prepare(fast)
@@ -270,7 +257,7 @@ var _ = Describe("iptables-nft portmap setup read over netlink", func() {
 		}
 		return calls
 	}
-	add := func(os ...PortMapOptions) func(n *ns.NetNS) {
+	add := func(os ...hostport.PortMapOptions) func(n *ns.NetNS) {
 		return func(n *ns.NetNS) {
 			for _, o := range os {
 				pm := newIPTablesPortMap()

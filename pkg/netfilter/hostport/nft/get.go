@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -32,7 +33,7 @@ const pmLookupMax = 32
 // to. It returns ok=false, having changed nothing, when lookups do not fit
 // (too many mappings, or a kernel without single-element GET); the caller
 // then dumps.
-func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o netfilter.Owner, mappings []PortMapping) (ips []net.IP, changed, ok bool, err error) {
+func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o netfilter.Owner, mappings []hostport.PortMapping) (ips []net.IP, changed, ok bool, err error) {
 	if len(mappings) == 0 || len(mappings) > pmLookupMax {
 		return nil, false, false, nil
 	}
@@ -71,7 +72,7 @@ func (p *nftablesPortMap) teardownByKey(c *nftables.Conn, o netfilter.Owner, map
 			}
 			key := append([]byte{protoNum(m.Protocol), 0, 0, 0}, port4(m.HostPort)...)
 			set := pmPortsMap
-			if h := m.hostIP(); h != nil {
+			if h := m.HostAddr(); h != nil {
 				key, set = append(slices.Clone(addrBytes(f, h)), key...), pmHostIPMap
 			}
 			if seen[set+string(key)] {
