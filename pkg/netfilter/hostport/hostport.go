@@ -16,10 +16,10 @@ import (
 // Both backends keep upstream's layout, so a DEL from either suite removes
 // what the other's ADD made:
 //
-//   - iptables: see iptables.go (nat chains CNI-HOSTPORT-DNAT,
+//   - iptables: package hostport/ipt (nat chains CNI-HOSTPORT-DNAT,
 //     CNI-DN-<hash>, CNI-HOSTPORT-SETMARK, CNI-HOSTPORT-MASQ; a raw-table
 //     guard CNI-HOSTPORT-GUARD for route_localnet).
-//   - nftables: see nftables.go (tables "ip cni_hostport" and
+//   - nftables: package hostport/nft (tables "ip cni_hostport" and
 //     "ip6 cni_hostport"; mappings are elements of verdict-free maps, so a
 //     lookup costs the same for 1 or 1000 mappings).
 

@@ -18,12 +18,12 @@ import (
 )
 
 // iptablesPortMap is the iptables backend of port forwarding (the layout
-// is in iptrules.go). It runs the tools through an iptables.Runner, as
+// is in rules.go). It runs the tools through an iptables.Runner, as
 // the masquerade and firewall backends do (same binaries, same chain
 // locks): per family, a change is one
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
-// (iptnftadd.go) and starts no process.
+// (nftadd.go) and starts no process.
 type iptablesPortMap struct{ m *iptables.Runner }
 
 func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: &iptables.Runner{}} }
@@ -248,7 +248,7 @@ func (p *iptablesPortMap) Check(opts hostport.PortMapOptions) error {
 		}
 		r := desiredPortMap(opts, f)
 		if p.checkNFT(f, r) {
-			continue // all there, read over netlink (iptnftcheck.go)
+			continue // all there, read over netlink (nftcheck.go)
 		}
 		// Only nat: the route_localnet guard in raw is ours alone
 		// (upstream makes none), so an upstream ADD passes CHECK without it.

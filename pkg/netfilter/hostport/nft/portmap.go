@@ -19,10 +19,10 @@ import (
 )
 
 // nftablesPortMap is the nftables backend of port forwarding (the layout
-// is in nftrules.go). Every call is one netlink socket, reads that
+// is in rules.go). Every call is one netlink socket, reads that
 // are generation-consistent, and one batch for both families, which the
 // kernel applies entirely or not at all, unless the elements exceed what
-// one batch may carry (a few hundred mappings or more; nftbatch.go):
+// one batch may carry (a few hundred mappings or more; batch.go):
 // then Setup undoes the batches it sent when a later one fails.
 type nftablesPortMap struct {
 	// failBatch, when set, makes the kernel refuse the element batches
@@ -305,7 +305,7 @@ func (p *nftablesPortMap) undoSetup(b *pmBatch, o netfilter.Owner, err error) er
 func (p *nftablesPortMap) Teardown(o netfilter.Owner) ([]net.IP, error) { return p.TeardownOf(o, nil) }
 
 // TeardownOf is Teardown for DEL, which knows o's mappings: with a few, it
-// looks up their elements by key (nftget.go) rather than reading
+// looks up their elements by key (get.go) rather than reading
 // whole maps, so its cost does not grow with other containers' mappings.
 func (p *nftablesPortMap) TeardownOf(o netfilter.Owner, mappings []hostport.PortMapping) ([]net.IP, error) {
 	c, err := p.conn()

@@ -18,7 +18,7 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
-// Issue 22, defect 2: 5,000 mappings take several batches (nftbatch.go);
+// Issue 22, defect 2: 5,000 mappings take several batches (batch.go);
 // a batch the kernel refuses after others went through leaves the
 // attachment as it was before Setup.
 var _ = Describe("nftables Setup over several batches", func() {

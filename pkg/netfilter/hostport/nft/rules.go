@@ -21,7 +21,7 @@ import (
 // The nftables layout of port forwarding, per family (ip and ip6), in
 // upstream's table and chain names. Mappings are map elements, so a
 // packet costs one lookup however many mappings there are, and an ADD or
-// DEL of 1000 mappings is a few batches of elements (nftbatch.go):
+// DEL of 1000 mappings is a few batches of elements (batch.go):
 //
 //	table ip cni_hostport {
 //		map hostports_map        { type inet_proto . inet_service : ipv4_addr . inet_service }
