@@ -9,6 +9,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
@@ -16,10 +17,10 @@ var _ = DescribeTable("1000 port mappings of one attachment",
 	func(backend string) {
 		hostNS := testutil.NewNS()
 		opts := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5")}},
-			SNAT: true, MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: manyMappings(1000, 20000)}
+			SNAT: true, MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: pmtest.ManyMappings(1000, 20000)}
 		other := opts
 		other.Owner.ContainerID = "other"
-		other.Mappings = manyMappings(3, 40000)
+		other.Mappings = pmtest.ManyMappings(3, 40000)
 		other.ContainerIPs = []net.IPNet{{IP: net.ParseIP("10.1.0.6")}}
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
@@ -54,7 +55,7 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 		hostNS := testutil.NewNS()
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
-			ips, err := TeardownPortMapAllOf(netfilter.Owner{Network: "n", ContainerID: "c"}, manyMappings(2, 20000))
+			ips, err := TeardownPortMapAllOf(netfilter.Owner{Network: "n", ContainerID: "c"}, pmtest.ManyMappings(2, 20000))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ips).To(BeEmpty())
 			return nil

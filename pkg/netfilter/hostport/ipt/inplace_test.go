@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
@@ -20,7 +21,7 @@ import (
 var _ = Describe("iptables portmap Setup over a live attachment", func() {
 	It("inserts the missing rules in place and touches the others", func() {
 		n := testutil.NewNS()
-		a := portMapOpts("ctr-a", true, manyMappings(3, 31000), "10.9.0.6")
+		a := pmtest.PortMapOpts("ctr-a", true, pmtest.ManyMappings(3, 31000), "10.9.0.6")
 		p := &iptablesPortMap{m: &iptables.Runner{Variant: "nft"}}
 		Expect(nftest.In(n, func() error { return p.Setup(a) })).To(Succeed())
 		chain := pmChain(a.Owner)

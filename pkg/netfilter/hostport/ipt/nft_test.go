@@ -10,6 +10,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
@@ -22,7 +23,7 @@ import (
 // (setupNFT). Whatever reads them (iptables-save, iptables -C and -D, nft)
 // must not be able to tell them from iptables-restore's.
 var _ = Describe("iptables-nft port forwards written over netlink", func() {
-	opts := portMapOpts
+	opts := pmtest.PortMapOpts
 	pm := func(m *iptables.Runner) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// seeded returns a namespace whose nat (and raw) tables hold another
@@ -30,7 +31,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 	seeded := func(snat bool) *ns.NetNS {
 		GinkgoHelper()
 		n := testutil.NewNS()
-		seed := opts("ctr-seed", snat, manyMappings(2, 30000), "10.9.0.5", "fd00:9::5")
+		seed := opts("ctr-seed", snat, pmtest.ManyMappings(2, 30000), "10.9.0.5", "fd00:9::5")
 		Expect(nftest.In(n, func() error { return pm(nftest.ViaRestore()).Setup(seed) })).To(Succeed())
 		return n
 	}
@@ -74,7 +75,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 		Entry("snat, dual stack, tcp and udp, one with a host IP", true,
 			[]hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}, {HostPort: 5353, ContainerPort: 53, Protocol: "udp"},
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("192.168.1.1")}}, "10.1.0.5", "fd00:1::5"),
-		Entry("no snat, 20 ports (two entries)", false, manyMappings(20, 20000), "10.1.0.5"),
+		Entry("no snat, 20 ports (two entries)", false, pmtest.ManyMappings(20, 20000), "10.1.0.5"),
 	)
 
 	It("leaves a first Setup, which makes the shared chains, to iptables-restore", func() {
@@ -102,7 +103,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 // cannot be encoded. It must accept exactly what the iptables-save path
 // accepts.
 var _ = Describe("iptables-nft portmap Check over netlink", func() {
-	opts := portMapOpts
+	opts := pmtest.PortMapOpts
 	pm := func(m *iptables.Runner) *iptablesPortMap { return &iptablesPortMap{m: m} }
 
 	// natRules lists n's nat rules that are a's or shared, per tool: not
@@ -124,7 +125,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 		func(snat bool, mappings []hostport.PortMapping, ips ...string) {
 			n := testutil.NewNS()
 			a := opts("ctr-a", snat, mappings, ips...)
-			b := opts("ctr-b", snat, manyMappings(2, 30000), "10.1.0.6", "fd00:1::6")
+			b := opts("ctr-b", snat, pmtest.ManyMappings(2, 30000), "10.1.0.6", "fd00:1::6")
 			for _, o := range []hostport.PortMapOptions{b, a} {
 				Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())
 			}
@@ -135,7 +136,7 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 				{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")}},
 			"10.1.0.5", "fd00:1::5"),
 		Entry("no snat, IPv4", false, []hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}}, "10.1.0.5"),
-		Entry("20 ports: two multiport entries", true, manyMappings(20, 20000), "10.1.0.5"),
+		Entry("20 ports: two multiport entries", true, pmtest.ManyMappings(20, 20000), "10.1.0.5"),
 	)
 
 	It("asks iptables-save about a mapping it cannot encode (sctp), and passes as it does", func() {
@@ -168,7 +169,7 @@ func TestIPTSpecExprsRefuses(t *testing.T) {
 	}
 }
 
-// portMapOpts is the port forwarding of container id (network "n", eth0)
+// pmtest.PortMapOpts is the port forwarding of container id (network "n", eth0)
 // with mappings, at ips (an IPv4 address in a /24, an IPv6 one in a /64).
 // Teardown: the attachment's CNI-DN chain and its entries in
 // CNI-HOSTPORT-DNAT go over netlink, and the DNAT addresses it returns
@@ -176,7 +177,7 @@ func TestIPTSpecExprsRefuses(t *testing.T) {
 var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 	opts := func(id string, ips ...string) hostport.PortMapOptions {
 		o := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: id, IfName: "eth0"}, SNAT: true,
-			MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: append(manyMappings(20, 20000),
+			MarkMasqBit: hostport.DefaultMarkMasqBit, Mappings: append(pmtest.ManyMappings(20, 20000),
 				hostport.PortMapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp", HostIP: net.ParseIP("192.168.1.1")})}
 		for _, ip := range ips {
 			o.ContainerIPs = append(o.ContainerIPs, net.IPNet{IP: net.ParseIP(ip)})
@@ -187,7 +188,7 @@ var _ = Describe("iptables-nft portmap teardown over netlink", func() {
 	It("deletes an attachment's chains and entries, IPv4 and IPv6, with no process, and returns its DNAT addresses", func() {
 		fast, slow := testutil.NewNS(), testutil.NewNS()
 		a, b := opts("ctr-a", "10.1.0.5", "fd00:1::5"), opts("ctr-b", "10.1.0.6", "fd00:1::6")
-		b.Mappings = manyMappings(3, 30000)
+		b.Mappings = pmtest.ManyMappings(3, 30000)
 		for _, n := range []*ns.NetNS{fast, slow} {
 			for _, o := range []hostport.PortMapOptions{a, b} {
 				Expect(nftest.In(n, func() error { return newIPTablesPortMap().Setup(o) })).To(Succeed())

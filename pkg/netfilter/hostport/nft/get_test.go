@@ -11,6 +11,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -23,7 +24,7 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 				{HostPort: 8443, ContainerPort: 443, Protocol: "tcp", HostIP: net.ParseIP("127.0.0.1")},
 			}}
 		other := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "other"}, ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.6")}},
-			SNAT: true, Mappings: manyMappings(50, 30000)}
+			SNAT: true, Mappings: pmtest.ManyMappings(50, 30000)}
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
 			p := newNFTablesPortMap()
@@ -69,7 +70,7 @@ var _ = Describe("nftables teardown by key (DEL with its mappings)", func() {
 			c, err := p.conn()
 			Expect(err).NotTo(HaveOccurred())
 			defer c.CloseLasting()
-			for _, ms := range [][]hostport.PortMapping{nil, manyMappings(pmLookupMax+1, 20000)} {
+			for _, ms := range [][]hostport.PortMapping{nil, pmtest.ManyMappings(pmLookupMax+1, 20000)} {
 				_, _, ok, err := p.teardownByKey(c, netfilter.Owner{Network: "n", ContainerID: "c"}, ms)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ok).To(BeFalse())

@@ -7,19 +7,20 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // Tests for mutations that survived every earlier test (issue 29).
 var _ = Describe("portmap details no other test looked at", func() {
-	opts := portMapOpts
+	opts := pmtest.PortMapOpts
 
 	// hairpin_nets holds what masquerades hairpin traffic from the
 	// container's subnet: CHECK must miss it.
 	It("nftables CHECK fails without the attachment's hairpin_nets element, naming the set", func() {
 		n := testutil.NewNS()
-		a := opts("ctr-a", true, manyMappings(1, 31000), "10.9.0.6")
+		a := opts("ctr-a", true, pmtest.ManyMappings(1, 31000), "10.9.0.6")
 		p := newNFTablesPortMap()
 		Expect(nftest.In(n, func() error { return p.Setup(a) })).To(Succeed())
 		Expect(nftest.In(n, func() error { return p.Check(a) })).To(Succeed())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -46,12 +47,12 @@ var _ = Describe("nftables Setup over several batches", func() {
 		hostNS := testutil.NewNS()
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
-			other := base("other", manyMappings(3, 40000))
+			other := base("other", pmtest.ManyMappings(3, 40000))
 			other.ContainerIPs = []net.IPNet{{IP: net.ParseIP("10.1.0.6")}}
 			p := newNFTablesPortMap()
 			Expect(p.Setup(other)).To(Succeed())
 
-			many := base("c", manyMappings(5000, 20000))
+			many := base("c", pmtest.ManyMappings(5000, 20000))
 			batches := 0
 			p.failBatch = func(n int) bool { batches = n; return false }
 			Expect(p.Setup(many)).To(Succeed())
@@ -66,7 +67,7 @@ var _ = Describe("nftables Setup over several batches", func() {
 			Expect(p.Setup(many)).NotTo(Succeed())
 			Expect(ownElems(p, many.Owner)).To(BeZero(), "a first ADD leaves nothing")
 
-			few := base("c", manyMappings(10, 30000))
+			few := base("c", pmtest.ManyMappings(10, 30000))
 			p.failBatch = nil
 			Expect(p.Setup(few)).To(Succeed())
 			p.failBatch = func(n int) bool { return n == 3 }
@@ -86,7 +87,7 @@ var _ = Describe("nftables Setup on a kernel without hairpin_nets", func() {
 		hostNS := testutil.NewNS()
 		Expect(hostNS.Do(func() error {
 			defer GinkgoRecover()
-			opts := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, SNAT: true, Mappings: manyMappings(2, 20000),
+			opts := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "c"}, SNAT: true, Mappings: pmtest.ManyMappings(2, 20000),
 				ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}}}
 			p := newNFTablesPortMap()
 			p.legacyHairpin = true
