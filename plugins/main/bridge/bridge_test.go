@@ -879,25 +879,11 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	Describe("bad input", func() {
-		It("rejects malformed JSON with code 6", func() {
-			out := run(hostNS, call("ADD", []byte(`{"cniVersion": "1.1.0", "name": `)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.34.0.0/24")))
-			c.ContainerID = ""
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			out := run(hostNS, call("ADD", netConf("9.9.9", "", "")))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return run(hostNS, c) },
+			func(ver string) testutil.Call {
+				return call("ADD", netConf(ver, "", hostLocal(dataDir, "10.34.0.0/24")))
+			},
+			func() { Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo")) })
 		It("rejects invalid values with code 7 naming the key, before touching the kernel", func() {
 			out := run(hostNS, call("ADD", netConf("1.1.0", `"vlan": 5000`, hostLocal(dataDir, "10.35.0.0/24"))))
 			Expect(out.Err).NotTo(BeNil())

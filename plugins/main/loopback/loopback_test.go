@@ -210,29 +210,9 @@ var _ = Describe("loopback", func() {
 	})
 
 	Describe("bad input", func() {
-		It("rejects malformed JSON with code 6", func() {
-			c := call("ADD", "1.1.0")
-			c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": `)
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			c := call("ADD", "1.1.0")
-			c.ContainerID = ""
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			out := run(hostNS, call("ADD", "9.9.9"))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return run(hostNS, c) },
+			func(ver string) testutil.Call { return call("ADD", ver) },
+			func() { Expect(loUp(contNS)).To(BeFalse()) })
 		It("rejects a config without a name with code 7", func() {
 			c := call("ADD", "1.1.0")
 			c.Stdin = []byte(`{"cniVersion": "1.1.0", "type": "loopback"}`)
