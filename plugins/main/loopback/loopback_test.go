@@ -27,23 +27,24 @@ func run(hostNS *ns.NetNS, c testutil.Call) testutil.Output {
 	return testutil.RunIn(hostNS, loopback.Plugin, c)
 }
 
-func loUp(n *ns.NetNS) bool {
+// loIn returns a handle on n (closed when the spec ends) and n's lo.
+func loIn(n *ns.NetNS) (*netlink.Handle, netlink.Link) {
 	GinkgoHelper()
-	h, err := n.Handle()
-	Expect(err).NotTo(HaveOccurred())
-	defer h.Close()
+	h := testutil.Handle(n)
 	lo, err := h.LinkByName("lo")
 	Expect(err).NotTo(HaveOccurred())
+	return h, lo
+}
+
+func loUp(n *ns.NetNS) bool {
+	GinkgoHelper()
+	_, lo := loIn(n)
 	return lo.Attrs().Flags&net.FlagUp != 0
 }
 
 func setLo(n *ns.NetNS, up bool) {
 	GinkgoHelper()
-	h, err := n.Handle()
-	Expect(err).NotTo(HaveOccurred())
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	Expect(err).NotTo(HaveOccurred())
+	h, lo := loIn(n)
 	if up {
 		Expect(h.LinkSetUp(lo)).To(Succeed())
 	} else {
