@@ -271,7 +271,7 @@ e2e_chains() {
 }
 
 stage_e2e() {
-	local line t0=$SECONDS n=0
+	local line t0=$SECONDS n=0 ns=0
 	e2e_chains >"$pw/e2e.chains"
 	check "e2e's images (agnhost, CoreDNS, pause under e2e's names) imported" e2e_import
 	check "kube-proxy (iptables mode) starts" start_kube_proxy iptables
@@ -281,11 +281,14 @@ stage_e2e() {
 		while read -r line; do
 			n=$((n + 1))
 			case $(jq -r .state <<<"$line") in
-			skipped | pending) skip "e2e: $(jq -r '.text + " (" + .why + ")"' <<<"$line")" ;;
+			skipped | pending)
+				ns=$((ns + 1))
+				skip "e2e: $(jq -r '.text + " (" + .why + ")"' <<<"$line")"
+				;;
 			*) check "e2e: $(jq -r .text <<<"$line")" e2e_spec_result "$line" ;;
 			esac
 		done < <(e2e_specs)
-		echo "kube-lane: e2e.test: $n specs matched $e2e_focus in $((SECONDS - t0)) s"
+		echo "kube-lane: e2e.test: $n specs matched $e2e_focus, $ns of them skipped, in $((SECONDS - t0)) s"
 	fi
 	check "e2e's namespaces, CoreDNS and kube-proxy's rules gone: the node holds what it held before" e2e_cleanup
 }
