@@ -211,7 +211,7 @@ e2e_specs() {
 }
 
 # e2e_spec_result LINE: a spec's result (e2e_specs's LINE); a failed one
-# shows its failure and the log lines about it.
+# shows the first line of its failure (the rest is in $pw/e2e/e2e.log).
 e2e_spec_result() {
 	local st
 	st=$(jq -r .state <<<"$1")
