@@ -16,6 +16,14 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   nodes.sh    two nodes: a second kubelet and runtime (node B) in its own
+#               net and mount namespaces, joined by a veth link
+#               (192.168.78.0/24), pod CIDR 10.88.1.0/24, each node routing
+#               the other's; the DaemonSet rolls out on it and it turns
+#               Ready; pods on the two nodes (nodeName) see each other's
+#               own addresses (no NAT between pods: ipMasqExcludeCIDRs),
+#               a pod still reaches the outside masqueraded; deletion
+#               leaves both nodes as before; node B torn down.
 #
 # Isolation as in scripts/cri-lane.sh: the cluster runs in new pid, net,
 # mount and cgroup namespaces (tmpfs on /run, /var/lib, /var/log, /var/tmp
@@ -65,7 +73,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods"
+all_stages="pods nodes"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -119,11 +127,13 @@ inner() {
 	# The conflist a Kubernetes node carries, over the node's pod CIDR; its
 	# plugins are what the DaemonSet installs.
 	# containerd 1.6's libcni knows spec versions up to 1.0.0.
+	# bridge leaves the cluster CIDR unmasqueraded (ipMasqExcludeCIDRs,
+	# beyond upstream): pods on other nodes see a pod's own address.
 	local v=1.1.0
 	[ "$runtime" != containerd1 ] || v=1.0.0
-	jq -n --arg v "$v" --arg net "$net" --arg subnet "$podcidr" '
+	jq -n --arg v "$v" --arg net "$net" --arg subnet "$podcidr" --arg cluster "$clustercidr" '
 	{cniVersion: $v, name: $net, plugins: [
-	  {type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, hairpinMode: true,
+	  {type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, ipMasqExcludeCIDRs: [$cluster], hairpinMode: true,
 	   ipam: {type: "host-local", ranges: [[{subnet: $subnet}]], routes: [{dst: "0.0.0.0/0"}]}},
 	  {type: "portmap", capabilities: {portMappings: true}, snat: true},
 	  {type: "bandwidth", capabilities: {bandwidth: true}}]}' >"$pw/net.d/10-lane.conflist"
