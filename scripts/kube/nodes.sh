@@ -68,6 +68,8 @@ start_nodeb() {
 		echo "node B's mounts"
 		return 1
 	}
+	# A comparison run installs DIR's plugins as on node A.
+	[ -z "$plugins_dir" ] || in_b bash -c 'mkdir -p "$2" && cp -a "$1"/. "$2"/' - "$plugins_dir" "$cnidir" || return 1
 	ip link add lb0 type veth peer name eth0 netns "/proc/$(cat "$work/nodeb.holder")/ns/net" &&
 		ip addr add "$linka/24" dev lb0 && ip link set lb0 up &&
 		in_b ip link set lo up &&
@@ -113,11 +115,14 @@ check_nodeb_rollout() {
 		as_b installed_from_image
 		return 1
 	}
+	check_nodeb_ready && k -n kube-system get pods -o wide
+}
+
+check_nodeb_ready() {
 	k wait --for=condition=Ready "node/$nodeb" --timeout 120s || {
 		k get node "$nodeb" -o jsonpath='{.status.conditions}'
 		return 1
 	}
-	k -n kube-system get pods -o wide
 }
 
 # pod_on NODE NAME: a pod on NODE (nodeName) whose httpd serves, besides
@@ -272,7 +277,12 @@ check_nodeb_gone() {
 stage_nodes() {
 	check "node B (own net and mount namespaces, containerd, kubelet) joins over the link $linka-$linkb; the controller manager gives it $nodeb_podcidr" check_nodeb_registered || true
 	if k get node "$nodeb" >/dev/null 2>&1; then
-		check "our DaemonSet rolls out on node B too: its pod ready, node B's /opt/cni/bin holds the image's cniforge, node B Ready" check_nodeb_rollout
+		if [ -n "$plugins_dir" ]; then
+			skip "our DaemonSet on node B (a comparison run installs no DaemonSet)"
+			check "node B Ready with the plugins of $plugins_dir" check_nodeb_ready
+		else
+			check "our DaemonSet rolls out on node B too: its pod ready, node B's /opt/cni/bin holds the image's cniforge, node B Ready" check_nodeb_rollout
+		fi
 		check "a warm-up pod on node B (nodeName), deleted; node B's state taken" check_nodeb_warm
 		check "a pod on each node (nodeName), pa in 10.88.0.0/24, pb in $nodeb_podcidr" check_cross_pods
 		check "pod on node A -> pod on node B: pb sees pa's own address (no NAT between pods: ipMasqExcludeCIDRs)" check_a_to_b
