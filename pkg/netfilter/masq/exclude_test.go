@@ -1,7 +1,9 @@
 package masq
 
 import (
+	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
+	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
@@ -122,6 +125,16 @@ var _ = DescribeTableSubtree("ipMasqExcludeCIDRs (beyond upstream)", func(bc bac
 		empty()
 	})
 
+	It("stays with its attachment when GC keeps it", func() {
+		b := netfilter.Owner{Network: a.Network, ContainerID: "ctr-b", IfName: "eth0"}
+		m := excluding(bc.new(), exclude())
+		Expect(nftest.In(hostNS, func() error { return m.Setup(a, cont) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return m.Setup(b, mustCIDRs("10.1.0.6/24")) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return m.GC(a.Network, []netfilter.Owner{a}) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return m.Check(a, cont) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return m.Check(b, mustCIDRs("10.1.0.6/24")) })).To(MatchError(netfilter.ErrMissing))
+	})
+
 	It("keeps another interface's exclusions when one interface of the container goes", func() {
 		eth1 := netfilter.Owner{Network: a.Network, ContainerID: a.ContainerID, IfName: "eth1"}
 		m := excluding(bc.new(), exclude())
@@ -160,5 +173,35 @@ var _ = Describe("ipMasqExcludeCIDRs rendered", func() {
 		Expect(rs[0]).To(HavePrefix("ip saddr 10.88.0.5 ip daddr 10.88.0.0/16 return"))
 		Expect(rs[1]).To(HavePrefix("ip saddr 10.88.0.5 ip daddr != 10.88.0.0/24 masquerade"))
 		Expect(rs[2]).To(HavePrefix("ip6 saddr fd00:1::5 ip6 daddr != fd00:1::/64 masquerade"))
+	})
+})
+
+var _ = Describe("ipMasqExcludeCIDRs next to upstream's plugins", func() {
+	It("is removed with the chain by upstream's DEL (iptables)", func() {
+		o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
+		chain, comment := netfilter.IptablesChain(o), netfilter.IptablesComment(o)
+		_, x, _ := net.ParseCIDR("10.88.0.0/16")
+		hostNS := testutil.NewNS()
+		m := excluding(&iptablesMasq{Runner: &iptables.Runner{Variant: "nft"}}, []*net.IPNet{x})
+		Expect(nftest.In(hostNS, func() error { return m.Setup(o, mustCIDRs("10.1.0.5/24")) })).To(Succeed())
+		Expect(iptablesCase("nft").kernel(hostNS)).To(ContainSubstring("10.88.0.0/16"))
+		// upstream's DEL: its jump by exact spec, then flush and delete.
+		run := func(args ...string) error {
+			out, err := exec.Command("iptables-nft", append([]string{"-w", "-t", "nat"}, args...)...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, out)
+			}
+			return nil
+		}
+		Expect(nftest.In(hostNS, func() error {
+			return iptablesSteps(
+				func() error {
+					return run("-D", "POSTROUTING", "-s", "10.1.0.5", "-j", chain, "-m", "comment", "--comment", comment)
+				},
+				func() error { return run("-F", chain) },
+				func() error { return run("-X", chain) },
+			)
+		})).To(Succeed())
+		Expect(iptablesCase("nft").kernel(hostNS)).To(BeEmpty())
 	})
 })
