@@ -28,13 +28,14 @@ in_b() {
 }
 
 # as_b BASH-CODE: BASH-CODE run in node B's namespaces by a bash that
-# holds node.sh's and lane.sh's functions with node B's variables: $pw
-# its folder, $sock its runtime's socket, $hostaddr its address, $node
-# its name. Daemons it starts (node.sh's daemon) keep running after it.
+# holds every function of the lane (node.sh's, lane.sh's, the stages')
+# and the lane's settings, with node B's own: $pw its folder, $sock its
+# runtime's socket, $hostaddr its address, $node its name. Daemons it
+# starts (node.sh's daemon) keep running after it.
 as_b() {
 	local fns vars
-	fns=$(declare -f k cri daemon alive until_ok start_runtime start_kubelet containerd_toml containerd2_toml containerd16_toml state installed_from_image)
-	vars=$(declare -p work runtime cnidir page)
+	fns=$(declare -f)
+	vars=$(declare -p work runtime cnidir page net clustercidr k8s_version etcd_version plugins_dir 2>/dev/null)
 	in_b bash -c "$fns; $vars; pw=$work/nodeb sock=$work/nodeb/containerd.sock hostaddr=$linkb node=$nodeb; cd '$PWD' || exit 1; $1"
 }
 
