@@ -284,6 +284,10 @@ stage_nodes() {
 		else
 			check "our DaemonSet rolls out on node B too: its pod ready, node B's /opt/cni/bin holds the image's cniforge, node B Ready" check_nodeb_rollout
 		fi
+	fi
+	# Pods on node B need it Ready: without that each would only wait out
+	# its timeout. The teardown runs whatever happened.
+	if [ "$(k get node "$nodeb" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
 		check "a warm-up pod on node B (nodeName), deleted; node B's state taken" check_nodeb_warm
 		check "a pod on each node (nodeName), pa in 10.88.0.0/24, pb in $nodeb_podcidr" check_cross_pods
 		check "pod on node A -> pod on node B: pb sees pa's own address (no NAT between pods: ipMasqExcludeCIDRs)" check_a_to_b
