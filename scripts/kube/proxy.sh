@@ -189,7 +189,8 @@ portmap_rules_in() {
 		case $1 in
 		# grep -c reads it all: -q's early exit fails the pipe (pipefail).
 		iptables) iptables-save -t nat | grep -c "$id" >/dev/null ;;
-		nftables) nft list table ip cni_hostport 2>/dev/null | grep -c "id: $id" >/dev/null ;;
+		# ours comment "<hash>, net: <net>, id: <id>"; upstream's "<id>"
+		nftables) nft list table ip cni_hostport 2>/dev/null | grep -c "$id" >/dev/null ;;
 		esac || {
 			echo "no $1 forward of sandbox $id"
 			nft list tables
