@@ -1,4 +1,4 @@
-package hostport
+package nft
 
 import (
 	"io"
@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -96,9 +97,9 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 		})).To(Succeed())
 	})
 
-	opts := PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "hp"},
-		ContainerIPs: []net.IPNet{{IP: net.ParseIP(addr)}}, SNAT: true, MarkMasqBit: DefaultMarkMasqBit,
-		Mappings: []PortMapping{
+	opts := hostport.PortMapOptions{Owner: netfilter.Owner{Network: "n", ContainerID: "hp"},
+		ContainerIPs: []net.IPNet{{IP: net.ParseIP(addr)}}, SNAT: true, MarkMasqBit: hostport.DefaultMarkMasqBit,
+		Mappings: []hostport.PortMapping{
 			{HostPort: nodePort, ContainerPort: podPort, Protocol: "tcp"},
 			{HostPort: otherPort, ContainerPort: podPort, Protocol: "tcp"},
 		}}
