@@ -16,6 +16,12 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   crio.sh     (--runtime crio only) what CRI-O does with CNI that
+#               containerd does not: CHECK right after every ADD and for
+#               every pod when it restarts, GC at its start (a leaked
+#               attachment and reservation reclaimed, live pods untouched),
+#               bandwidth bursts of 34359738359 bits (clamped, tbf there),
+#               hostPorts made by CRI-O itself with or without portmap.
 #
 # Isolation as in scripts/cri-lane.sh: the cluster runs in new pid, net,
 # mount and cgroup namespaces (tmpfs on /run, /var/lib, /var/log, /var/tmp
@@ -41,6 +47,8 @@
 #     run as root after ./build_linux.sh
 #   --runtime containerd2       containerd 2.4.2 (scripts/cri-deps.sh), the default
 #   --runtime containerd1       Debian's containerd 1.6
+#   --runtime crio              CRI-O v1.34.0 (scripts/crio-deps.sh), Debian's
+#                               conmon and runc
 #   --stages "pods ..."         the stages after the install (default: all)
 #   --plugins DIR               a comparison run: DIR's plugins (upstream's, say
 #                               /usr/lib/cni) copied into the node's /opt/cni/bin
