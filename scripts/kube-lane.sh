@@ -65,7 +65,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods"
+all_stages="pods multus"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
