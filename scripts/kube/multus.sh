@@ -261,9 +261,16 @@ multus_state() {
 	done
 }
 
+# cniforge: the node tool, the installed one (a comparison run with another
+# suite's plugins has none in $cnidir: then the build's).
+cniforge() {
+	local c=$cnidir/cniforge
+	[ -x "$c" ] || c=$PWD/bin/cniforge
+	"$c" "$@"
+}
+
 gc() {
-	cniforge_bin=$cnidir/cniforge
-	"$cniforge_bin" gc --conf-dir "$pw/net.d" --multus-dir "$multus_dir" --runtime-mount-ns "$@"
+	cniforge gc --conf-dir "$pw/net.d" --multus-dir "$multus_dir" --runtime-mount-ns "$@"
 }
 
 # cniforge gc while the Multus pods live: it keeps them whole.
@@ -283,8 +290,8 @@ check_gc_live() {
 		diff <(echo "$before") <(multus_state)
 		return 1
 	}
-	"$cnidir/cniforge" ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir" | grep -q "attachments Multus delegated (.*pods: 2)" || {
-		"$cnidir/cniforge" ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir"
+	cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir" | grep -q "attachments Multus delegated (.*pods: 2)" || {
+		cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir"
 		return 1
 	}
 	check_traffic >/dev/null
