@@ -16,6 +16,13 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   multus.sh   Multus v4.2.2 (the thin plugin, scripts/kube-deps.sh)
+#               installed as a cluster does, delegating the default network
+#               to the conflist and NetworkAttachmentDefinitions to our
+#               macvlan, bridge, host-device with static and host-local
+#               IPAM: the ips, mac, interface and cni-args requests, the
+#               network-status annotation, traffic on each network,
+#               cniforge gc beside Multus, deletion leaving nothing.
 #
 # Isolation as in scripts/cri-lane.sh: the cluster runs in new pid, net,
 # mount and cgroup namespaces (tmpfs on /run, /var/lib, /var/log, /var/tmp
