@@ -1,12 +1,17 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // testdata/multus-v4.2.2 is Multus's cniDir as the thin plugin v4.2.2
@@ -73,5 +78,51 @@ func TestReadsMultusCacheAsMultusWritesIt(t *testing.T) {
 	}
 	if len(st.Orphans) != 0 {
 		t.Errorf("bridge-net's reservations of Multus's pods counted leaked: %+v", st.Orphans)
+	}
+}
+
+// Multus removed while a pod lived (its binary and 00-multus.conf gone):
+// the runtime's DEL went to the conf dir's next network, its cached Multus
+// attachment cannot be DELed any more, and Multus never DELs the pod's
+// delegates. Once the netns is gone, gc DELs them from Multus's cache,
+// then drops the delegate list and the runtime's cached attachment; the
+// next round has nothing to do.
+func TestGCDelegatesWhenMultusIsGone(t *testing.T) {
+	n := newNode(t)
+	podX, rmX := testutil.NewTestNS(t)
+	ipX := n.addAs(n.multus, "pod-x", "net1", podX)
+	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
+	must(t, err)
+	delegates, err := json.Marshal([]map[string]any{{"Name": "nodenet", "Bytes": conf}})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(n.multus, "pod-x"), delegates, 0o600))
+	// The runtime's cache entry of the pod's Multus attachment, as libcni
+	// wrote it at ADD; no multus binary is left in the plugin dir.
+	runtimeEntry := filepath.Join(n.cache, "results", "multus-cni-network-pod-x-eth0")
+	e, err := json.Marshal(cacheEntry{Kind: libcni.CNICacheV1, ContainerID: "pod-x", IfName: "eth0",
+		NetworkName: "multus-cni-network", NetNS: podX.Path(),
+		Config: []byte(`{"cniVersion":"1.0.0","name":"multus-cni-network","type":"multus"}`)})
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Dir(runtimeEntry), 0o755))
+	must(t, os.WriteFile(runtimeEntry, e, 0o600))
+	must(t, rmX())
+
+	out, rc := n.cli("gc", "--apply")
+	t.Logf("gc --apply:\n%s", out)
+	if rc != 0 || !strings.Contains(out, `nodenet: DEL pod-x net1 (a delegate of Multus's`) {
+		t.Errorf("gc did not DEL the delegate of the pod whose Multus DEL failed:\n%s", out)
+	}
+	for _, f := range []string{
+		filepath.Join(n.ipamData, "nodenet", ipX),
+		filepath.Join(n.multus, "results", "nodenet-pod-x-net1"),
+		filepath.Join(n.multus, "pod-x"),
+		runtimeEntry,
+	} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s is left", f)
+		}
+	}
+	if out, rc := n.cli("gc", "--apply"); rc != 0 || strings.Contains(out, "DEL") {
+		t.Errorf("a second gc --apply: exit %d:\n%s", rc, out)
 	}
 }

@@ -340,6 +340,31 @@ check_gc_leak() {
 	echo "gc reclaimed them"
 }
 
+# Multus uninstalled, binary and 00-multus.conf, while a pod on bridge-net
+# lives: the runtime's DEL reaches the default network only, and its cached
+# Multus attachment can no longer be DELed (no multus binary). Once the
+# netns is gone, cniforge gc DELs the delegates from Multus's cache itself
+# and drops the cached attachments.
+check_gc_uninstalled() {
+	check_install_multus >/dev/null || return 1
+	sleep 2 # the runtime reloads its conf folder on a change
+	mpod mpd '[{"name": "bridge-net"}]' || return 1
+	local lease
+	lease=$(pod_addr mpd net1)
+	rm "$pw/net.d/00-multus.conf" "$cnidir/multus"
+	sleep 2
+	k delete pod mpd --wait --timeout 60s >/dev/null || return 1
+	until_ok 100 bash -c '[ -z "$(ls -A /run/netns | grep -vx client)" ]'
+	[ -e "/var/lib/cni/networks/bridge-net/$lease" ] || {
+		echo "no leak to reclaim: bridge-net's lease $lease is gone already"
+		return 1
+	}
+	echo "leaked: bridge-net's $lease; Multus's cache: $(find "$multus_dir" -type f | tr '\n' ' '); libcni's: $(ls /var/lib/cni/results)"
+	gc --apply --min-age 0s || return 1
+	multus_left || return 1
+	echo "gc reclaimed them"
+}
+
 check_cleanup() {
 	local rc=0
 	rm -f "$pw/net.d/00-multus.conf" "$cnidir/multus"
@@ -365,5 +390,6 @@ stage_multus() {
 	check "cniforge gc --apply while the Multus pods live keeps them whole (Multus's cache, leases, links); ls lists them" check_gc_live
 	check "kubectl delete of the pods leaves nothing: Multus's cache, leases, links, libcni cache, netns; $hd_dev back in the node" check_delete
 	check "Multus removed while a pod lives: the leaked lease and Multus's cache reclaimed by cniforge gc" check_gc_leak
+	check "Multus uninstalled (binary and conf) while a pod lives: cniforge gc DELs its delegates from Multus's cache, and drops the cached attachments" check_gc_uninstalled
 	check "the node as before the stage (Multus, the CRD, masters, br-multus removed)" check_cleanup
 }
