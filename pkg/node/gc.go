@@ -330,6 +330,9 @@ func gcDelegates(d *Dirs, o GCOptions, st *nodeState, lg *gcLog, delegates []att
 	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Multus, nil)
 	resolved = map[string]bool{}
 	undone := map[string]bool{} // containers with a delegate not DELed
+	// Containers with a delegate DELed here: one whose delegates Multus
+	// knows only by its delegate list is left for the reservations pass.
+	deled := map[string]bool{}
 	for _, a := range delegates {
 		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
 		switch {
@@ -358,13 +361,15 @@ func gcDelegates(d *Dirs, o GCOptions, st *nodeState, lg *gcLog, delegates []att
 			failed++
 			undone[a.ContainerID] = true
 			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
+			continue
 		}
+		deled[a.ContainerID] = true
 	}
 	if !o.Apply {
 		return failed, resolved
 	}
 	for id := range delFailed {
-		if undone[id] || !st.multusPod(id) {
+		if undone[id] || !deled[id] {
 			continue
 		}
 		ok := true
@@ -392,14 +397,4 @@ func gcDelegates(d *Dirs, o GCOptions, st *nodeState, lg *gcLog, delegates []att
 		resolved[id] = ok
 	}
 	return failed, resolved
-}
-
-// multusPod says whether Multus keeps delegates for container id.
-func (st *nodeState) multusPod(id string) bool {
-	for _, p := range st.MultusPods {
-		if p == id {
-			return true
-		}
-	}
-	return false
 }

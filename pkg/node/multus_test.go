@@ -98,13 +98,7 @@ func TestGCDelegatesWhenMultusIsGone(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(n.multus, "pod-x"), delegates, 0o600))
 	// The runtime's cache entry of the pod's Multus attachment, as libcni
 	// wrote it at ADD; no multus binary is left in the plugin dir.
-	runtimeEntry := filepath.Join(n.cache, "results", "multus-cni-network-pod-x-eth0")
-	e, err := json.Marshal(cacheEntry{Kind: libcni.CNICacheV1, ContainerID: "pod-x", IfName: "eth0",
-		NetworkName: "multus-cni-network", NetNS: podX.Path(),
-		Config: []byte(`{"cniVersion":"1.0.0","name":"multus-cni-network","type":"multus"}`)})
-	must(t, err)
-	must(t, os.MkdirAll(filepath.Dir(runtimeEntry), 0o755))
-	must(t, os.WriteFile(runtimeEntry, e, 0o600))
+	runtimeEntry := n.cacheMultusAttachment("pod-x", podX.Path())
 	must(t, rmX())
 
 	out, rc := n.cli("gc", "--apply")
@@ -124,5 +118,43 @@ func TestGCDelegatesWhenMultusIsGone(t *testing.T) {
 	}
 	if out, rc := n.cli("gc", "--apply"); rc != 0 || strings.Contains(out, "DEL") {
 		t.Errorf("a second gc --apply: exit %d:\n%s", rc, out)
+	}
+}
+
+// cacheMultusAttachment writes the runtime's cache entry of pod id's Multus
+// attachment, as libcni wrote it at ADD; no multus binary is in the node's
+// plugin dir, so its DEL fails.
+func (n *node) cacheMultusAttachment(id, netns string) string {
+	n.t.Helper()
+	f := filepath.Join(n.cache, "results", "multus-cni-network-"+id+"-eth0")
+	e, err := json.Marshal(cacheEntry{Kind: libcni.CNICacheV1, ContainerID: id, IfName: "eth0",
+		NetworkName: "multus-cni-network", NetNS: netns,
+		Config: []byte(`{"cniVersion":"1.0.0","name":"multus-cni-network","type":"multus"}`)})
+	must(n.t, err)
+	must(n.t, os.MkdirAll(filepath.Dir(f), 0o755))
+	must(n.t, os.WriteFile(f, e, 0o600))
+	return f
+}
+
+// A pod whose failed Multus DEL gc cannot finish (Multus knows its
+// delegates only by its delegate list, no cached result to DEL with): its
+// files stay, and the failed DEL counts.
+func TestGCKeepsAMultusPodItCannotFinish(t *testing.T) {
+	n := newNode(t)
+	podY, rmY := testutil.NewTestNS(t)
+	must(t, os.MkdirAll(n.multus, 0o700))
+	list := filepath.Join(n.multus, "pod-y")
+	must(t, os.WriteFile(list, []byte(`[{"Name":"nodenet"}]`), 0o600))
+	runtimeEntry := n.cacheMultusAttachment("pod-y", podY.Path())
+	must(t, rmY())
+	out, rc := n.cli("gc", "--apply", "--allow-empty-cache")
+	t.Logf("gc --apply:\n%s", out)
+	if rc == 0 {
+		t.Errorf("gc --apply: exit 0 with the pod's DEL failed and nothing DELed in its stead")
+	}
+	for _, f := range []string{list, runtimeEntry} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
