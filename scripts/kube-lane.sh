@@ -16,6 +16,13 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   proxy.sh    kube-proxy beside portmap: for portmap's backend iptables
+#               and nftables (the conflist rewritten) x kube-proxy's
+#               iptables and nftables modes, a NodePort Service (with the
+#               node's address as externalIP) reached from a pod, the node
+#               and outside while hostPort pods run, and hostPorts equal to
+#               the Service's port and to its NodePort never capture its
+#               traffic; kube-proxy --cleanup leaves none of its rules.
 #   multus.sh   Multus v4.2.2 (the thin plugin, scripts/kube-deps.sh)
 #               installed as a cluster does, delegating the default network
 #               to the conflist and NetworkAttachmentDefinitions to our
@@ -72,7 +79,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods multus"
+all_stages="pods proxy multus"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -347,7 +347,11 @@ start_kube_proxy() {
 # stop_kube_proxy MODE: kube-proxy stopped and its MODE rules removed
 # (kube-proxy --cleanup), as an operator switching modes does.
 stop_kube_proxy() {
-	[ ! -s "$pw/kube-proxy.pid" ] || kill "$(cat "$pw/kube-proxy.pid")" 2>/dev/null
+	local pid
+	pid=$(cat "$pw/kube-proxy.pid" 2>/dev/null)
+	# Gone before --cleanup: a kube-proxy still syncing would put back
+	# what --cleanup removes.
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null && until_ok 150 eval "! kill -0 $pid 2>/dev/null"; }
 	rm -f "$pw/kube-proxy.pid"
 	kube-proxy --cleanup --proxy-mode "$1" >>"$pw/kube-proxy.log" 2>&1
 }
