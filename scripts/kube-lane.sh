@@ -122,6 +122,11 @@ runtime_daemon=containerd
 
 # --- the inner half: the stand-in node ---------------------------------------
 
+# Every stage file is sourced into this one shell: a function a second
+# file defines again would silently replace the first.
+dup=$(grep -ohE '^[a-zA-Z_0-9]+\(\)' scripts/lane.sh "$self" scripts/kube/*.sh | sort | uniq -d | tr '\n' ' ')
+[ -z "$dup" ] || bail "kube-lane.sh: functions defined twice across scripts/kube/: $dup"
+
 # shellcheck source=scripts/kube/node.sh
 . scripts/kube/node.sh
 # shellcheck source=scripts/kube/install.sh
