@@ -291,18 +291,25 @@ containerd16_toml() {
 	EOF
 }
 
-# installed_from_image: $cnidir holds the node image's binary (bin/cniforge)
-# and a link to it per plugin, and nothing half-written (the CRI and
+# installed_from_image: $cnidir holds the node image's binaries
+# (bin/cniforge and bin/cniforge-light) and a link per plugin, the light
+# plugins' (`cniforge-light version`) to cniforge-light and the others' to
+# cniforge, as install decides, and nothing half-written (the CRI and
 # Kubernetes lanes' DaemonSet checks).
 installed_from_image() {
-	cmp -s "$cnidir/cniforge" bin/cniforge || {
-		echo "$cnidir/cniforge is not the image's binary"
-		return 1
-	}
-	local t
+	local b t want light
+	for b in cniforge cniforge-light; do
+		cmp -s "$cnidir/$b" "bin/$b" || {
+			echo "$cnidir/$b is not the image's binary"
+			return 1
+		}
+	done
+	light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
 	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
-			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1)"
+		want=cniforge
+		[[ "$light" == *" $t "* ]] && want=cniforge-light
+		[ "$(readlink "$cnidir/$t")" = "$want" ] || {
+			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1), want a link to $want"
 			return 1
 		}
 	done
