@@ -91,7 +91,8 @@ fetch() {
 }
 
 # plugins_ours CONFLIST [PREFIX]: every plugin CONFLIST names (IPAM ones
-# too) is cniforge's (a link to it in $cnidir) and answers VERSION with
+# too) is cniforge's (a link to cniforge or, for the light plugins,
+# cniforge-light in $cnidir) and answers VERSION with
 # the conflist's cniVersion among those it supports. Its reasons begin
 # with PREFIX.
 plugins_ours() {
@@ -99,7 +100,10 @@ plugins_ours() {
 	ver=$(jq -r .cniVersion "$conf") &&
 		types=$(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u) || return 1
 	for t in $types; do
-		[ "$(readlink -f "$cnidir/$t")" = "$cnidir/cniforge" ] || {
+		case $(readlink -f "$cnidir/$t") in
+		"$cnidir/cniforge" | "$cnidir/cniforge-light") ;;
+		*) false ;;
+		esac || {
 			echo "${prefix}plugin $t is not cniforge's in $cnidir"
 			return 1
 		}
