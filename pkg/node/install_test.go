@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -269,4 +270,27 @@ func TestInstallRefusesStrangeLight(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Installed, bridge (in cniforge) delegating to static (linked to
+// cniforge-light) is no longer one binary: the delegation execs the
+// other one, and ADD, CHECK and DEL work through it. Then tuning (in
+// cniforge-light) chained after bridge.
+func TestInstalledDelegationAcrossBinaries(t *testing.T) {
+	n := newNode(t)
+	if l, err := os.Readlink(filepath.Join(n.bin, "static")); err != nil || l != light.Binary {
+		t.Fatalf("static links to %q (%v), want %s: the test needs it in the other binary", l, err, light.Binary)
+	}
+	n.setConf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+		{"type":"bridge","bridge":"cnode1","ipam":{"type":"static","addresses":[{"address":"10.124.0.7/24"}]}},
+		{"type":"tuning","sysctl":{"net.ipv4.conf.eth0.accept_local":"1"}}]}`)
+	contNS, _ := testutil.NewTestNS(t)
+	got, err := n.tryAdd(n.cache, "ctr-across", "eth0", contNS)
+	if err != nil || got != "10.124.0.7" {
+		t.Fatalf("ADD: %q, %v; want 10.124.0.7", got, err)
+	}
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	rt := &libcni.RuntimeConf{ContainerID: "ctr-across", NetNS: contNS.Path(), IfName: "eth0"}
+	must(t, n.hostNS.Do(func() error { return cni.CheckNetworkList(context.Background(), n.list, rt) }))
+	must(t, n.del("ctr-across", contNS))
 }
