@@ -202,8 +202,9 @@ func listenIn(t *testing.T, n *ns.NetNS, addr string) net.Listener {
 	return l
 }
 
-// serveAt answers "hello" on addr inside n until the test ends.
-func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+// acceptIn listens on addr (tcp) inside n and hands each connection to
+// handle, until the test ends.
+func acceptIn(t *testing.T, n *ns.NetNS, addr string, handle func(net.Conn)) {
 	t.Helper()
 	l := listenIn(t, n, addr)
 	go func() {
@@ -212,10 +213,18 @@ func serveAt(t *testing.T, n *ns.NetNS, addr string) {
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte("hello"))
-			_ = c.Close()
+			handle(c)
 		}
 	}()
+}
+
+// serveAt answers "hello" on addr inside n until the test ends.
+func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+	t.Helper()
+	acceptIn(t, n, addr, func(c net.Conn) {
+		_, _ = c.Write([]byte("hello"))
+		_ = c.Close()
+	})
 }
 
 // What a user's drift takes away (nft flush ruleset, a deleted qdisc),

@@ -165,11 +165,7 @@ var _ = Describe("bandwidth", func() {
 
 	run := func(hooks attach.Hooks, cmd, id string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		c := testutil.Call{Command: cmd, ContainerID: id, IfName: "eth0", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return testutil.RunIn(hostNS, bandwidth.New(hooks), c)
+		return testutil.RunIn(hostNS, bandwidth.New(hooks), testutil.NewCall(cmd, id, "eth0", n, stdin))
 	}
 	must := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()
