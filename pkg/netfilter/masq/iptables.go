@@ -32,6 +32,9 @@ import (
 // (then two: read + delete).
 type iptablesMasq struct {
 	*iptables.Runner
+	// exclude: destinations not masqueraded besides the container's
+	// subnet (ipMasqExcludeCIDRs); Setup and Check only.
+	exclude []*net.IPNet
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{Runner: &iptables.Runner{}} }
@@ -75,7 +78,7 @@ func (m *iptablesMasq) setupFamily(o netfilter.Owner, f nftnl.Family, addrs []*n
 	if err := m.Usable(f); err != nil {
 		return err
 	}
-	want := desiredIPTables(o, f, addrs)
+	want := desiredIPTables(o, f, addrs, m.exclude...)
 	if m.setupNFT(f, want) {
 		return nil
 	}
@@ -158,7 +161,7 @@ func (m *iptablesMasq) teardownFamily(o netfilter.Owner, f nftnl.Family) error {
 func (m *iptablesMasq) Check(o netfilter.Owner, addrs []*net.IPNet) error {
 	var errs []error
 	for f, as := range nftnl.ByFamily(addrs) {
-		want := desiredIPTables(o, f, as)
+		want := desiredIPTables(o, f, as, m.exclude...)
 		if m.checkNFT(f, want) {
 			continue
 		}

@@ -320,6 +320,29 @@ var _ = Describe("bridge", func() {
 		})
 	}
 
+	for _, backend := range []string{"iptables", "nftables"} {
+		It("keeps the source address towards ipMasqExcludeCIDRs with "+backend+", and CHECK asks for it", func() {
+			outside := testutil.NewOutside(hostNS)
+			keys := func(cidr string) string {
+				return fmt.Sprintf(`"isDefaultGateway": true, "ipMasq": true, "ipMasqBackend": %q, "ipMasqExcludeCIDRs": [%q]`, backend, cidr)
+			}
+			stdin := netConf("1.1.0", keys("10.99.0.0/16"), hostLocal(dataDir, "10.25.0.0/24"))
+			out := run(hostNS, call("ADD", stdin))
+			Expect(out.Err).To(BeNil())
+			res := testutil.ParseResult("1.1.0", out.Stdout)
+			Expect(testutil.UDPSource(contNS, outside, testutil.OutsideAddr)).To(Equal(res.IPs[0].Address.IP.String()),
+				"the outside is excluded: it sees the container's own address")
+			Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
+			other := netConf("1.1.0", keys("10.98.0.0/16"), hostLocal(dataDir, "10.25.0.0/24"))
+			chk := run(hostNS, call("CHECK", testutil.WithPrev(other, out.Stdout)))
+			Expect(chk.Err).NotTo(BeNil(), "CHECK of another exclusion finds it missing")
+			Expect(chk.Err.Error()).To(ContainSubstring("10.98.0.0/16"))
+
+			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		})
+	}
+
 	It("drops frames with a spoofed source MAC with macspoofchk", func() {
 		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.24.0.0/24"))
 		cont2 := testutil.NewNS()

@@ -286,6 +286,22 @@ var _ = Describe("ptp", func() {
 			Expect(natRules(hostNS)).To(BeEmpty())
 		})
 
+		It("keeps the container's address towards ipMasqExcludeCIDRs, and CHECK asks for them", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"},
+				extraKeys: `"ipMasqExcludeCIDRs": ["10.99.0.0/16"]`}
+			res := add(o, "c1", contNS)
+			Expect(testutil.UDPSource(contNS, outNS, outAddr)).To(Equal(res.IPs[0].Address.IP.String()),
+				"the outside is excluded: it sees the container's own address")
+			testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+			other := o
+			other.extraKeys = `"ipMasqExcludeCIDRs": ["10.98.0.0/16"]`
+			out := testutil.RunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(other, res).json()))
+			Expect(out.Err).NotTo(BeNil(), "CHECK of another exclusion finds it missing")
+			Expect(out.Err.Error()).To(ContainSubstring("10.98.0.0/16"))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
+			Expect(natRules(hostNS)).To(BeEmpty())
+		})
+
 		It("does not masquerade without ipMasq", func() {
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, backend: backend, routes: []string{"0.0.0.0/0"}}
 			add(o, "c1", contNS)

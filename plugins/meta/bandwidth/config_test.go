@@ -69,8 +69,9 @@ func TestTbfFor(t *testing.T) {
 }
 
 // Issue 23: the bursts runtimes send whatever the pod says. containerd:
-// 4294967295 bits (math.MaxUint32); CRI-O: 34359738367 as sent (2^35-1),
-// its source's math.MaxUint32*8-1 is 34359738359, older CRI-O
+// 4294967295 bits (math.MaxUint32); CRI-O v1.34: 34359738359 as sent
+// (math.MaxUint32*8-1, seen in the Kubernetes lane's crio stage; 2^35-1 =
+// 34359738367 kept as a neighbour), older CRI-O
 // math.MaxUint32*8 = 34359738360. tbf's buffer is a 32-bit count of
 // ticks: at 15.625 ticks/us, 2^32-1 ticks are 274877906.88 us of traffic.
 // Each is installed, clamped to that where it is longer, and the limit

@@ -42,15 +42,24 @@ func (p *nftablesPortMap) Usable() error { return nftnl.Usable() }
 // pmState is what the kernel holds of one family's table.
 type pmState struct {
 	chains   map[string]bool
+	prio     map[string]nftables.ChainPriority // base chains' priorities
 	elems    map[string][]nftables.SetElement
 	upstream map[string][]*nftables.Rule // rules of the regular chains with a comment
+}
+
+// misplaced reports whether def's base chain exists at another priority:
+// upstream's (and earlier releases') prerouting and output at dstnat,
+// which Setup moves after kube-proxy's (pmDNATPriority).
+func (s pmState) misplaced(def pmChainDef) bool {
+	p, ok := s.prio[def.chain.Name]
+	return ok && def.chain.Priority != nil && p != *def.chain.Priority
 }
 
 // read reads family f's chains, the elements of its sets (withElems) and
 // upstream's commented rules (withRules).
 func (p *nftablesPortMap) read(c *nftables.Conn, f nftnl.Family, withRules, withElems bool) (pmState, error) {
 	return nftnl.Consistent(func() (pmState, error) {
-		s := pmState{chains: map[string]bool{}, elems: map[string][]nftables.SetElement{}, upstream: map[string][]*nftables.Rule{}}
+		s := pmState{chains: map[string]bool{}, prio: map[string]nftables.ChainPriority{}, elems: map[string][]nftables.SetElement{}, upstream: map[string][]*nftables.Rule{}}
 		chains, err := c.ListChainsOfTableFamily(f.Nft())
 		if err != nil {
 			return s, fmt.Errorf("list %s chains: %w", f, nftnl.NftUnsupported(err))
@@ -58,6 +67,9 @@ func (p *nftablesPortMap) read(c *nftables.Conn, f nftnl.Family, withRules, with
 		for _, ch := range chains {
 			if ch.Table != nil && ch.Table.Name == pmTable {
 				s.chains[ch.Name] = true
+				if ch.Priority != nil {
+					s.prio[ch.Name] = *ch.Priority
+				}
 			}
 		}
 		if len(s.chains) == 0 {
@@ -206,7 +218,7 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 		if err != nil {
 			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
-		if len(s.chains) < len(p.setupChains(f)) || len(missing) > 0 {
+		if len(s.chains) < len(p.setupChains(f)) || len(missing) > 0 || slices.ContainsFunc(p.setupChains(f), s.misplaced) {
 			if !locked { // one flock: a second open of the file would wait for the first
 				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
 				lock, err := filelock.Lock(pmLockFile, 0o600)
@@ -249,12 +261,20 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 			}
 			sets[set.Name] = set
 		}
+		moved := map[string]bool{}
 		for _, def := range p.setupChains(f) {
 			// An existing chain is not declared again: that would be an
 			// update, whose cleanup after an RCU grace period the close
 			// of every nfnetlink socket then waits for (see nftnl/conn.go).
-			if s.chains[def.chain.Name] {
+			// One at another priority is made again (a base chain's
+			// priority cannot be updated): deleted with its rules (no
+			// rule jumps to a base chain), added with ours, in this batch.
+			if s.chains[def.chain.Name] && !s.misplaced(def) {
 				continue
+			}
+			if s.chains[def.chain.Name] {
+				c.DelChain(&nftables.Chain{Name: def.chain.Name, Table: def.chain.Table})
+				moved[def.chain.Name] = true
 			}
 			ch := c.AddChain(def.chain)
 			for _, r := range def.rules {
@@ -262,6 +282,9 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 			}
 		}
 		for _, m := range fixed[f] {
+			if moved[m.chain.Name] {
+				continue // made again whole above
+			}
 			c.AddRule(&nftables.Rule{Table: pmTableOf(f), Chain: m.chain, Exprs: m.exprs})
 		}
 		want := pmElements(opts, f)

@@ -29,8 +29,8 @@ import (
 //		set hairpin  { type ipv4_addr . ipv4_addr }   # container . container (before issue 22; DEL, CHECK only)
 //		set masq_all { type ipv4_addr }               # containers with masqAll
 //		set hairpin_nets { type ipv4_addr . ipv4_addr; flags interval }   # container's subnet . container
-//		chain prerouting { type nat hook prerouting priority dstnat; fib daddr type local jump hostports_all }
-//		chain output     { type nat hook output priority dstnat; fib daddr type local jump hostports_all }
+//		chain prerouting { type nat hook prerouting priority dstnat + 1; fib daddr type local jump hostports_all }
+//		chain output     { type nat hook output priority dstnat + 1; fib daddr type local jump hostports_all }
 //		chain hostports_all    { jump hostip_hostports; jump hostports }
 //		chain hostip_hostports { dnat ip to ip daddr . meta l4proto . th dport map @hostip_hostports_map }
 //		chain hostports        { dnat ip to meta l4proto . th dport map @hostports_map }
@@ -191,9 +191,9 @@ func pmChains(f nftnl.Family) []pmChainDef {
 		{&nftables.Chain{Name: "hostip_hostports", Table: t}, [][]expr.Any{dnatVia(f, pmHostIPMap, hostIPKey)}},
 		{&nftables.Chain{Name: "hostports_all", Table: t}, [][]expr.Any{jump("hostip_hostports"), jump("hostports")}},
 		{&nftables.Chain{Name: "prerouting", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPrerouting,
-			Priority: nftables.ChainPriorityNATDest}, [][]expr.Any{append(localOnly(), jump("hostports_all")...)}},
+			Priority: pmDNATPriority}, [][]expr.Any{append(localOnly(), jump("hostports_all")...)}},
 		{&nftables.Chain{Name: "output", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookOutput,
-			Priority: nftables.ChainPriorityNATDest}, [][]expr.Any{append(localOnly(), jump("hostports_all")...)}},
+			Priority: pmDNATPriority}, [][]expr.Any{append(localOnly(), jump("hostports_all")...)}},
 		{&nftables.Chain{Name: "masquerading", Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting,
 			Priority: nftables.ChainPriorityNATSource}, masq},
 		{&nftables.Chain{Name: pmMasqNetsChain, Table: t, Type: nftables.ChainTypeNAT, Hooknum: nftables.ChainHookPostrouting,
@@ -214,6 +214,16 @@ func pmChains(f nftnl.Family) []pmChainDef {
 	}
 	return defs
 }
+
+// pmDNATPriority is prerouting's and output's priority: one after dstnat
+// (-100), where kube-proxy's nftables chains and iptables' nat PREROUTING
+// and OUTPUT sit. The kernel runs nat chains in priority order until one
+// sets up the NAT, and among equal priorities the chain registered last
+// first: at dstnat (upstream's priority), a cni_hostport table made after
+// kube-proxy's chains would DNAT a NodePort or externalIP equal to a
+// hostPort to the pod, and the Service would lose its traffic (as in
+// CVE-2019-9946). After them, a Service always wins.
+var pmDNATPriority = nftables.ChainPriorityRef(*nftables.ChainPriorityNATDest + 1)
 
 // pmGuardNFT is the IPv4 base chain holding the route_localnet guard.
 const pmGuardNFT = "localnet_guard"
