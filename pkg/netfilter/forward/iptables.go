@@ -153,8 +153,13 @@ func (m *iptablesForward) change(what string, fams []nftnl.Family, fn func(f nft
 }
 
 func (m *iptablesForward) Setup(r ForwardRules) error {
+	_, err := m.SetupUndoable(r)
+	return err
+}
+
+func (m *iptablesForward) SetupUndoable(r ForwardRules) (undo func() error, err error) {
 	if err := netfilter.CheckIPTablesComment(r.Owner); err != nil {
-		return err
+		return nil, err
 	}
 	ips := byFamilyIP(r.Addrs)
 	var fams []nftnl.Family
@@ -163,23 +168,28 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 			fams = append(fams, f)
 		}
 	}
-	if m.appendUnlocked(r, ips, fams) {
-		return nil
+	// prior holds, per family, o's rules in CNI-FORWARD at the first read
+	// of that family, before this call changed it: the undo goes back to
+	// them. A family not read was not changed.
+	prior := map[nftnl.Family][]string{}
+	if m.appendUnlocked(r, ips, fams, prior) {
+		return func() error { return m.restoreOwn(r.Owner, prior) }, nil
 	}
-	var done []nftnl.Family
-	err := m.change("set up forward rules for "+r.Owner.String(), fams, func(f nftnl.Family, t iptables.NatTable) ([]string, error) {
-		lines := r.setupLines(t, ips[f])
-		done = append(done, f)
-		return lines, nil
+	err = m.change("set up forward rules for "+r.Owner.String(), fams, func(f nftnl.Family, t iptables.NatTable) ([]string, error) {
+		if _, read := prior[f]; !read {
+			prior[f] = ownSpecs(t, r.Owner)
+		}
+		return r.setupLines(t, ips[f]), nil
 	})
 	if err != nil {
-		// Leave no family half set up: each restore is one transaction,
-		// so only the families done before the failure hold o's rules.
-		if uerr := m.Teardown(r.Owner, nil); uerr != nil {
+		// Each restore is one transaction, so only the families done
+		// before the failure changed: back to what they held.
+		if uerr := m.restoreOwn(r.Owner, prior); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("undo: %w", uerr))
 		}
+		return nil, err
 	}
-	return err
+	return func() error { return m.restoreOwn(r.Owner, prior) }, nil
 }
 
 // appendUnlocked is Setup's usual case without the CNI-FORWARD lock: when
@@ -191,20 +201,23 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 // waited for the others' iptables-save and iptables-restore in turn. It
 // reports whether that was all; on false (anything else to change, a
 // failure) Setup goes the locked way, which reads again: a family done
-// here then needs no line there.
-func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]net.IP, fams []nftnl.Family) bool {
+// here then needs no line there. It records in prior what o held in each
+// family it read.
+func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]net.IP, fams []nftnl.Family, prior map[nftnl.Family][]string) bool {
 	if err := m.usable(); err != nil {
 		return false
 	}
 	appendOwn := "-A " + fwdChain + " "
 	for _, f := range fams {
 		if m.appendNFT(r, f, ips[f]) {
+			prior[f] = []string{} // appendNFT appends only where o has no rule
 			continue
 		}
 		t, err := m.save(f)
 		if err != nil {
 			return false
 		}
+		prior[f] = ownSpecs(t, r.Owner)
 		lines := r.setupLines(t, ips[f])
 		for _, l := range lines {
 			if !strings.HasPrefix(l, appendOwn) {
@@ -216,6 +229,58 @@ func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]
 		}
 	}
 	return true
+}
+
+// ownSpecs are o's rules in t's CNI-FORWARD.
+func ownSpecs(t iptables.NatTable, o netfilter.Owner) []string {
+	out := []string{}
+	for _, spec := range t.Rules[fwdChain] {
+		if own, ok := fwdOwnerOf(spec); ok && own == o {
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// restoreOwn takes o's rules in CNI-FORWARD back to prior (family ->
+// specs): rules this ADD added go, those it removed come back, the others
+// stay as they are. With nothing before it is a teardown of o in the
+// families read (netlink's short way on iptables-nft). The shared chains and jumps stay, as after
+// any teardown; upstream's uncommented rules are not Setup's to change.
+func (m *iptablesForward) restoreOwn(o netfilter.Owner, prior map[nftnl.Family][]string) error {
+	var fams []nftnl.Family
+	live := false
+	for _, f := range nftnl.Families {
+		if was, read := prior[f]; read {
+			fams = append(fams, f)
+			live = live || len(was) > 0
+		}
+	}
+	if len(fams) == 0 {
+		return nil
+	}
+	if !live {
+		rest, err := m.teardownNFTAll(o, nil, fams)
+		if err != nil || len(rest) == 0 {
+			return err
+		}
+		fams = rest
+	}
+	return m.change("restore forward rules of "+o.String(), fams, func(f nftnl.Family, t iptables.NatTable) ([]string, error) {
+		var lines []string
+		have := ownSpecs(t, o)
+		for _, spec := range have {
+			if !slices.Contains(prior[f], spec) {
+				lines = append(lines, "-D "+fwdChain+" "+spec)
+			}
+		}
+		for _, spec := range prior[f] {
+			if !slices.Contains(have, spec) {
+				lines = append(lines, "-A "+fwdChain+" "+spec)
+			}
+		}
+		return lines, nil
+	})
 }
 
 // setupLines are the restore lines that make t hold r for ips.

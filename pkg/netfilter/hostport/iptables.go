@@ -63,53 +63,64 @@ func (p *iptablesPortMap) apply(f nftnl.Family, tables map[string][]string) erro
 }
 
 func (p *iptablesPortMap) Setup(opts PortMapOptions) error {
+	_, err := p.SetupUndoable(opts)
+	return err
+}
+
+func (p *iptablesPortMap) SetupUndoable(opts PortMapOptions) (undo func() error, err error) {
 	o := opts.Owner
 	unlock, err := p.m.LockChains(pmChain(o), pmDNATChain)
 	if err != nil {
-		return fmt.Errorf("set up port forwards for %s: %w", o, err)
+		return nil, fmt.Errorf("set up port forwards for %s: %w", o, err)
 	}
 	defer unlock()
+	prior := map[nftnl.Family]pmPrior{}
 	var done []nftnl.Family
 	for _, f := range nftnl.Families {
 		if len(opts.mappings(f)) == 0 {
 			continue
 		}
-		if err := p.setupFamily(opts, f); err != nil {
+		was, err := p.setupFamily(opts, f)
+		if err != nil {
 			for _, df := range done {
-				if _, uerr := p.teardownFamily(o, df); uerr != nil {
+				if uerr := p.restoreFamily(o, df, prior[df]); uerr != nil {
 					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
 				}
 			}
-			return err
+			return nil, err
 		}
+		prior[f] = was
 		done = append(done, f)
 	}
-	return nil
+	return func() error { return p.restore(o, done, prior) }, nil
 }
 
-func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) error {
+// setupFamily makes f's nat table hold opts and returns what the
+// attachment's chain held before, for an undo.
+func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) (pmPrior, error) {
 	if err := p.m.Usable(f); err != nil {
-		return err
+		return pmPrior{}, err
 	}
 	r := desiredPortMap(opts, f)
 	if nat, raw, ok := p.sharedViewNFT(f, r.chain); ok {
 		// A restore the kernel refuses here (the ruleset moved between
 		// the read and the write, outside our locks) is retried below
 		// with the full read; all or nothing per table, so a repeat is
-		// safe.
+		// safe. The chain is absent here: nothing of it before.
 		tables := r.setupTables(nat, raw)
 		if p.setupNFT(f, r.chain, tables) || p.apply(f, tables) == nil {
-			return nil
+			return pmPrior{}, nil
 		}
 	}
 	nat, raw, err := p.saveAll(f)
 	if err != nil {
-		return fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
+		return pmPrior{}, fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
 	}
+	was := priorOf(nat, r.chain)
 	if err := p.apply(f, r.setupTables(nat, raw)); err != nil {
-		return fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
+		return pmPrior{}, fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
 	}
-	return nil
+	return was, nil
 }
 
 func (r pmRules) setupTables(nat, raw iptables.NatTable) map[string][]string {

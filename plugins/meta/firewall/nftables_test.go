@@ -3,6 +3,7 @@ package firewall_test
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -38,8 +39,15 @@ const nftBackend = `, "backend": "nftables"`
 // cni_firewall, accepted packets marked for another table's policy.
 var nftables = backend{
 	key: nftBackend, rules: ruleset, saddr: "ip saddr %s",
-	added:        `ip saddr 10.77.0.2 meta mark set meta mark | 0x00001000 accept comment "`,
-	untouched:    filterRules,
+	added:     `ip saddr 10.77.0.2 meta mark set meta mark | 0x00001000 accept comment "`,
+	untouched: filterRules,
+	drift: func(n *ns.NetNS) {
+		GinkgoHelper()
+		re := regexp.MustCompile(`ip daddr 10\.77\.0\.2 .* # handle (\d+)`)
+		m := re.FindStringSubmatch(testutil.NetfilterOutput(n, "nft", "-a", "list", "chain", "inet", "cni_firewall", "allow"))
+		Expect(m).NotTo(BeNil())
+		Expect(nftIn(n, "delete", "rule", "inet", "cni_firewall", "allow", "handle", m[1])).To(Succeed())
+	},
 	traffic:      "with real traffic and a drop policy in another table",
 	trafficSpecs: nftablesTraffic,
 	own:          nftablesOwn,
