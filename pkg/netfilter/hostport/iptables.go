@@ -23,7 +23,13 @@ import (
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
 // (iptnftadd.go) and starts no process.
-type iptablesPortMap struct{ m *iptables.Runner }
+type iptablesPortMap struct {
+	m *iptables.Runner
+	// failFamily, when set, is asked before each family's change whether
+	// it shall fail (tests: a later family's failure after an earlier one
+	// went through).
+	failFamily func(f nftnl.Family) error
+}
 
 func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: &iptables.Runner{}} }
 
@@ -80,7 +86,13 @@ func (p *iptablesPortMap) SetupUndoable(opts PortMapOptions) (undo func() error,
 		if len(opts.mappings(f)) == 0 {
 			continue
 		}
-		was, err := p.setupFamily(opts, f)
+		var was pmPrior
+		if p.failFamily != nil {
+			err = p.failFamily(f)
+		}
+		if err == nil {
+			was, err = p.setupFamily(opts, f)
+		}
 		if err != nil {
 			for _, df := range done {
 				if uerr := p.restoreFamily(o, df, prior[df]); uerr != nil {
