@@ -18,7 +18,13 @@ import (
 // iptables-nft, Check reads over netlink (checkNFT) and starts
 // iptables-save only when something is missing, and an ADD beside other
 // attachments appends its rules over netlink (iptnftadd.go).
-type iptablesForward struct{ ipt *iptables.Runner }
+type iptablesForward struct {
+	ipt *iptables.Runner
+	// failFamily, when set, is asked before each family's change whether
+	// it shall fail (tests: a later family's failure after an earlier one
+	// went through).
+	failFamily func(f nftnl.Family) error
+}
 
 func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: &iptables.Runner{}} }
 
@@ -179,6 +185,11 @@ func (m *iptablesForward) SetupUndoable(r ForwardRules) (undo func() error, err 
 		if _, read := prior[f]; !read {
 			prior[f] = ownSpecs(t, r.Owner)
 		}
+		if m.failFamily != nil {
+			if err := m.failFamily(f); err != nil {
+				return nil, err
+			}
+		}
 		return r.setupLines(t, ips[f]), nil
 	})
 	if err != nil {
@@ -209,6 +220,9 @@ func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]
 	}
 	appendOwn := "-A " + fwdChain + " "
 	for _, f := range fams {
+		if m.failFamily != nil && m.failFamily(f) != nil {
+			return false // the locked way meets the failure
+		}
 		if m.appendNFT(r, f, ips[f]) {
 			prior[f] = []string{} // appendNFT appends only where o has no rule
 			continue
