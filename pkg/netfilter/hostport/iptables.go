@@ -80,13 +80,13 @@ func (p *iptablesPortMap) SetupUndoable(opts PortMapOptions) (undo func() error,
 		return nil, fmt.Errorf("set up port forwards for %s: %w", o, err)
 	}
 	defer unlock()
-	prior := map[nftnl.Family]pmPrior{}
+	prior := map[nftnl.Family]iptables.ChainSnapshot{}
 	var done []nftnl.Family
 	for _, f := range nftnl.Families {
 		if len(opts.mappings(f)) == 0 {
 			continue
 		}
-		var was pmPrior
+		var was iptables.ChainSnapshot
 		if p.failFamily != nil {
 			err = p.failFamily(f)
 		}
@@ -109,9 +109,9 @@ func (p *iptablesPortMap) SetupUndoable(opts PortMapOptions) (undo func() error,
 
 // setupFamily makes f's nat table hold opts and returns what the
 // attachment's chain held before, for an undo.
-func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) (pmPrior, error) {
+func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) (iptables.ChainSnapshot, error) {
 	if err := p.m.Usable(f); err != nil {
-		return pmPrior{}, err
+		return iptables.ChainSnapshot{}, err
 	}
 	r := desiredPortMap(opts, f)
 	if nat, raw, ok := p.sharedViewNFT(f, r.chain); ok {
@@ -121,16 +121,16 @@ func (p *iptablesPortMap) setupFamily(opts PortMapOptions, f nftnl.Family) (pmPr
 		// safe. The chain is absent here: nothing of it before.
 		tables := r.setupTables(nat, raw)
 		if p.setupNFT(f, r.chain, tables) || p.apply(f, tables) == nil {
-			return pmPrior{}, nil
+			return iptables.ChainSnapshot{}, nil
 		}
 	}
 	nat, raw, err := p.saveAll(f)
 	if err != nil {
-		return pmPrior{}, fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
 	}
-	was := priorOf(nat, r.chain)
+	was := iptables.Snapshot(nat, r.chain, pmDNATChain)
 	if err := p.apply(f, r.setupTables(nat, raw)); err != nil {
-		return pmPrior{}, fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
 	}
 	return was, nil
 }

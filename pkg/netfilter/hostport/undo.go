@@ -23,77 +23,9 @@ import (
 // removed, leaving the rest (and its handles and counters) alone. The
 // shared chains, tables and fixed rules stay, as after any teardown.
 
-// pmPrior is what one family's nat table held of an attachment before a
-// Setup: its CNI-DN chain's rules and the CNI-HOSTPORT-DNAT entries
-// jumping to it.
-type pmPrior struct {
-	exists  bool
-	rules   []string
-	entries []string
-}
-
-func priorOf(nat iptables.NatTable, chain string) pmPrior {
-	if !nat.Chains[chain] {
-		return pmPrior{}
-	}
-	return pmPrior{exists: true, rules: slices.Clone(nat.Rules[chain]), entries: entriesTo(nat, chain)}
-}
-
-// restoreLines are the restore lines that take nat back to w for chain:
-// rules w does not hold are deleted by number (the others stay as they
-// are) when w's rules are, in order, among the chain's; otherwise the
-// chain is rewritten as w. Entries w does not hold go, w's missing ones
-// are appended.
-func (w pmPrior) restoreLines(nat iptables.NatTable, chain string) []string {
-	if !w.exists {
-		return removeLines(nat, chain)
-	}
-	var l []string
-	have := nat.Rules[chain]
-	extra, ok := extraRules(have, w.rules)
-	switch {
-	case nat.Chains[chain] && ok:
-		for _, i := range slices.Backward(extra) {
-			l = append(l, fmt.Sprintf("-D %s %d", chain, i+1))
-		}
-	default:
-		l = append(l, ":"+chain+" - [0:0]") // declares or flushes it
-		for _, s := range w.rules {
-			l = append(l, "-A "+chain+" "+s)
-		}
-	}
-	entries := entriesTo(nat, chain)
-	for _, e := range entries {
-		if !slices.Contains(w.entries, e) {
-			l = append(l, "-D "+pmDNATChain+" "+e)
-		}
-	}
-	for _, e := range w.entries {
-		if !slices.Contains(entries, e) {
-			l = append(l, "-A "+pmDNATChain+" "+e)
-		}
-	}
-	return l
-}
-
-// extraRules returns the indexes of have's rules that are not want's,
-// when want's rules appear in have in want's order (ok); a rule of want
-// missing from have answers ok false.
-func extraRules(have, want []string) (extra []int, ok bool) {
-	j := 0
-	for i, s := range have {
-		if j < len(want) && s == want[j] {
-			j++
-			continue
-		}
-		extra = append(extra, i)
-	}
-	return extra, j == len(want)
-}
-
 // restore takes o's forwards of fams back to prior, under the chains'
 // locks (the undo of SetupUndoable).
-func (p *iptablesPortMap) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]pmPrior) error {
+func (p *iptablesPortMap) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]iptables.ChainSnapshot) error {
 	unlock, err := p.m.LockChains(pmChain(o), pmDNATChain)
 	if err != nil {
 		return fmt.Errorf("restore port forwards of %s: %w", o, err)
@@ -111,8 +43,8 @@ func (p *iptablesPortMap) restore(o netfilter.Owner, fams []nftnl.Family, prior 
 // restoreFamily takes o's forwards of f back to w; the caller holds the
 // locks. Nothing before is a teardown (netlink's short way on
 // iptables-nft).
-func (p *iptablesPortMap) restoreFamily(o netfilter.Owner, f nftnl.Family, w pmPrior) error {
-	if !w.exists {
+func (p *iptablesPortMap) restoreFamily(o netfilter.Owner, f nftnl.Family, w iptables.ChainSnapshot) error {
+	if !w.Exists {
 		_, err := p.teardownFamily(o, f)
 		return err
 	}
@@ -120,7 +52,7 @@ func (p *iptablesPortMap) restoreFamily(o netfilter.Owner, f nftnl.Family, w pmP
 	if err != nil {
 		return err
 	}
-	return p.apply(f, map[string][]string{"nat": w.restoreLines(nat, pmChain(o))})
+	return p.apply(f, map[string][]string{"nat": w.RestoreLines(nat)})
 }
 
 // elemKey identifies a set element by what it matches and maps to.
