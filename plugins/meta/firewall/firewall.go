@@ -111,11 +111,15 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	}
 	if be.fw != nil {
 		// addSources removes what it added when it fails.
-		if err := be.fw.addSources(c.Zone, r.Addrs); err != nil {
+		added, err := be.fw.addSources(c.Zone, r.Addrs)
+		if err != nil {
 			return nil, err
 		}
-		// The undo runs after add returned and closed be: it connects anew.
-		a.Undo.Push("remove firewalld sources", func() error { return removeFirewalldSources(c.Zone, r.Addrs) })
+		// The undo runs after add returned and closed be: it connects
+		// anew. It removes only the sources this ADD added: over a live
+		// attachment (check --repair, a second ADD) the ones there
+		// before carry the pod's traffic.
+		a.Undo.Push("remove firewalld sources", func() error { return removeFirewalldSources(c.Zone, added) })
 	} else {
 		fw, err := forward.NewForward(be.name)
 		if err != nil {
