@@ -78,7 +78,7 @@ check_plugins() {
 # install_from_dir: a comparison run's install: every plugin of $plugins_dir
 # copied into $cnidir, as a package manager would.
 install_from_dir() {
-	cp -a "$plugins_dir"/. "$cnidir"/ && ls "$cnidir/bridge" "$cnidir/host-local" "$cnidir/portmap" >/dev/null
+	mkdir -p "$cnidir" && cp -a "$plugins_dir"/. "$cnidir"/ && ls "$cnidir/bridge" "$cnidir/host-local" "$cnidir/portmap" >/dev/null
 }
 
 # check_ready_without_plugins: containerd 1.6 runs no STATUS; its network
