@@ -237,10 +237,6 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (prior map[nftnl.Family]pmO
 			netsMissing = true
 		}
 		states[f] = s
-		prior[f] = pmOwnElems{}
-		for _, set := range p.setupSets(f) {
-			prior[f][set.Name] = s.own(set.Name, hash)
-		}
 	}
 	// One batch for both families, all or nothing, unless the elements
 	// need more (pmBatch): then a failed batch undoes the ones before it.
@@ -282,8 +278,10 @@ func (p *nftablesPortMap) setup(opts PortMapOptions) (prior map[nftnl.Family]pmO
 			want[pmHairpin] = []nftables.SetElement{{Key: oldHairpinElem(opts, f), Comment: nftPMComment(opts.Owner)}}
 			delete(want, pmHairpinNets)
 		}
+		prior[f] = pmOwnElems{}
 		for _, set := range p.setupSets(f) {
 			have := s.own(set.Name, hash)
+			prior[f][set.Name] = have // for the undo (nftundo.go)
 			if sameElems(have, want[set.Name]) {
 				continue
 			}
