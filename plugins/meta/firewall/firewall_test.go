@@ -267,6 +267,14 @@ func iptablesTraffic(e *fwEnv) {
 		Expect(testutil.Ping(e.contNS, "10.78.0.2")).NotTo(Succeed())
 	})
 
+	It("keeps the container's traffic flowing when a repeated ADD fails after its rules step", func() {
+		stdin := conf("1.1.0", "", prevResult("1.1.0", "vc", "10.77.0.2/24"))
+		Expect(e.run(e.call("ADD", stdin)).Err).To(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed())
+		Expect(testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin)).Err).NotTo(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed(), "the pod's ACCEPT rules stay")
+	})
+
 	It("lets the admin chain's verdict win", func() {
 		stdin := conf("1.1.0", `, "iptablesAdminChainName": "MY-ADMIN"`, prevResult("1.1.0", "vc", "10.77.0.2/24"))
 		Expect(e.run(e.call("ADD", stdin)).Err).To(BeNil())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/meta/firewall"
 )
 
 // nftIn runs nft with args in n.
@@ -68,6 +69,14 @@ func nftablesTraffic(e *fwEnv) {
 		Expect(e.run(e.call("CHECK", stdin(""))).Err).To(BeNil())
 		Expect(e.run(e.call("DEL", stdin(""))).Err).To(BeNil())
 		Expect(blocked(e.contNS, "10.78.0.2")).To(BeTrue(), "blocked after DEL")
+	})
+
+	It("keeps the container's traffic flowing when a repeated ADD fails after its rules step", func() {
+		Expect(e.hostNS.Do(func() error { return exec.Command("iptables-nft", "-w", "-P", "FORWARD", "DROP").Run() })).To(Succeed())
+		Expect(e.run(e.call("ADD", stdin(""))).Err).To(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed())
+		Expect(testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin(""))).Err).NotTo(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed(), "the pod's accept rules stay")
 	})
 
 	It("with an admin's inet filter forward policy drop and the README's delegation rule: the same", func() {
