@@ -43,12 +43,17 @@ func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{Runner: &iptables.Ru
 func (m *iptablesMasq) Backend() string { return netfilter.BackendIPTables }
 
 func (m *iptablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
+	_, err := m.SetupUndoable(o, addrs)
+	return err
+}
+
+func (m *iptablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (undo func() error, err error) {
 	if err := netfilter.CheckIPTablesComment(o); err != nil {
-		return err
+		return nil, err
 	}
 	unlock, err := m.LockChains(netfilter.IptablesChain(o))
 	if err != nil {
-		return fmt.Errorf("set up masquerade for %s: %w", o, err)
+		return nil, fmt.Errorf("set up masquerade for %s: %w", o, err)
 	}
 	defer unlock()
 	var done []nftnl.Family
@@ -76,12 +81,29 @@ func (m *iptablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
 				}
 			}
-			return err
+			return nil, err
 		}
 		prior[f] = was
 		done = append(done, f)
 	}
-	return nil
+	return func() error { return m.restore(o, done, prior) }, nil
+}
+
+// restore takes o's rules in fams back to prior under the chain's lock
+// (the undo of SetupUndoable).
+func (m *iptablesMasq) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]iptables.ChainSnapshot) error {
+	unlock, err := m.LockChains(netfilter.IptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("restore masquerade of %s: %w", o, err)
+	}
+	defer unlock()
+	var errs []error
+	for _, f := range fams {
+		if err := m.restoreFamily(o, f, prior[f]); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s masquerade of %s: %w", f, o, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // restoreFamily takes f's nat table back to w for o's chain; the caller
