@@ -1,16 +1,14 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
-	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -35,13 +33,14 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 			return err
 		}
 	}
-	if err := findIPAM(a.Conf, args.Path); err != nil {
+	if err := findIPAM(a, args.Path); err != nil {
 		return err
 	}
-	if a.Conf.HasIPAM() {
+	if a.delegates() {
 		// Its start overlaps the steps before IPAMAdd; it acts only then.
-		a.ipamPre = ipam.Prestart(a.Conf.IPAM.Type, "ADD")
-		defer a.ipamPre.Cancel()
+		ctx, cancel, _ := a.ipam.Prestart(context.TODO(), a.Conf.IPAM.Type, "ADD")
+		defer cancel()
+		a.ipamCtx = ctx
 	}
 	if _, _, err := a.Container(); err != nil {
 		return err
@@ -112,12 +111,9 @@ func chainedIface(a *Attachment, prev *current.Result) error {
 
 // findIPAM refuses, before any change, an IPAM type that is not in
 // CNI_PATH: a config problem (code 7), not an internal error.
-func findIPAM(c *NetConf, cniPath string) error {
-	if !c.HasIPAM() {
+func findIPAM(a *Attachment, cniPath string) error {
+	if !a.delegates() {
 		return nil
 	}
-	if _, err := invoke.FindInPath(c.IPAM.Type, filepath.SplitList(cniPath)); err != nil {
-		return result.InvalidConfig(fmt.Errorf("ipam.type: %q not found in CNI_PATH %q", c.IPAM.Type, cniPath))
-	}
-	return nil
+	return a.ipam.Find(a.Conf.IPAM.Type, cniPath)
 }

@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/ip"
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
@@ -36,14 +36,24 @@ type Attachment struct {
 	contNS *ns.NetNS
 	contH  *netlink.Handle
 	hooks  Hooks
-	// ipamPre is ADD's IPAM delegate, exec'd when ADD starts so that its
-	// process start overlaps the plugin's first steps (see ipam.Prestart).
-	ipamPre *ipam.Prestarted
+	// ipam is the plugin's IPAM delegation (Plugin.IPAM), nil for a
+	// plugin that takes no addresses from an IPAM plugin.
+	ipam IPAM
+	// ipamCtx carries ADD's IPAM delegate, started when ADD starts so
+	// that its process start overlaps the plugin's first steps (see
+	// IPAM.Prestart); nil: none was started.
+	ipamCtx context.Context
 }
 
-func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Logger) *Attachment {
-	return &Attachment{Args: args, Conf: conf, Log: log, hooks: hooks}
+func newAttachment(args *skel.CmdArgs, conf *NetConf, hooks Hooks, log *slog.Logger, ipam IPAM) *Attachment {
+	return &Attachment{Args: args, Conf: conf, Log: log, hooks: hooks, ipam: ipam}
 }
+
+// delegates says whether the command delegates to an IPAM plugin: the
+// plugin takes its addresses from one (Plugin.IPAM) and the config names
+// one. A plugin without IPAM ignores an "ipam" key, as upstream's
+// loopback, tuning, sbr, vrf, bandwidth, portmap and firewall do.
+func (a *Attachment) delegates() bool { return a.ipam != nil && a.Conf.HasIPAM() }
 
 // Host returns the plugin's host namespace (the calling thread's; see
 // pkg/ns) and a netlink handle bound to it, opening them on first use.

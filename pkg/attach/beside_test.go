@@ -17,7 +17,7 @@ var _ = Describe("Beside", func() {
 	besides := func(host *ns.NetNS, fn func() error) (errs []error) {
 		GinkgoHelper()
 		Expect(host.Do(func() error {
-			a := newAttachment(&skel.CmdArgs{}, &NetConf{}, Hooks{}, nil)
+			a := newAttachment(&skel.CmdArgs{}, &NetConf{}, Hooks{}, nil, nil)
 			defer a.Close()
 			errs = <-a.Beside(fn)
 			return nil

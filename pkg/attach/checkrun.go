@@ -8,7 +8,6 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
@@ -26,34 +25,34 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	if prev == nil && !r.p.PrevOptional {
 		return result.InvalidConfig(errors.New("prevResult: missing (CHECK compares the kernel with the result of ADD)"))
 	}
-	if err := findIPAM(a.Conf, args.Path); err != nil {
+	if err := findIPAM(a, args.Path); err != nil {
 		return err
 	}
-	if !a.Conf.HasIPAM() {
+	if !a.delegates() {
 		return r.checkOwn(a, c, prev)
 	}
 	checkIPAM := func(ctx context.Context) error {
-		if err := ipam.Check(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+		if err := a.ipam.Check(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 			return fmt.Errorf("ipam %s CHECK: %w", a.Conf.IPAM.Type, err)
 		}
 		return nil
 	}
-	pre := ipam.Prestart(a.Conf.IPAM.Type, "CHECK")
-	if pre == nil {
-		if err := checkIPAM(context.TODO()); err != nil {
+	ctx, cancel, started := a.ipam.Prestart(context.TODO(), a.Conf.IPAM.Type, "CHECK")
+	defer cancel()
+	if !started {
+		if err := checkIPAM(ctx); err != nil {
 			return err
 		}
 		return r.checkOwn(a, c, prev)
 	}
 	// Both only read, so the delegate's CHECK (its own process) runs
 	// while the plugin compares the kernel; its error still comes first.
-	defer pre.Cancel()
 	ipamErr := make(chan error, 1)
 	go func() {
 		var err error
 		defer func() { ipamErr <- err }()
 		defer recovered(&err, a.Log) // a goroutine's panic passes every other recover
-		err = checkIPAM(ipam.WithPrestarted(context.TODO(), pre))
+		err = checkIPAM(ctx)
 	}()
 	ownErr := r.checkOwn(a, c, prev)
 	if err := <-ipamErr; err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -68,7 +67,7 @@ func Decode(stdin []byte, conf Conf) error {
 		return result.InvalidConfig(errors.New("name: missing"))
 	}
 	if c.HasIPAM() {
-		if err := ipam.ValidateType(c.IPAM.Type); err != nil {
+		if err := result.ValidateIPAMType(c.IPAM.Type); err != nil {
 			return result.InvalidConfig(err)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/containernetworking/cni/pkg/skel"
-
-	"github.com/cniforge/plugins/pkg/ipam"
 )
 
 func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
@@ -21,14 +19,14 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	if err := a.guardDel(); err != nil {
 		return err
 	}
-	releaseFirst := a.Conf.HasIPAM() && releasesOnInterface(a.Conf.IPAM.Type)
+	releaseFirst := a.delegates() && releasesOnInterface(a.Conf.IPAM.Type)
 	ctx := context.TODO()
-	if a.Conf.HasIPAM() && !releaseFirst {
+	if a.delegates() && !releaseFirst {
 		// Its start overlaps the teardown (a link deletion waits for an
 		// RCU grace period); it releases only when handed its config.
-		pre := ipam.Prestart(a.Conf.IPAM.Type, "DEL")
-		defer pre.Cancel()
-		ctx = ipam.WithPrestarted(ctx, pre)
+		var cancel func()
+		ctx, cancel, _ = a.ipam.Prestart(ctx, a.Conf.IPAM.Type, "DEL")
+		defer cancel()
 	}
 	var errs []error
 	if releaseFirst {
@@ -56,7 +54,7 @@ func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
 	}
 	// Otherwise last, as ADD reserved first: a released address must not
 	// meet what is left of this attachment.
-	if a.Conf.HasIPAM() && !releaseFirst {
+	if a.delegates() && !releaseFirst {
 		errs = append(errs, releaseIPAM(ctx, a)...)
 	}
 	return errors.Join(errs...)
@@ -93,10 +91,10 @@ func (a *Attachment) Beside(fn func() error) <-chan []error {
 }
 
 func releaseIPAM(ctx context.Context, a *Attachment) []error {
-	if err := findIPAM(a.Conf, a.Args.Path); err != nil {
+	if err := findIPAM(a, a.Args.Path); err != nil {
 		return []error{err} // code 7, naming the type: nothing to release with
 	}
-	if err := ipam.Del(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+	if err := a.ipam.Del(ctx, a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 		return []error{fmt.Errorf("ipam %s DEL: %w", a.Conf.IPAM.Type, err)}
 	}
 	return nil

@@ -30,11 +30,18 @@
 // Masquerade is not the frame's own: it links no netfilter code, so that a
 // plugin without masquerade (loopback, the link plugins, tuning,
 // bandwidth) links none. A plugin whose config embeds Masq passes
-// pkg/attach/masquerade's Frame in Plugin.Masq (Descriptor panics without
-// it: DEL would leave the rules); the frame then tears the rules down on
-// DEL, collects them on GC and probes the backend on STATUS, and the
-// plugin's ADD and CHECK call masquerade.Start (or Prepare) and
-// masquerade.Check.
+// pkg/attach/masquerade's Frame in Plugin.Masq (its first command fails
+// with code 999 without it: DEL would leave the rules); the frame then
+// tears the rules down on DEL, collects them on GC and probes the backend
+// on STATUS, and the plugin's ADD and CHECK call masquerade.Start (or
+// Prepare) and masquerade.Check.
+//
+// Nor is IPAM delegation (pkg/ipam: exec of the delegate, its early start,
+// cni's invoke): a plugin that takes its addresses from an IPAM plugin
+// passes pkg/ipam's Frame in Plugin.IPAM, and the frame's IPAM steps above
+// run only for it. A plugin without it (loopback, tuning, sbr, vrf,
+// bandwidth, portmap, firewall) ignores an "ipam" key, as upstream's do,
+// and links none of it.
 //
 // A plugin written on it (a sketch of a dummy-link plugin):
 //

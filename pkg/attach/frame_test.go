@@ -16,6 +16,7 @@ import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/attach/masquerade"
 	"github.com/cniforge/plugins/pkg/ip"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -34,6 +35,7 @@ func toy(calls *[]string) attach.Plugin[*toyConf] {
 	return attach.Plugin[*toyConf]{
 		Name:    "toy",
 		Summary: "frame test plugin",
+		IPAM:    ipam.Frame{},
 		Parse: func(args *skel.CmdArgs) (*toyConf, error) {
 			c := &toyConf{}
 			if err := attach.Decode(args.StdinData, c); err != nil {
@@ -273,6 +275,48 @@ var _ = Describe("the frame", func() {
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
 		Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "no-such-ipam" not found`))
 		Expect(calls).To(BeEmpty())
+	})
+
+	It("delegates nothing for a plugin without Plugin.IPAM, whatever ipam says, as upstream's loopback and chained plugins", func() {
+		// The delegate would record every verb; an IPAM type that is not
+		// in CNI_PATH is no error either: the plugin never looks for it.
+		record := filepath.Join(GinkgoT().TempDir(), "called")
+		dir := fakeIPAM(`echo "$CNI_COMMAND" >> ` + record + `; echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.1.2.3/24"}]}'`)
+		p := toy(&calls)
+		p.IPAM = nil
+		call := func(cmd, ipamType string, stdin []byte) testutil.Output {
+			GinkgoHelper()
+			c := testutil.Call{Command: cmd, Netns: contNS.Path(), Path: dir, Stdin: stdin}
+			if cmd != "GC" && cmd != "STATUS" {
+				c.ContainerID, c.IfName = "c1", "toy0"
+			}
+			return testutil.RunIn(hostNS, p.Descriptor(attach.Hooks{}), c)
+		}
+		for _, ipamType := range []string{"fake-ipam", "no-such-ipam"} {
+			ipamConf := conf(`"ipam": {"type": "` + ipamType + `"}`)
+			out := call("ADD", ipamType, ipamConf)
+			Expect(out.Err).To(BeNil(), ipamType)
+			Expect(call("CHECK", ipamType, testutil.WithPrev(ipamConf, out.Stdout)).Err).To(BeNil(), ipamType)
+			Expect(call("DEL", ipamType, ipamConf).Err).To(BeNil(), ipamType)
+			Expect(call("GC", ipamType, conf(`"ipam": {"type": "`+ipamType+`"}, "cni.dev/valid-attachments": []`)).Err).To(BeNil(), ipamType)
+			Expect(call("STATUS", ipamType, ipamConf).Err).To(BeNil(), ipamType)
+		}
+		Expect(record).NotTo(BeAnExistingFile())
+		Expect(calls).To(Equal([]string{"add", "check", "del", "gc", "add", "check", "del", "gc"}))
+	})
+
+	It("fails every command with code 999 for a config embedding Masq without Plugin.Masq, before any change", func() {
+		p := toy(&calls)
+		p.Masq = nil
+		for _, cmd := range []string{"ADD", "DEL"} {
+			out := testutil.RunIn(hostNS, p.Descriptor(attach.Hooks{}),
+				testutil.Call{Command: cmd, ContainerID: "c1", IfName: "toy0", Netns: contNS.Path(), Stdin: conf("")})
+			Expect(out.Err).NotTo(BeNil(), cmd)
+			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal), cmd)
+			Expect(out.Err.Msg).To(ContainSubstring("embeds Masq but Plugin.Masq is nil"), cmd)
+		}
+		Expect(calls).To(BeEmpty())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 	})
 
 	It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {

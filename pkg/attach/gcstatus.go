@@ -7,7 +7,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
-	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -24,8 +23,8 @@ func (r *runner[C]) gc(args *skel.CmdArgs) (err error) {
 		return err
 	}
 	var errs []error
-	if a.Conf.HasIPAM() {
-		if err := ipam.GC(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+	if a.delegates() {
+		if err := a.ipam.GC(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 			errs = append(errs, fmt.Errorf("ipam %s GC: %w", a.Conf.IPAM.Type, err))
 		}
 	}
@@ -60,10 +59,10 @@ func (r *runner[C]) status(args *skel.CmdArgs) (err error) {
 			return err
 		}
 	}
-	if !a.Conf.HasIPAM() {
+	if !a.delegates() {
 		return nil
 	}
-	if err := ipam.Status(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
+	if err := a.ipam.Status(context.TODO(), a.Conf.IPAM.Type, a.Conf.Raw); err != nil {
 		return fmt.Errorf("ipam %s STATUS: %w", a.Conf.IPAM.Type, err)
 	}
 	return nil

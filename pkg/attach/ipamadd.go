@@ -2,25 +2,53 @@ package attach
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
-
-	"github.com/cniforge/plugins/pkg/ipam"
 )
+
+// IPAM is the delegation of a config's "ipam" to the IPAM plugin it names
+// (ADD, DEL, CHECK, GC, STATUS), for a plugin that takes its addresses from
+// one: it passes pkg/ipam's Frame in Plugin.IPAM. The frame links no
+// delegation itself (no exec, no invoke), so a plugin that takes no
+// addresses (loopback, tuning, sbr, vrf, bandwidth, portmap, firewall)
+// links none, and ignores an "ipam" key, as upstream's do.
+type IPAM interface {
+	// Find refuses (code 7) an IPAM type that is not in cniPath.
+	Find(ipamType, cniPath string) error
+	// Prestart starts verb's delegate before it is needed, so that its
+	// process start overlaps the plugin's own steps, and returns ctx
+	// carrying it for the delegation, the cancel to defer, and whether one
+	// was started (see ipam.Prestart).
+	Prestart(ctx context.Context, ipamType, verb string) (context.Context, func(), bool)
+	Add(ctx context.Context, ipamType string, netconf []byte) (*current.Result, error)
+	Del(ctx context.Context, ipamType string, netconf []byte) error
+	Check(ctx context.Context, ipamType string, netconf []byte) error
+	GC(ctx context.Context, ipamType string, netconf []byte) error
+	Status(ctx context.Context, ipamType string, netconf []byte) error
+}
 
 // IPAMAdd runs the IPAM plugin's ADD, pushes the release onto a.Undo and
 // validates the result before the plugin uses it: at least one address,
 // and every entry complete (see ValidateIPAMResult).
 func (a *Attachment) IPAMAdd() (*current.Result, error) {
+	if a.ipam == nil {
+		// A programming error every test of the plugin shows.
+		return nil, errors.New("attach: IPAMAdd of a plugin without Plugin.IPAM")
+	}
 	ctx := context.TODO()
+	addCtx := ctx
+	if a.ipamCtx != nil {
+		addCtx = a.ipamCtx
+	}
 	t, raw := a.Conf.IPAM.Type, a.Conf.Raw
-	res, err := ipam.Add(ipam.WithPrestarted(ctx, a.ipamPre), t, raw)
+	res, err := a.ipam.Add(addCtx, t, raw)
 	if err != nil {
 		return nil, err
 	}
-	a.Undo.Push("release ipam", func() error { return ipam.Del(ctx, t, raw) })
+	a.Undo.Push("release ipam", func() error { return a.ipam.Del(ctx, t, raw) })
 	if err := ValidateIPAMResult(t, res); err != nil {
 		return nil, err
 	}

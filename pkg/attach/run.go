@@ -84,6 +84,14 @@ type Plugin[C Conf] struct {
 	// forwards STATUS to IPAM after it.
 	Status func(a *Attachment, c C) error
 
+	// IPAM is the delegation to the IPAM plugin a config names, for a
+	// plugin that takes its addresses from one (pass pkg/ipam's Frame):
+	// the frame then finds it in CNI_PATH before ADD and CHECK, releases
+	// on DEL and forwards GC and STATUS to it, and Attachment.IPAMAdd
+	// runs its ADD. Nil: the plugin ignores an "ipam" key and links no
+	// delegation.
+	IPAM IPAM
+
 	// Masq is the masquerade the frame tears down on DEL, collects on GC
 	// and probes on STATUS for a config that embeds Masq (bridge and ptp
 	// pass pkg/attach/masquerade's Frame). The frame links no netfilter
@@ -92,16 +100,17 @@ type Plugin[C Conf] struct {
 }
 
 // Descriptor returns the plugin.Plugin that runs p with hooks.
+//
+// Every plugin package builds its descriptor at init, and the multicall
+// binary links all 18, so this runs 18 times at every exec of any plugin:
+// it allocates one runner and one small closure per verb, and checks no
+// more. The check that a config embedding Masq comes with Plugin.Masq (an
+// interface assertion that builds its itab at run time) runs when the
+// plugin runs a command (runner.start).
 func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 	vers := p.Versions
 	if vers == nil {
 		vers = plugin.AllVersions
-	}
-	var zero C
-	if _, ok := any(zero).(masqer); ok && p.Masq == nil {
-		// A programming error every test of the plugin shows: DEL would
-		// leave the masquerade rules ADD made.
-		panic(fmt.Sprintf("attach: %s's config embeds Masq but Plugin.Masq is nil", p.Name))
 	}
 	r := &runner[C]{p: p, hooks: hooks}
 	return plugin.Plugin{
@@ -109,11 +118,11 @@ func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 		Summary:  p.Summary,
 		Versions: vers,
 		Funcs: skel.CNIFuncs{
-			Add:    guarded(r.add),
-			Del:    guarded(r.del),
-			Check:  guarded(r.check),
-			GC:     guarded(r.gc),
-			Status: guarded(r.status),
+			Add:    func(args *skel.CmdArgs) error { return guarded(r.add, args) },
+			Del:    func(args *skel.CmdArgs) error { return guarded(r.del, args) },
+			Check:  func(args *skel.CmdArgs) error { return guarded(r.check, args) },
+			GC:     func(args *skel.CmdArgs) error { return guarded(r.gc, args) },
+			Status: func(args *skel.CmdArgs) error { return guarded(r.status, args) },
 		},
 	}
 }
@@ -121,15 +130,13 @@ func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 // guarded answers a panic that escapes a command (in Parse, say, before
 // there is anything to undo) with code 999 instead of a stack on stderr and
 // no answer on stdout. Each runner recovers its own panics first, to undo.
-func guarded(fn func(*skel.CmdArgs) error) func(*skel.CmdArgs) error {
-	return func(args *skel.CmdArgs) (err error) {
-		defer func() {
-			if v := recover(); v != nil {
-				err = panicError(v, nil)
-			}
-		}()
-		return fn(args)
-	}
+func guarded(fn func(*skel.CmdArgs) error, args *skel.CmdArgs) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v, nil)
+		}
+	}()
+	return fn(args)
 }
 
 type runner[C Conf] struct {
@@ -139,6 +146,12 @@ type runner[C Conf] struct {
 
 // start parses the config and makes the attachment (nothing opened yet).
 func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error) {
+	var zero C
+	if _, ok := any(zero).(masqer); ok && r.p.Masq == nil {
+		// A programming error every test of the plugin shows: DEL would
+		// leave the masquerade rules ADD made. guarded answers it (999).
+		panic(fmt.Sprintf("attach: %s's config embeds Masq but Plugin.Masq is nil", r.p.Name))
+	}
 	c, err := r.p.Parse(args)
 	var invalid error
 	if err != nil && cmd == "DEL" && r.p.Lenient != nil && result.Code(err) == types.ErrInvalidNetworkConfig {
@@ -153,7 +166,7 @@ func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error
 	if invalid != nil {
 		log.Warn("config no longer valid; DEL removes what it can identify", "err", invalid)
 	}
-	return newAttachment(args, c.Common(), r.hooks, log), c, nil
+	return newAttachment(args, c.Common(), r.hooks, log, r.p.IPAM), c, nil
 }
 
 // recovered turns a panic into CNI error 999 carrying the panic's message;

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -92,12 +92,15 @@ func SetupVeth(hostH *netlink.Handle, opts VethOptions) (netlink.Link, error) {
 
 // randomVethName draws 32 random bits for a host end's name, as upstream's
 // "veth" + 8 hex digits. Unpredictable is not needed (a taken name is
-// retried, see SetupVeth), so math/rand/v2, seeded by the runtime, rather
-// than crypto/rand, whose 30 packages every plugin linking pkg/ip
-// (loopback included) would otherwise load and initialise at start.
+// retried, see SetupVeth), so one getrandom call rather than crypto/rand,
+// whose 30 packages every plugin linking pkg/ip (loopback included) would
+// load and initialise at start, or math/rand/v2, one package more.
 func randomVethName() string {
 	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], rand.Uint32())
+	if _, err := unix.Getrandom(b[:], unix.GRND_NONBLOCK); err != nil {
+		// The kernel's pool is not seeded yet (early boot): any bits do.
+		binary.BigEndian.PutUint32(b[:], uint32(time.Now().UnixNano()))
+	}
 	return "veth" + hex.EncodeToString(b[:])
 }
 

@@ -10,9 +10,8 @@ package ipam
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -21,13 +20,15 @@ import (
 )
 
 // ValidateType refuses an IPAM type that is empty or could name a binary
-// outside CNI_PATH.
-func ValidateType(t string) error {
-	if t == "" {
-		return errors.New("ipam.type: missing")
-	}
-	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." {
-		return fmt.Errorf("ipam.type: %q must be a plugin name, not a path", t)
+// outside CNI_PATH (result.ValidateIPAMType, the check the frame's config
+// decoding makes).
+func ValidateType(t string) error { return result.ValidateIPAMType(t) }
+
+// Find refuses, before any change, an IPAM type that is not in cniPath (a
+// CNI_PATH value): a config problem (code 7), not an internal error.
+func Find(ipamType, cniPath string) error {
+	if _, err := invoke.FindInPath(ipamType, filepath.SplitList(cniPath)); err != nil {
+		return result.InvalidConfig(fmt.Errorf("ipam.type: %q not found in CNI_PATH %q", ipamType, cniPath))
 	}
 	return nil
 }
@@ -76,4 +77,47 @@ func delegate(ctx context.Context, verb, ipamType string, netconf []byte, fn del
 		return err
 	}
 	return nil
+}
+
+// Frame is the delegation as the frame runs it (attach.IPAM): a plugin
+// that takes its addresses from an IPAM plugin passes Frame{} in
+// attach.Plugin.IPAM, so that only such plugins link the delegation.
+type Frame struct{}
+
+// Find is Find.
+func (Frame) Find(ipamType, cniPath string) error { return Find(ipamType, cniPath) }
+
+// Prestart starts verb's delegate early (Prestart) and returns ctx carrying
+// it (WithPrestarted), its Cancel, and whether one was started.
+func (Frame) Prestart(ctx context.Context, ipamType, verb string) (context.Context, func(), bool) {
+	p := Prestart(ipamType, verb)
+	if p == nil {
+		return ctx, func() {}, false
+	}
+	return WithPrestarted(ctx, p), p.Cancel, true
+}
+
+// Add is Add.
+func (Frame) Add(ctx context.Context, ipamType string, netconf []byte) (*current.Result, error) {
+	return Add(ctx, ipamType, netconf)
+}
+
+// Del is Del.
+func (Frame) Del(ctx context.Context, ipamType string, netconf []byte) error {
+	return Del(ctx, ipamType, netconf)
+}
+
+// Check is Check.
+func (Frame) Check(ctx context.Context, ipamType string, netconf []byte) error {
+	return Check(ctx, ipamType, netconf)
+}
+
+// GC is GC.
+func (Frame) GC(ctx context.Context, ipamType string, netconf []byte) error {
+	return GC(ctx, ipamType, netconf)
+}
+
+// Status is Status.
+func (Frame) Status(ctx context.Context, ipamType string, netconf []byte) error {
+	return Status(ctx, ipamType, netconf)
 }

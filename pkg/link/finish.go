@@ -95,7 +95,7 @@ func Finish(o FinishOptions) (*current.Result, error) {
 		return nil, fmt.Errorf("configure %q in %s: %w", o.IfName, o.ContNS.Path(), err)
 	}
 	if len(v4) > 0 && l.Attrs().Flags&net.FlagUp != 0 {
-		if err := o.ContNS.Do(func() error { return ip.AnnounceIPv4(l, v4) }); err != nil && o.Log != nil {
+		if err := o.ContNS.Do(func() error { return announceIPv4(l, v4) }); err != nil && o.Log != nil {
 			// Best effort, as upstream: arp_notify announces too, and a
 			// lost packet only delays neighbours until their cache expires.
 			o.Log.Info("gratuitous arp failed", "err", err)

@@ -6,6 +6,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -35,6 +36,7 @@ func (p Plugin[T, PT]) New(hooks attach.Hooks) plugin.Plugin {
 	return attach.Plugin[PT]{
 		Name:    p.Kind,
 		Summary: p.Summary,
+		IPAM:    ipam.Frame{},
 		Parse:   p.Parse,
 		Add:     p.Add,
 		Lenient: attach.DecodeOnly[T, PT],

@@ -329,3 +329,17 @@ func lineCol(data []byte, off int64) (line, col int) {
 	}
 	return line, col
 }
+
+// ValidateIPAMType refuses an IPAM type that is empty or could name a
+// binary outside CNI_PATH. It lives here, with the config decoding, so that
+// the frame (pkg/attach) checks "ipam.type" of every config without linking
+// the delegation (pkg/ipam), which only the plugins that use IPAM link.
+func ValidateIPAMType(t string) error {
+	if t == "" {
+		return errors.New("ipam.type: missing")
+	}
+	if strings.ContainsAny(t, `/\`) || t == "." || t == ".." {
+		return fmt.Errorf("ipam.type: %q must be a plugin name, not a path", t)
+	}
+	return nil
+}

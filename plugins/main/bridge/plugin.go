@@ -31,6 +31,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/attach/masquerade"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -43,6 +44,7 @@ const portTimeout = 5 * time.Second
 var frame = attach.Plugin[*config]{
 	Name:    "bridge",
 	Summary: "connects the container to a Linux bridge through a veth pair",
+	IPAM:    ipam.Frame{},
 	Parse:   parse,
 	Add:     add,
 	// DEL finds the veth by CNI_IFNAME and its alias, the rules by owner

@@ -37,6 +37,7 @@ package hostdevice
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
@@ -59,6 +60,7 @@ func New(hooks attach.Hooks, sysfsRoot string) plugin.Plugin {
 	return attach.Plugin[*config]{
 		Name:    "host-device",
 		Summary: "moves a host network device into the container",
+		IPAM:    ipam.Frame{},
 		Parse:   parse,
 		Add:     p.add,
 		// DEL finds the device by CNI_IFNAME and the attachment's

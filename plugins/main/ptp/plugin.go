@@ -20,6 +20,7 @@ package ptp
 import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/attach/masquerade"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -40,6 +41,7 @@ var AddSteps = []string{StepIPAM, StepVeth, StepContainer, StepHost, StepForward
 var frame = attach.Plugin[*netConf]{
 	Name:    "ptp",
 	Summary: "a veth pair per container, routed through the host",
+	IPAM:    ipam.Frame{},
 	Parse:   parse,
 	Add:     add,
 	// DEL finds the pair by CNI_IFNAME and its alias, IPAM by ipam, and

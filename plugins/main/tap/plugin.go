@@ -25,6 +25,7 @@ package tap
 
 import (
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ipam"
 	"github.com/cniforge/plugins/pkg/link"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
@@ -51,6 +52,7 @@ func newPlugin(selinuxOn func() bool) attach.Plugin[*config] {
 	return attach.Plugin[*config]{
 		Name:    "tap",
 		Summary: "a tap device in the container, optionally on a bridge there",
+		IPAM:    ipam.Frame{},
 		Parse:   parse,
 		Add:     t.add,
 		// DEL finds the tap by CNI_IFNAME and its alias, IPAM by ipam: a
