@@ -91,12 +91,13 @@ if [ -z "${cl_passed:-}" ]; then
 fi
 
 # The Kubernetes lane: etcd, the API server, controller manager, scheduler
-# and a kubelet over containerd 2.x (every stage) and over Debian's
-# containerd 1.6 (the install and the pods), in namespaces and private
+# and a kubelet over containerd 2.x (every stage), over Debian's
+# containerd 1.6 (the install and the pods) and over CRI-O (the install,
+# the pods and what CRI-O does differently), in namespaces and private
 # mounts it makes; our DaemonSet installs the plugins, pods run through the
 # kubelet, the real host compared before and after. See scripts/kube-lane.sh.
 kube_rc=0 kl_passed=0 kl_failed=0
-for kube_run in "--runtime containerd2" "--runtime containerd1 --stages pods"; do
+for kube_run in "--runtime containerd2" "--runtime containerd1 --stages pods" "--runtime crio --stages pods,crio"; do
 	echo "== the Kubernetes lane (scripts/kube-lane.sh $kube_run)"
 	rc=0
 	# shellcheck disable=SC2086 # one word per argument

@@ -2,11 +2,24 @@
 # the real host before it starts, and how it puts the host back and reports
 # on it at the end, so both demos leave the machine as they found it.
 #
+#   demo_preflight NAME            first: refuses to run without root (the
+#                                  demos make network namespaces), and puts
+#                                  Go's usual home on PATH (sudo resets it)
 #   demo_host_record               before making anything
 #   demo_host_restore RC NS...     in the EXIT trap: deletes NS..., puts
 #                                  /run/netns back as it was, removes $tmp,
 #                                  prints the link counts; returns RC, or 1
 #                                  when RC is 0 and the link count changed
+
+demo_preflight() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "$1 makes network namespaces and needs root: sudo scripts/$1" >&2
+		exit 1
+	fi
+	if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+		PATH=$PATH:/usr/local/go/bin
+	fi
+}
 
 demo_host_record() {
 	links_before=$(ip -o link show | wc -l)

@@ -15,15 +15,9 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-
-if [ "$(id -u)" != 0 ]; then
-	echo "demo.sh makes network namespaces and needs root: sudo scripts/demo.sh" >&2
-	exit 1
-fi
-# sudo resets PATH; Go's usual home is /usr/local/go.
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	PATH=$PATH:/usr/local/go/bin
-fi
+# shellcheck source=scripts/demo-host.sh
+. "$repo/scripts/demo-host.sh"
+demo_preflight demo.sh
 if ! command -v go >/dev/null 2>&1; then
 	echo "demo.sh: no go on PATH; try: sudo env \"PATH=\$PATH\" scripts/demo.sh" >&2
 	exit 1
@@ -40,8 +34,6 @@ show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 hostns=cniforge-demo-host-$$
 ctrns=cniforge-demo-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-demo.XXXXXX)
-# shellcheck source=scripts/demo-host.sh
-. "$repo/scripts/demo-host.sh"
 demo_host_record
 added=() # "network ifname" pairs to DEL if the demo stops half-way
 

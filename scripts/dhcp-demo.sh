@@ -15,19 +15,13 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-
-if [ "$(id -u)" != 0 ]; then
-	echo "dhcp-demo.sh makes network namespaces and needs root: sudo scripts/dhcp-demo.sh" >&2
-	exit 1
-fi
+# shellcheck source=scripts/demo-host.sh
+. "$repo/scripts/demo-host.sh"
+demo_preflight dhcp-demo.sh
 dnsmasq=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
 if [ ! -x "$dnsmasq" ]; then
 	echo "dhcp-demo.sh needs dnsmasq (apt-get install dnsmasq-base)" >&2
 	exit 1
-fi
-# sudo resets PATH; Go's usual home is /usr/local/go.
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	PATH=$PATH:/usr/local/go/bin
 fi
 
 step() { printf '\n== %s\n' "$*"; }
@@ -36,8 +30,6 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 hostns=cniforge-dhcp-host-$$
 ctrns=cniforge-dhcp-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-dhcp.XXXXXX)
-# shellcheck source=scripts/demo-host.sh
-. "$repo/scripts/demo-host.sh"
 demo_host_record
 dnsmasq_pid='' daemon_pid='' added=false
 

@@ -16,6 +16,27 @@
 #               and the ifb, pod to pod, pod to outside (masquerade),
 #               deleting the pods leaves nothing; then a second rollout (a
 #               new image tag) replaces the binaries while pods run.
+#   proxy.sh    kube-proxy beside portmap: for portmap's backend iptables
+#               and nftables (the conflist rewritten) x kube-proxy's
+#               iptables and nftables modes, a NodePort Service (with the
+#               node's address as externalIP) reached from a pod, the node
+#               and outside while hostPort pods run, and hostPorts equal to
+#               the Service's port and to its NodePort never capture its
+#               traffic; kube-proxy --cleanup leaves none of its rules.
+#   nodes.sh    two nodes: a second kubelet and runtime (node B) in its own
+#               net and mount namespaces, joined by a veth link
+#               (192.168.78.0/24), pod CIDR 10.88.1.0/24, each node routing
+#               the other's; the DaemonSet rolls out on it and it turns
+#               Ready; pods on the two nodes (nodeName) see each other's
+#               own addresses (no NAT between pods: ipMasqExcludeCIDRs),
+#               a pod still reaches the outside masqueraded; deletion
+#               leaves both nodes as before; node B torn down.
+#   crio.sh     (--runtime crio only) what CRI-O does with CNI that
+#               containerd does not: CHECK right after every ADD and for
+#               every pod when it restarts, GC at its start (a leaked
+#               attachment and reservation reclaimed, live pods untouched),
+#               bandwidth bursts of 34359738359 bits (clamped, tbf there),
+#               hostPorts made by CRI-O itself with or without portmap.
 #
 # Isolation as in scripts/cri-lane.sh: the cluster runs in new pid, net,
 # mount and cgroup namespaces (tmpfs on /run, /var/lib, /var/log, /var/tmp
@@ -41,6 +62,8 @@
 #     run as root after ./build_linux.sh
 #   --runtime containerd2       containerd 2.4.2 (scripts/cri-deps.sh), the default
 #   --runtime containerd1       Debian's containerd 1.6
+#   --runtime crio              CRI-O v1.34.0 (scripts/crio-deps.sh), Debian's
+#                               conmon and runc
 #   --stages "pods ..."         the stages after the install (default: all)
 #   --plugins DIR               a comparison run: DIR's plugins (upstream's, say
 #                               /usr/lib/cni) copied into the node's /opt/cni/bin
@@ -65,7 +88,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods"
+all_stages="pods proxy nodes crio"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -83,8 +106,12 @@ done
 case $runtime in
 containerd2) runtime_label="containerd 2.4.2" ;;
 containerd1) runtime_label="containerd $(containerd --version 2>/dev/null | awk '{print $3}' | sed 's/~.*//')" ;;
-*) bail "kube-lane.sh: no runtime $runtime (containerd2, containerd1)" ;;
+crio) runtime_label="CRI-O v1.34.0" ;;
+*) bail "kube-lane.sh: no runtime $runtime (containerd2, containerd1, crio)" ;;
 esac
+# The runtime's daemon (its log: $pw/$runtime_daemon.log).
+runtime_daemon=containerd
+[ "$runtime" != crio ] || runtime_daemon=crio
 
 # --- the inner half: the stand-in node ---------------------------------------
 
@@ -101,7 +128,7 @@ inner() {
 	work=$1
 	pw=$work/node
 	cnidir=/opt/cni/bin
-	sock=$pw/containerd.sock
+	sock=$pw/$runtime_daemon.sock
 	mkdir -p "$pw/net.d"
 	trap finish EXIT
 	export PATH=$PWD/.cache/kube/$k8s_version:$PWD/.cache/kube/etcd-$etcd_version:$PWD/.cache/cri/crictl-v1.37.0:$PATH
@@ -119,11 +146,13 @@ inner() {
 	# The conflist a Kubernetes node carries, over the node's pod CIDR; its
 	# plugins are what the DaemonSet installs.
 	# containerd 1.6's libcni knows spec versions up to 1.0.0.
+	# bridge leaves the cluster CIDR unmasqueraded (ipMasqExcludeCIDRs,
+	# beyond upstream): pods on other nodes see a pod's own address.
 	local v=1.1.0
 	[ "$runtime" != containerd1 ] || v=1.0.0
-	jq -n --arg v "$v" --arg net "$net" --arg subnet "$podcidr" '
+	jq -n --arg v "$v" --arg net "$net" --arg subnet "$podcidr" --arg cluster "$clustercidr" '
 	{cniVersion: $v, name: $net, plugins: [
-	  {type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, hairpinMode: true,
+	  {type: "bridge", bridge: "cni0", isGateway: true, ipMasq: true, ipMasqExcludeCIDRs: [$cluster], hairpinMode: true,
 	   ipam: {type: "host-local", ranges: [[{subnet: $subnet}]], routes: [{dst: "0.0.0.0/0"}]}},
 	  {type: "portmap", capabilities: {portMappings: true}, snat: true},
 	  {type: "bandwidth", capabilities: {bandwidth: true}}]}' >"$pw/net.d/10-lane.conflist"
@@ -156,9 +185,13 @@ fi
 # --- the outer half: the real host --------------------------------------------
 
 need_root
-missing_tools runc catatonit busybox jq unshare nsenter tc iptables-save ip6tables-save nft openssl go
+runtime_tools=
+[ "$runtime" != crio ] || runtime_tools=conmon
+# shellcheck disable=SC2086 # empty or one word
+missing_tools runc catatonit busybox jq unshare nsenter tc iptables-save ip6tables-save nft openssl go $runtime_tools
 [ ${#missing[@]} = 0 ] || bail "missing ${missing[*]}"
 scripts/cri-deps.sh || bail "scripts/cri-deps.sh could not build crictl and containerd 2.x"
+[ "$runtime" != crio ] || scripts/crio-deps.sh || bail "scripts/crio-deps.sh could not build CRI-O"
 scripts/kube-deps.sh || bail "scripts/kube-deps.sh could not build Kubernetes $k8s_version and etcd $etcd_version"
 
 . scripts/host-snapshot.sh
@@ -168,7 +201,8 @@ if [ "${CNIFORGE_KUBE_KEEP:-}" = 1 ]; then
 else
 	trap 'rm -rf "$work"' EXIT
 fi
-watched=(/var/lib/containerd /run/containerd /run/netns /etc/cni /opt/cni /var/lib/kubelet /var/log/pods /var/log/containers /etc/kubernetes)
+watched=(/var/lib/containerd /run/containerd /run/netns /etc/cni /opt/cni /var/lib/kubelet /var/log/pods /var/log/containers /etc/kubernetes
+	/var/lib/crio /run/crio /etc/crio /var/log/crio /run/containers /usr/share/containers/oci)
 host_snapshot "$work/host.before" "${watched[@]}"
 
 busybox_rootfs "$work/rootfs" || bail "the workload image's root folder"
@@ -232,7 +266,7 @@ else
 	fail "the node ended early (exit $rc)"
 fi
 if [ "$failed" != 0 ]; then
-	for l in kubelet containerd apiserver controller-manager scheduler etcd; do
+	for l in kubelet $runtime_daemon apiserver controller-manager scheduler etcd; do
 		echo "kube-lane: $l's log:" >&2
 		tail -n 25 "$work/node/$l.log" 2>/dev/null | sed 's/^/    /' >&2
 	done

@@ -132,7 +132,13 @@ state() {
 		echo "## /var/lib/cni"
 		find /var/lib/cni -printf '%p %y\n' | sort
 		echo "## /run/netns"
-		ls /run/netns
+		# Less a file of the node's own netns: CRI-O pins one for a
+		# hostNetwork pod (the DaemonSet's), named anew for each pod.
+		local f self
+		self=$(stat -L -c %i /proc/self/ns/net)
+		for f in /run/netns/*; do
+			[ ! -e "$f" ] || [ "$(stat -L -c %i "$f")" = "$self" ] || basename "$f"
+		done
 	} 2>&1
 }
 

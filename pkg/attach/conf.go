@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -114,6 +115,12 @@ type Masq struct {
 	// IPMasqBackend is "iptables" or "nftables"; absent picks iptables
 	// unless it is unusable and nftables works.
 	IPMasqBackend *string `json:"ipMasqBackend,omitempty"`
+	// IPMasqExcludeCIDRs (beyond upstream, whose keys cannot express it)
+	// lists destinations that are not masqueraded either, besides the
+	// container's subnet: a cluster's pod CIDR, so that a pod on another
+	// node sees the pod's own address (Kubernetes' network model: no NAT
+	// between pods). Upstream's plugins ignore the key.
+	IPMasqExcludeCIDRs []string `json:"ipMasqExcludeCIDRs,omitempty"`
 }
 
 // MasqConf returns m; a config embedding Masq offers masquerade through it.
@@ -128,11 +135,35 @@ func (m *Masq) Backend() string {
 	return *m.IPMasqBackend
 }
 
+// ExcludedCIDRs returns ipMasqExcludeCIDRs as networks (their addresses
+// masked: "10.88.1.5/16" is 10.88.0.0/16). Entries Validate refuses are
+// left out.
+func (m *Masq) ExcludedCIDRs() []*net.IPNet {
+	var out []*net.IPNet
+	for _, s := range m.IPMasqExcludeCIDRs {
+		if _, n, err := net.ParseCIDR(s); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Validate checks ipMasqBackend: absent, "iptables" or "nftables" (an
-// empty string is refused, as upstream refuses it).
+// empty string is refused, as upstream refuses it); and each entry of
+// ipMasqExcludeCIDRs: a CIDR with a prefix length above 0 (a /0 would
+// exclude everything: that is ipMasq false).
 func (m *Masq) Validate() error {
 	if b := m.IPMasqBackend; b != nil && *b != backendIPTables && *b != backendNFTables {
 		return result.InvalidConfig(fmt.Errorf("ipMasqBackend: %q is not %q or %q", *b, backendIPTables, backendNFTables))
+	}
+	for i, s := range m.IPMasqExcludeCIDRs {
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return result.InvalidConfig(fmt.Errorf("ipMasqExcludeCIDRs[%d]: %q is not a CIDR (such as 10.88.0.0/16)", i, s))
+		}
+		if ones, _ := n.Mask.Size(); ones == 0 {
+			return result.InvalidConfig(fmt.Errorf("ipMasqExcludeCIDRs[%d]: %q excludes every destination (set ipMasq false instead)", i, s))
+		}
 	}
 	return nil
 }

@@ -139,8 +139,24 @@ func callAll(t *testing.T, call func(method string, args, reply any) error) {
 	}
 }
 
-func TestOurClientNetRPCServer(t *testing.T) {
-	sock := stdServer(t, &dhcpService{})
+// callAllServerErrors is callAll through call, each of whose errors must
+// be the client's E: what the server answered, not a failed exchange.
+func callAllServerErrors[E error](t *testing.T, call func(method string, args, reply any) error) {
+	t.Helper()
+	callAll(t, func(m string, a, r any) error {
+		err := call(m, a, r)
+		var se E
+		if err != nil && !errors.As(err, &se) {
+			t.Fatalf("%s: %v is not a ServerError", m, err)
+		}
+		return err
+	})
+}
+
+// ourClient is our client on the unix socket sock, closed when the test
+// ends.
+func ourClient(t *testing.T, sock string) *Client {
+	t.Helper()
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -149,15 +165,12 @@ func TestOurClientNetRPCServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	callAll(t, func(m string, a, r any) error {
-		err := c.Call(m, a, r)
-		var se ServerError
-		if err != nil && !errors.As(err, &se) {
-			t.Fatalf("%s: %v is not a ServerError", m, err)
-		}
-		return err
-	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestOurClientNetRPCServer(t *testing.T) {
+	callAllServerErrors[ServerError](t, ourClient(t, stdServer(t, &dhcpService{})).Call)
 }
 
 func TestNetRPCClientOurServer(t *testing.T) {
@@ -166,27 +179,11 @@ func TestNetRPCClientOurServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	callAll(t, func(m string, a, r any) error {
-		err := c.Call(m, a, r)
-		var se rpc.ServerError
-		if err != nil && !errors.As(err, &se) {
-			t.Fatalf("%s: %v is not a ServerError", m, err)
-		}
-		return err
-	})
+	callAllServerErrors[rpc.ServerError](t, c.Call)
 }
 
 func TestOurClientOurServer(t *testing.T) {
-	conn, err := net.Dial("unix", ourServer(t, &dhcpService{}, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewClient(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	callAll(t, c.Call)
+	callAll(t, ourClient(t, ourServer(t, &dhcpService{}, 0)).Call)
 }
 
 // One connection's calls run concurrently: a slow call does not hold up

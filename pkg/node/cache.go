@@ -119,22 +119,38 @@ func (st *nodeState) readMultus(dir string) (entries []cacheEntry, pods map[stri
 	return entries, pods, nil
 }
 
-// readRegular reads at most max bytes of the regular file at path. A FIFO,
-// device or socket is refused without blocking: the open does not wait
-// (O_NONBLOCK) and fstat checks what was opened.
-func readRegular(path string, max int64) ([]byte, error) {
+// errNotRegular is openRegular's answer for a FIFO, device, socket or
+// folder.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens the regular file at path for reading. A FIFO, device
+// or socket is refused (errNotRegular) without blocking: the open does not
+// wait (O_NONBLOCK) and fstat checks what was opened, as the name can
+// change meanwhile.
+func openRegular(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %w (%s)", path, errNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readRegular reads at most max bytes of the regular file at path (see
+// openRegular).
+func readRegular(path string, max int64) ([]byte, error) {
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
-	}
+	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err

@@ -202,8 +202,9 @@ func listenIn(t *testing.T, n *ns.NetNS, addr string) net.Listener {
 	return l
 }
 
-// serveAt answers "hello" on addr inside n until the test ends.
-func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+// acceptIn listens on addr (tcp) inside n and hands each connection to
+// handle, until the test ends.
+func acceptIn(t *testing.T, n *ns.NetNS, addr string, handle func(net.Conn)) {
 	t.Helper()
 	l := listenIn(t, n, addr)
 	go func() {
@@ -212,10 +213,18 @@ func serveAt(t *testing.T, n *ns.NetNS, addr string) {
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte("hello"))
-			_ = c.Close()
+			handle(c)
 		}
 	}()
+}
+
+// serveAt answers "hello" on addr inside n until the test ends.
+func serveAt(t *testing.T, n *ns.NetNS, addr string) {
+	t.Helper()
+	acceptIn(t, n, addr, func(c net.Conn) {
+		_, _ = c.Write([]byte("hello"))
+		_ = c.Close()
+	})
 }
 
 // What a user's drift takes away (nft flush ruleset, a deleted qdisc),
@@ -554,5 +563,42 @@ func TestCheckSkipsAnUndecidableNetns(t *testing.T) {
 	}
 	if after := n.snapshot(); after != before {
 		t.Errorf("check --repair of an undecidable netns changed the node:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// check --repair of a bridge attachment whose config leaves destinations
+// unmasqueraded (ipMasqExcludeCIDRs) installs the exclusions again with
+// the masquerade: a repair that forgot them would turn pod-to-pod traffic
+// to other nodes into NAT, and the CHECK after it would report drift.
+func TestRepairKeepsMasqueradeExclusions(t *testing.T) {
+	for _, backend := range []string{"iptables", "nftables"} {
+		t.Run(backend, func(t *testing.T) {
+			n := newNode(t)
+			n.setConf(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+				{"type":"bridge","bridge":"cnode0","isGateway":true,"ipMasq":true,"ipMasqBackend":%q,
+				 "ipMasqExcludeCIDRs":["10.99.0.0/16"],
+				 "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.123.0.0/24"}]]}}]}`, backend, n.ipamData))
+			a, _ := testutil.NewTestNS(t)
+			n.add("ctr-a", a)
+			if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+				t.Fatalf("check on a fresh node: exit %d:\n%s", rc, text)
+			}
+			if backend == "nftables" {
+				n.inHost("nft", "flush", "ruleset")
+			} else {
+				n.inHost("iptables", "-t", "nat", "-F")
+			}
+			if lines, text, rc := n.check(); rc != 1 || lines[0].Status != checkDrift {
+				t.Fatalf("check after the flush: exit %d, want drift:\n%s", rc, text)
+			}
+			out, rc := n.cli("check", "--repair")
+			t.Logf("cniforge check --repair:\n%s", out)
+			if rc != 0 || !strings.Contains(out, "repaired") {
+				t.Errorf("check --repair: exit %d:\n%s", rc, out)
+			}
+			if lines, text, rc := n.check(); rc != 0 || lines[0].Status != checkOK {
+				t.Errorf("check after check --repair (the exclusions must be back): exit %d:\n%s", rc, text)
+			}
+		})
 	}
 }

@@ -74,11 +74,8 @@ func TestGCRefusesAnEmptyCache(t *testing.T) {
 // disableGC: other runtimes share the network; gc leaves it alone.
 func TestGCHonoursDisableGC(t *testing.T) {
 	n := newNodeWith(t, `"disableGC":true,`)
-	gone, rmGone := testutil.NewTestNS(t)
+	_, _, rmGone := n.liveAndGone()
 	lost, rmLost := testutil.NewTestNS(t)
-	live, _ := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
 	ipLost := n.add("ctr-lost", lost)
 	must(t, rmGone())
 	must(t, rmLost())
@@ -95,14 +92,8 @@ func TestGCHonoursDisableGC(t *testing.T) {
 // it, so gc DELs none of its cached attachments either.
 func TestGCHonoursTheNetworksDisableGCForCachedAttachments(t *testing.T) {
 	n := newNode(t)
-	gone, rmGone := testutil.NewTestNS(t)
-	live, _ := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`{"cniVersion"`), []byte(`{"disableGC":true,"cniVersion"`), 1), 0o644))
+	_, _, rmGone := n.liveAndGone()
+	n.replaceInConf(`{"cniVersion"`, `{"disableGC":true,"cniVersion"`)
 	cached, err := os.ReadFile(filepath.Join(n.cache, "results", "nodenet-ctr-gone-eth0"))
 	must(t, err)
 	var e cacheEntry
@@ -147,16 +138,7 @@ func TestGCKeepsAnUnownedReservationOfACachedContainer(t *testing.T) {
 // time, in every --every loop; the loop goes on until SIGTERM.
 func TestGCLoopSaysARoundFailed(t *testing.T) {
 	n := newNode(t)
-	var out syncBuffer
-	var cmd *exec.Cmd
-	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--network", "nope", "--every", "10ms")...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		return cmd.Start()
-	}))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+	out, cmd, exited := n.startGCLoop("--network", "nope", "--every", "10ms")
 	want := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ round failed: no network nope in `)
 	deadline := time.Now().Add(60 * time.Second)
 	for !want.MatchString(out.String()) {
@@ -181,14 +163,8 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 // not exist); DEL runs what the ADD ran, which libcni cached.
 func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	gone, rmGone := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
-	path := filepath.Join(n.conf, "10-nodenet.conflist")
-	b, err := os.ReadFile(path)
-	must(t, err)
-	must(t, os.WriteFile(path, bytes.Replace(b, []byte(`"type":"bridge"`), []byte(`"type":"no-such-plugin"`), 1), 0o644))
+	_, gone, rmGone := n.liveAndGone()
+	n.replaceInConf(`"type":"bridge"`, `"type":"no-such-plugin"`)
 	must(t, rmGone())
 	out, rc := n.cli("gc", "--apply")
 	t.Logf("gc --apply:\n%s", out)
@@ -285,6 +261,25 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startGCLoop starts `cniforge gc --apply` with args (--every and the
+// like) in n's host namespace, and returns its output as it comes, the
+// process, and its exit once it ends. The test's end kills it (harmless
+// after exit).
+func (n *node) startGCLoop(args ...string) (*syncBuffer, *exec.Cmd, chan error) {
+	n.t.Helper()
+	out := &syncBuffer{}
+	var cmd *exec.Cmd
+	must(n.t, n.hostNS.Do(func() error {
+		cmd = exec.Command(testutil.Multicall(n.t), n.cliArgs(append([]string{"gc", "--apply"}, args...)...)...)
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd.Start()
+	}))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	n.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return out, cmd, exited
+}
+
 // gc --every: one line per action, a failing DEL does not stop later
 // rounds, SIGTERM ends it.
 func TestGCLoop(t *testing.T) {
@@ -313,18 +308,7 @@ func TestGCLoop(t *testing.T) {
 	must(t, rmBad())
 	must(t, rm1())
 
-	var out syncBuffer
-	var cmd *exec.Cmd
-	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--every", "100ms")...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		return cmd.Start()
-	}))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // the test failed before SIGTERM; harmless after exit
-	})
+	out, cmd, exited := n.startGCLoop("--every", "100ms")
 	waitFor := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -453,16 +437,7 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 // was deleted without a DEL is reclaimed.
 func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 	n := newNode(t)
-	var out syncBuffer
-	var cmd *exec.Cmd
-	must(t, n.hostNS.Do(func() error {
-		cmd = exec.Command(testutil.Multicall(t), n.cliArgs("gc", "--apply", "--every", "10ms")...)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		return cmd.Start()
-	}))
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() }) // harmless after exit
+	out, cmd, exited := n.startGCLoop("--every", "10ms")
 
 	const pods, workers = 64, 64 // 64 ADDs at once, as issue 24 asks
 	type pod struct {

@@ -128,10 +128,7 @@ func TestGCInItsOwnPidNamespaceKeepsLivePods(t *testing.T) {
 // netns file is really gone, and keeps the live one.
 func TestGCRuntimeMountNSTakesTheOperatorsWord(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	gone, rm := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
+	_, gone, rm := n.liveAndGone()
 	must(t, rm())
 	argv := append([]string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", testutil.Multicall(t)},
 		n.cliArgs("gc", "--apply", "--runtime-mount-ns")...)

@@ -124,21 +124,14 @@ func hasMark(path string) (bool, error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return false, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
-		return false, nil // a dangling or looping link, a socket: not ours to judge
+	f, err := openRegular(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) || errors.Is(err, errNotRegular) {
+		return false, nil // a dangling or looping link, a socket, a FIFO: not ours to judge
 	}
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	if !fi.Mode().IsRegular() {
-		return false, nil
-	}
 	buf := make([]byte, 1<<20)
 	keep := len(cniforgeMark) - 1 // a mark split across two reads
 	n, total := 0, 0

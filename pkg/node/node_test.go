@@ -62,6 +62,28 @@ func (n *node) add(id string, contNS *ns.NetNS) string {
 	return n.addAs(n.cache, id, "eth0", contNS)
 }
 
+// liveAndGone attaches ctr-live and ctr-gone, each in a namespace of its
+// own, and returns their namespaces and what removes ctr-gone's: a
+// container that goes away without a DEL.
+func (n *node) liveAndGone() (live, gone *ns.NetNS, rmGone func() error) {
+	n.t.Helper()
+	live, _ = testutil.NewTestNS(n.t)
+	gone, rmGone = testutil.NewTestNS(n.t)
+	n.add("ctr-live", live)
+	n.add("ctr-gone", gone)
+	return live, gone, rmGone
+}
+
+// replaceInConf replaces old with new, once, in nodenet's conflist in the
+// conf dir: an admin's edit after the ADDs (n.list keeps what they used).
+func (n *node) replaceInConf(old, new string) {
+	n.t.Helper()
+	path := filepath.Join(n.conf, "10-nodenet.conflist")
+	b, err := os.ReadFile(path)
+	must(n.t, err)
+	must(n.t, os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644))
+}
+
 // addAs attaches through libcni with cache as its cache dir: a runtime's,
 // or Multus's (it runs libcni on each delegate with its cniDir).
 func (n *node) addAs(cache, id, ifName string, contNS *ns.NetNS) string {
@@ -344,10 +366,7 @@ func hasOnlyAddr(ents []os.DirEntry, want string) bool {
 // one is kept.
 func TestGCNetnsFromCachedResult(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	gone, rm := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
+	live, gone, rm := n.liveAndGone()
 	for _, id := range []string{"ctr-live", "ctr-gone"} {
 		path := filepath.Join(n.cache, "results", "nodenet-"+id+"-eth0")
 		b, err := os.ReadFile(path)

@@ -171,7 +171,9 @@ func repairMasq(network string, p *libcni.PluginConfig, rt *libcni.RuntimeConf, 
 	if err != nil {
 		return fmt.Errorf("cached result: %w", err)
 	}
-	masq, err := masq.NewMasq(conf.Backend())
+	// With the config's exclusions: Setup replaces the attachment's
+	// rules, and without them it would drop them.
+	masq, err := masq.NewMasq(conf.Backend(), conf.ExcludedCIDRs()...)
 	if err != nil {
 		return err
 	}

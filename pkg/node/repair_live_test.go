@@ -26,25 +26,18 @@ import (
 // it fails: a server that keeps streaming.
 func streamServe(t *testing.T, n *ns.NetNS, addr string) {
 	t.Helper()
-	l := listenIn(t, n, addr)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				chunk := []byte(strings.Repeat("s", 512))
-				for {
-					if _, err := c.Write(chunk); err != nil {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
+	acceptIn(t, n, addr, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			chunk := []byte(strings.Repeat("s", 512))
+			for {
+				if _, err := c.Write(chunk); err != nil {
+					return
 				}
-			}()
-		}
-	}()
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	})
 }
 
 // stream is a client reading a server's stream for as long as the test

@@ -118,6 +118,16 @@ func (e *LinkEnv) Conf(ver string, keys ...map[string]any) []byte {
 	return MergeConf(e.p.Conf(ver, e.DataDir), keys...)
 }
 
+// LinkIPAM is the "ipam" of the link plugins' test configs: host-local
+// handing out prefix.10 to prefix.50 of prefix.0/24 (prefix: three
+// octets) with gateway prefix.1, a route to 10.200.0.0/16, and its
+// reservations in dataDir.
+func LinkIPAM(dataDir, prefix string) map[string]any {
+	return map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": [][]map[string]string{{{
+		"subnet": prefix + ".0/24", "rangeStart": prefix + ".10", "rangeEnd": prefix + ".50", "gateway": prefix + ".1",
+	}}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}}
+}
+
 // MergeConf is conf as JSON, with each of keys merged over it in turn
 // (conf itself changes); a nil value drops the key.
 func MergeConf(conf map[string]any, keys ...map[string]any) []byte {

@@ -16,6 +16,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
@@ -35,6 +36,16 @@ type Call struct {
 	Env map[string]string
 	// Dir is the working folder of an exec'd plugin ("" = the test's).
 	Dir string
+}
+
+// NewCall is cmd for the attachment (containerID, ifName) in n; a nil n
+// leaves CNI_NETNS empty, as a runtime's DEL of a gone netns does.
+func NewCall(cmd, containerID, ifName string, n *ns.NetNS, stdin []byte) Call {
+	c := Call{Command: cmd, ContainerID: containerID, IfName: ifName, Stdin: stdin}
+	if n != nil {
+		c.Netns = n.Path()
+	}
+	return c
 }
 
 func (c Call) environ() map[string]string {

@@ -142,6 +142,13 @@ start_runtime() {
 		containerd16_toml "$cnidir" >"$pw/containerd.toml"
 		daemon containerd containerd -c "$pw/containerd.toml"
 		;;
+	crio)
+		# CRI-O reads its images from its containers-storage: they go in
+		# before it starts, by its own storage library (copyimg).
+		crio_images && runc_crio && crio_conf >"$pw/crio.conf" || return 1
+		start_crio
+		return
+		;;
 	*)
 		echo "no runtime $runtime"
 		return 1
@@ -155,6 +162,123 @@ start_runtime() {
 	for a in images node-lane1 node-lane2; do
 		"$ctr_bin" --address "$sock" -n k8s.io images import --snapshotter overlayfs "$work/$a.tar" >/dev/null || return 1
 	done
+}
+
+# The CRI-O runtime (--runtime crio): CRI-O v1.34.0 from
+# scripts/crio-deps.sh, Debian's conmon and runc.
+crio_bin=$PWD/.cache/crio/v1.34.0
+
+# crio_conf: CRI-O's whole config, everything in $pw/crio (storage, its
+# state, exit files, attach sockets, hooks, CDI), its socket $sock,
+# cgroupfs (conmon in the pod's cgroup), runc, the lane's pinned pause
+# image and no registry; plugins from $cnidir, the conflist from $pw/net.d.
+# The netns files stay in /run/netns (namespaces_dir /run), where the
+# lane's state looks for them.
+crio_conf() {
+	local c=$pw/crio
+	cat <<-EOF
+		[crio]
+		root = "$c/root"
+		runroot = "$c/runroot"
+		storage_driver = "overlay"
+		log_dir = "$c/logs"
+		version_file = "$c/version"
+		version_file_persist = "$c/version-persist"
+		clean_shutdown_file = "$c/clean.shutdown"
+		[crio.api]
+		listen = "$sock"
+		stream_address = "127.0.0.1"
+		stream_port = "0"
+		[crio.runtime]
+		default_runtime = "runc"
+		cgroup_manager = "cgroupfs"
+		namespaces_dir = "/run"
+		pinns_path = "$crio_bin/pinns"
+		container_exits_dir = "$c/exits"
+		container_attach_socket_dir = "$c/attach"
+		hooks_dir = ["$c/hooks.d"]
+		cdi_spec_dirs = ["$c/cdi"]
+		log_to_journald = false
+		selinux = false
+		apparmor_profile = ""
+		[crio.runtime.runtimes.runc]
+		runtime_path = "$pw/bin/runc-crio"
+		runtime_root = "$pw/runc"
+		runtime_type = "oci"
+		monitor_path = "$(command -v conmon)"
+		monitor_cgroup = "pod"
+		[crio.image]
+		pause_image = "localhost/cniforge-pause:1"
+		pinned_images = ["localhost/cniforge-pause:1"]
+		signature_policy = "$pw/policy.json"
+		signature_policy_dir = "$c/policies"
+		global_auth_file = ""
+		[crio.network]
+		network_dir = "$pw/net.d"
+		plugin_dirs = ["$cnidir"]
+		[crio.metrics]
+		enable_metrics = false
+		[crio.tracing]
+		enable_tracing = false
+		[crio.nri]
+		enable_nri = false
+	EOF
+}
+
+# crio_images: the lane's images (pause, workload, node lane1 and lane2)
+# copied from their docker-archives into CRI-O's containers-storage.
+crio_images() {
+	echo '{"default": [{"type": "insecureAcceptAnything"}]}' >"$pw/policy.json"
+	local r
+	for r in images:localhost/cniforge-pause:1 images:localhost/cniforge-lane:1 \
+		node-lane1:localhost/cniforge-node:lane1 node-lane2:localhost/cniforge-node:lane2; do
+		"$crio_bin/copyimg" --root "$pw/crio/root" --runroot "$pw/crio/runroot" --storage-driver overlay \
+			--signature-policy "$pw/policy.json" --image-name "${r#*:}" \
+			--import-from "docker-archive:$work/${r%%:*}.tar:${r#*:}" || return 1
+	done
+}
+
+# runc_crio: the runc CRI-O runs, runc behind a wrapper doing what
+# containerd's restrict_oom_score_adj does and CRI-O cannot: a container's
+# oom_score_adj below the runtime's own is raised to it. The lane has no
+# CAP_SYS_RESOURCE (nor does a node in a container), so lowering it fails
+# runc's create ("failed to update /proc/self/oom_score_adj: Permission
+# denied"): CRI-O gives pod infra containers -998 and the kubelet gives
+# node-critical pods -997. And where the host mounts no hugetlb cgroup
+# (cgroup v1 here) the hugepage limits the kubelet asks for are dropped:
+# CRI-O checks only the kernel's support, and runc then fails ("cannot set
+# hugetlb limit").
+runc_crio() {
+	local hugetlb=
+	awk '($2 == "/sys/fs/cgroup" && $3 == "cgroup2") || ($3 == "cgroup" && $4 ~ /(^|,)hugetlb(,|$)/) {f = 1} END {exit !f}' /proc/self/mounts ||
+		hugetlb=' | del(.linux.resources.hugepageLimits?)'
+	mkdir -p "$pw/bin" && cat >"$pw/bin/runc-crio" <<-EOF && chmod +x "$pw/bin/runc-crio"
+		#!/bin/bash
+		min=\$(cat /proc/self/oom_score_adj)
+		prev= files=()
+		for a in "\$@"; do
+		    case \$prev in --bundle | -b) files+=("\$a/config.json") ;; --process | -p) files+=("\$a") ;; esac
+		    case \$a in --bundle=*) files+=("\${a#--bundle=}/config.json") ;; --process=*) files+=("\${a#--process=}") ;; esac
+		    prev=\$a
+		done
+		for f in "\${files[@]}"; do
+		    [ -f "\$f" ] || continue
+		    jq --argjson m "\$min" 'def clamp: if .oomScoreAdj != null and .oomScoreAdj < \$m then .oomScoreAdj = \$m else . end;
+		        if has("process") then .process |= clamp$hugetlb else clamp end' "\$f" >"\$f.lane" && mv "\$f.lane" "\$f" || exit 1
+		done
+		exec $(command -v runc) "\$@"
+	EOF
+}
+
+# start_crio: CRI-O in the background (its log $pw/crio.log, the plugins'
+# stderr there too), until it answers.
+start_crio() {
+	mkdir -p "$pw/crio/hooks.d" "$pw/crio/cdi" "$pw/crio/conf.d"
+	daemon crio "$crio_bin/crio" --config "$pw/crio.conf" --config-dir "$pw/crio/conf.d" --log-level info
+	until_ok 150 cri info >/dev/null 2>&1 || {
+		alive crio
+		return 1
+	}
 }
 
 start_kubelet() {
@@ -194,7 +318,7 @@ start_kubelet() {
 	daemon kubelet kubelet --config "$pw/kubelet.yaml" --kubeconfig "$pw/admin.kubeconfig" \
 		--hostname-override "$node" --node-ip "$hostaddr" --v=1
 	until_ok 300 k get node "$node" >/dev/null 2>&1 || {
-		alive kubelet containerd
+		alive kubelet "$runtime_daemon"
 		tail -n 30 "$pw/kubelet.log"
 		return 1
 	}
@@ -347,7 +471,11 @@ start_kube_proxy() {
 # stop_kube_proxy MODE: kube-proxy stopped and its MODE rules removed
 # (kube-proxy --cleanup), as an operator switching modes does.
 stop_kube_proxy() {
-	[ ! -s "$pw/kube-proxy.pid" ] || kill "$(cat "$pw/kube-proxy.pid")" 2>/dev/null
+	local pid
+	pid=$(cat "$pw/kube-proxy.pid" 2>/dev/null)
+	# Gone before --cleanup: a kube-proxy still syncing would put back
+	# what --cleanup removes.
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null && until_ok 150 eval "! kill -0 $pid 2>/dev/null"; }
 	rm -f "$pw/kube-proxy.pid"
 	kube-proxy --cleanup --proxy-mode "$1" >>"$pw/kube-proxy.log" 2>&1
 }

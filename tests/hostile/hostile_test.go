@@ -92,10 +92,13 @@ func targets() []target {
 	return []target{
 		{name: "loopback", conf: func(env) string { return `{"cniVersion": "1.1.0", "name": "hostile", "type": "loopback"}` }},
 		{name: "bridge", accepted: map[string]string{
-			"bridge = range: empty":    `the default bridge, cni0`,
-			"vlanTrunk = range: empty": `no trunk`,
-		}, conf: mainConf("bridge", `"bridge": "hostilebr0", "isGateway": true, "isDefaultGateway": false, "forceAddress": false, "mtu": 1400, "hairpinMode": false, "promiscMode": false, "vlan": 10, "vlanTrunk": [{"id": 20}, {"minID": 30, "maxID": 40}], "preserveDefaultVlan": true, "macspoofchk": false, "enabledad": false, "disableContainerInterface": false, "portIsolation": false, "ipMasq": true, "ipMasqBackend": "iptables"`)},
-		{name: "ptp", conf: mainConf("ptp", `"mtu": 1400, "ipMasq": true, "ipMasqBackend": "iptables"`)},
+			"bridge = range: empty":             `the default bridge, cni0`,
+			"vlanTrunk = range: empty":          `no trunk`,
+			"ipMasqExcludeCIDRs = range: empty": `every destination outside the subnet masqueraded`,
+		}, conf: mainConf("bridge", `"bridge": "hostilebr0", "isGateway": true, "isDefaultGateway": false, "forceAddress": false, "mtu": 1400, "hairpinMode": false, "promiscMode": false, "vlan": 10, "vlanTrunk": [{"id": 20}, {"minID": 30, "maxID": 40}], "preserveDefaultVlan": true, "macspoofchk": false, "enabledad": false, "disableContainerInterface": false, "portIsolation": false, "ipMasq": true, "ipMasqBackend": "iptables", "ipMasqExcludeCIDRs": ["10.88.0.0/16"]`)},
+		{name: "ptp", accepted: map[string]string{
+			"ipMasqExcludeCIDRs = range: empty": `every destination outside the subnet masqueraded`,
+		}, conf: mainConf("ptp", `"mtu": 1400, "ipMasq": true, "ipMasqBackend": "iptables", "ipMasqExcludeCIDRs": ["10.88.0.0/16"]`)},
 		{name: "macvlan", accepted: map[string]string{
 			"mac = range: empty":  `a random MAC`,
 			"mode = range: empty": `the default mode, bridge`,

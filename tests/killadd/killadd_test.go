@@ -337,16 +337,25 @@ func (r *rig) runDel() *tally {
 		if err := r.del(rt); err != nil {
 			tr.leaks = append(tr.leaks, fmt.Sprintf("DEL failed: %v", err))
 		}
-		if d := r.settle(contNS, 2*time.Second); d != "" {
-			tr.leaks = append(tr.leaks, "state differs from the baseline:\n"+d)
-		}
-		tr.leaks = append(tr.leaks, filesNaming(r.env.stateDirs(), rt.ContainerID)...)
-		t.add(tr)
-		if len(tr.leaks) > 0 {
-			r.rebase(contNS)
-		}
+		r.judge(t, tr, contNS, rt.ContainerID, 2*time.Second)
 	}
 	return t
+}
+
+// judge adds trial tr of container id to t, with what it leaked: how the
+// host and n differ from the baseline once settled (waiting up to wait),
+// and the state files still naming id. A trial that leaked makes its
+// state the new baseline, so the next one is judged on its own.
+func (r *rig) judge(t *tally, tr trial, n *ns.NetNS, id string, wait time.Duration) {
+	GinkgoHelper()
+	if d := r.settle(n, wait); d != "" {
+		tr.leaks = append(tr.leaks, "state differs from the baseline:\n"+d)
+	}
+	tr.leaks = append(tr.leaks, filesNaming(r.env.stateDirs(), id)...)
+	t.add(tr)
+	if len(tr.leaks) > 0 {
+		r.rebase(n)
+	}
 }
 
 // runGC runs gcTrials kills of ADD, each followed by the removal of the
@@ -373,14 +382,7 @@ func (r *rig) runGC() *tally {
 		if err := r.gc(i); err != nil {
 			tr.leaks = append(tr.leaks, fmt.Sprintf("GC failed: %v", err))
 		}
-		if d := r.settle(emptyNS, 30*time.Second); d != "" {
-			tr.leaks = append(tr.leaks, "state differs from the baseline:\n"+d)
-		}
-		tr.leaks = append(tr.leaks, filesNaming(r.env.stateDirs(), rt.ContainerID)...)
-		t.add(tr)
-		if len(tr.leaks) > 0 {
-			r.rebase(emptyNS)
-		}
+		r.judge(t, tr, emptyNS, rt.ContainerID, 30*time.Second)
 	}
 	return t
 }

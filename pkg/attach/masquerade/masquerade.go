@@ -67,7 +67,7 @@ func Prepare(a *attach.Attachment, m *attach.Masq) *Prepared {
 
 func prepare(a *attach.Attachment, m *attach.Masq, prestart bool) *Prepared {
 	p := &Prepared{a: a}
-	p.masq, p.err = masq.NewMasq(m.Backend())
+	p.masq, p.err = masq.NewMasq(m.Backend(), m.ExcludedCIDRs()...)
 	p.prestarted = func() {}
 	if pre, ok := p.masq.(netfilter.Prestarter); ok && prestart && p.err == nil {
 		p.pre = pre
@@ -142,7 +142,7 @@ func Check(a *attach.Attachment, m *attach.Masq, ipcs []*current.IPConfig) error
 	if !m.IPMasq || len(ipcs) == 0 {
 		return nil
 	}
-	masq, err := masq.NewMasq(m.Backend())
+	masq, err := masq.NewMasq(m.Backend(), m.ExcludedCIDRs()...)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
@@ -17,10 +16,10 @@ import (
 // Both backends keep upstream's layout, so a DEL from either suite removes
 // what the other's ADD made:
 //
-//   - iptables: see iptables.go (nat chains CNI-HOSTPORT-DNAT,
+//   - iptables: package hostport/ipt (nat chains CNI-HOSTPORT-DNAT,
 //     CNI-DN-<hash>, CNI-HOSTPORT-SETMARK, CNI-HOSTPORT-MASQ; a raw-table
 //     guard CNI-HOSTPORT-GUARD for route_localnet).
-//   - nftables: see nftables.go (tables "ip cni_hostport" and
+//   - nftables: package hostport/nft (tables "ip cni_hostport" and
 //     "ip6 cni_hostport"; mappings are elements of verdict-free maps, so a
 //     lookup costs the same for 1 or 1000 mappings).
 
@@ -62,8 +61,8 @@ type PortMapOptions struct {
 // DefaultMarkMasqBit is upstream's markMasqBit.
 const DefaultMarkMasqBit = 13
 
-// containerIP returns the first container address of f, nil when none.
-func (o PortMapOptions) containerIP(f nftnl.Family) net.IP {
+// ContainerIP returns the first container address of f, nil when none.
+func (o PortMapOptions) ContainerIP(f nftnl.Family) net.IP {
 	if n := o.containerNet(f); n != nil {
 		if f == nftnl.IPv4 {
 			return n.IP.To4()
@@ -84,10 +83,10 @@ func (o PortMapOptions) containerNet(f nftnl.Family) *net.IPNet {
 	return nil
 }
 
-// hairpinNet returns the subnet hairpin traffic to the container of
+// HairpinNet returns the subnet hairpin traffic to the container of
 // family f comes from: the network of its address (10.88.0.2/24 ->
 // 10.88.0.0/24), as upstream's iptables rule matches it.
-func (o PortMapOptions) hairpinNet(f nftnl.Family) *net.IPNet {
+func (o PortMapOptions) HairpinNet(f nftnl.Family) *net.IPNet {
 	n := o.containerNet(f)
 	if n == nil {
 		return nil
@@ -95,11 +94,11 @@ func (o PortMapOptions) hairpinNet(f nftnl.Family) *net.IPNet {
 	return nftnl.SubnetOf(n)
 }
 
-// mappings returns the mappings that apply to family f: those without a
+// MappingsFor returns the mappings that apply to family f: those without a
 // hostIP and those whose hostIP is of f. A mapping applies only to the
 // container address of its own family.
-func (o PortMapOptions) mappings(f nftnl.Family) []PortMapping {
-	if o.containerIP(f) == nil {
+func (o PortMapOptions) MappingsFor(f nftnl.Family) []PortMapping {
+	if o.ContainerIP(f) == nil {
 		return nil
 	}
 	var out []PortMapping
@@ -112,8 +111,8 @@ func (o PortMapOptions) mappings(f nftnl.Family) []PortMapping {
 	return out
 }
 
-// hostIP returns m's host address for a rule, nil for "any".
-func (m PortMapping) hostIP() net.IP {
+// HostAddr returns m's host address for a rule, nil for "any".
+func (m PortMapping) HostAddr() net.IP {
 	if m.HostIP == nil || m.HostIP.IsUnspecified() {
 		return nil
 	}
@@ -170,107 +169,9 @@ type PortMap interface {
 	Usable() error
 }
 
-// NewPortMap returns the port-forwarding backend named backend:
-// BackendIPTables, BackendNFTables, or "" for upstream's default (iptables
-// unless it is unusable here and nftables works).
-func NewPortMap(backend string) (PortMap, error) {
-	switch backend {
-	case netfilter.BackendIPTables:
-		return newIPTablesPortMap(), nil
-	case netfilter.BackendNFTables:
-		return newNFTablesPortMap(), nil
-	case "":
-		ipt := newIPTablesPortMap()
-		if err := ipt.Usable(); err != nil {
-			nft := newNFTablesPortMap()
-			if nftErr := nft.Usable(); nftErr == nil {
-				return nft, nil
-			}
-		}
-		return ipt, nil
-	default:
-		return nil, fmt.Errorf("backend: %q: %w (want %q or %q)", backend, netfilter.ErrUnknownBackend, netfilter.BackendIPTables, netfilter.BackendNFTables)
-	}
-}
-
-// TeardownPortMapAll removes o's forwards from both backends (the one used
-// at ADD may not be known) and returns the container addresses they
-// pointed to. An unusable backend holds nothing.
-func TeardownPortMapAll(o netfilter.Owner) ([]net.IP, error) { return TeardownPortMapAllOf(o, nil) }
-
-// TeardownPortMapAllOf is TeardownPortMapAll for a DEL that knows o's
-// mappings (the runtime passes ADD's again): with a few, nftables looks
-// their elements up by key instead of reading whole maps, whose size is
-// every container's. An nftables element of o under a key not in mappings
-// (a runtime that changed them between ADD and DEL) then stays until GC;
-// with mappings nil, or many, every element of o is found by reading.
-// iptables removes o's whole chain either way.
-func TeardownPortMapAllOf(o netfilter.Owner, mappings []PortMapping) ([]net.IP, error) {
-	var ips []net.IP
-	var errs []error
-	for _, pm := range []PortMap{newIPTablesPortMap(), newNFTablesPortMap()} {
-		if pm.Usable() != nil {
-			continue
-		}
-		var got []net.IP
-		var err error
-		if nft, ok := pm.(*nftablesPortMap); ok {
-			got, err = nft.TeardownOf(o, mappings)
-		} else {
-			got, err = pm.Teardown(o)
-		}
-		ips = append(ips, got...)
-		errs = append(errs, err)
-	}
-	return ips, errors.Join(errs...)
-}
-
-// GCPortMapAll removes the forwards of network whose owner is not in keep,
-// from both backends; an unusable backend holds nothing.
-func GCPortMapAll(network string, keep []netfilter.Owner) error {
-	var errs []error
-	for _, pm := range []PortMap{newIPTablesPortMap(), newNFTablesPortMap()} {
-		if pm.Usable() != nil {
-			continue
-		}
-		errs = append(errs, pm.GC(network, keep))
-	}
-	return errors.Join(errs...)
-}
-
-// ipPort formats a DNAT target as iptables-save prints it.
-func ipPort(ip net.IP, port int) string {
-	if ip.To4() == nil {
-		return fmt.Sprintf("[%s]:%d", ip, port)
-	}
-	return fmt.Sprintf("%s:%d", ip, port)
-}
-
-// protoNum is the IP protocol number of a mapping's protocol (0 for
-// another name). A switch, not a map: nothing to build at init.
-func protoNum(proto string) byte {
-	switch proto {
-	case "tcp":
-		return 6
-	case "udp":
-		return 17
-	case "sctp":
-		return 132
-	}
-	return 0
-}
-
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, ",")
-}
-
-// capMissing keeps an error about many missing mappings readable: the
+// CapMissing keeps an error about many missing mappings readable: the
 // first ten, then how many more.
-func capMissing(errs []error) []error {
+func CapMissing(errs []error) []error {
 	const keep = 10
 	if len(errs) <= keep {
 		return errs

@@ -22,15 +22,28 @@ func nftDeleteRuleWith(chain, needle string) error {
 	return nftest.DeleteRuleWith("bridge", macspoofTableName, chain, needle)
 }
 
+// ctrACheck is ctr-a's spoof check: veth1234 may send from
+// 0a:58:0a:01:00:05 only.
+func ctrACheck() MacSpoofCheck {
+	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
+	return MacSpoofCheck{Owner: netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}, Port: "veth1234", MAC: mac}
+}
+
+// setUpIn returns a fresh namespace in which check is set up.
+func setUpIn(check MacSpoofCheck) *ns.NetNS {
+	GinkgoHelper()
+	n := testutil.NewNS()
+	Expect(nftest.In(n, check.Setup)).To(Succeed())
+	return n
+}
+
 var _ = Describe("mac spoof check", func() {
 	var hostNS *ns.NetNS
-	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
-	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
-	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+	check := ctrACheck()
+	o := check.Owner
 
 	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
+		hostNS = setUpIn(check)
 		Expect(nftest.In(hostNS, check.Check)).To(Succeed())
 	})
 
@@ -85,14 +98,10 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 	// issue 8, defect 9: any nftables error used to count as "nothing
 	// installed", so a DEL reported success while the rules stayed.
 	var hostNS *ns.NetNS
-	o := netfilter.Owner{Network: "net1", ContainerID: "ctr-a", IfName: "eth0"}
-	mac, _ := net.ParseMAC("0a:58:0a:01:00:05")
-	check := MacSpoofCheck{Owner: o, Port: "veth1234", MAC: mac}
+	check := ctrACheck()
+	o := check.Owner
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
-	})
+	BeforeEach(func() { hostNS = setUpIn(check) })
 
 	It("fails Teardown when nftables refuses, and leaves the check for the next DEL", func() {
 		err := nftest.InWithoutNetAdmin(hostNS, func() error { return TeardownMacSpoofCheck(o) })

@@ -16,8 +16,9 @@ import (
 // binary is found without a process, and whether the kernel provides the nat
 // table is asked only after an iptables call failed (see autoMasq), so the
 // common path costs nothing extra.
-func defaultMasq() (netfilter.Masq, error) {
-	ipt, nft := newIPTablesMasq(), newNFTablesMasq()
+func defaultMasq(exclude []*net.IPNet) (netfilter.Masq, error) {
+	ipt, nft := newIPTablesMasq(), &nftablesMasq{exclude: exclude}
+	ipt.exclude = exclude
 	if iptErr := ipt.Usable(nftnl.IPv4); iptErr != nil {
 		if nftErr := nft.usable(); nftErr != nil {
 			return nil, fmt.Errorf("no masquerade backend works: %w; %w", iptErr, nftErr)

@@ -64,6 +64,19 @@
 //     found by Teardown, Check and GC, and Setup replaces them. Teardown
 //     removes the rules only: the table and chains are shared.
 //
+// # Exclusions (ipMasqExcludeCIDRs, beyond upstream)
+//
+// NewMasq's exclude lists destinations left unmasqueraded besides the
+// container's subnet (a cluster's pod CIDR). iptables: per address and
+// excluded CIDR one more marker of the interface ("-s <address> -d
+// <CIDR>") and an ACCEPT of the CIDR before the MASQUERADE, so merges,
+// Teardown and GC keep or drop them with the interface's other markers,
+// and upstream's DEL flushes them with the chain. nftables: per address
+// and CIDR a rule "saddr = address, daddr in CIDR -> return" before the
+// address's masquerade rule, with the owner's comment, so Teardown, GC and
+// upstream's DEL remove it like the masquerade rule. Setup installs and
+// Check asks for them; Teardown and GC need not be told.
+//
 // # Cost
 //
 // The nftables backend runs no process: every call is one netlink socket,

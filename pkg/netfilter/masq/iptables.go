@@ -36,6 +36,9 @@ type iptablesMasq struct {
 	// it shall fail (tests: a later family's failure after an earlier one
 	// went through).
 	failFamily func(f nftnl.Family) error
+	// exclude: destinations not masqueraded besides the container's
+	// subnet (ipMasqExcludeCIDRs); Setup and Check only.
+	exclude []*net.IPNet
 }
 
 func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{Runner: &iptables.Runner{}} }
@@ -126,7 +129,7 @@ func (m *iptablesMasq) setupFamily(o netfilter.Owner, f nftnl.Family, addrs []*n
 	if err := m.Usable(f); err != nil {
 		return iptables.ChainSnapshot{}, err
 	}
-	want := desiredIPTables(o, f, addrs)
+	want := desiredIPTables(o, f, addrs, m.exclude...)
 	if m.setupNFT(f, want) {
 		return iptables.ChainSnapshot{}, nil
 	}
@@ -210,7 +213,7 @@ func (m *iptablesMasq) teardownFamily(o netfilter.Owner, f nftnl.Family) error {
 func (m *iptablesMasq) Check(o netfilter.Owner, addrs []*net.IPNet) error {
 	var errs []error
 	for f, as := range nftnl.ByFamily(addrs) {
-		want := desiredIPTables(o, f, as)
+		want := desiredIPTables(o, f, as, m.exclude...)
 		if m.checkNFT(f, want) {
 			continue
 		}

@@ -54,12 +54,13 @@ func (r iptablesRules) rules() []string {
 	return append(out, r.masq)
 }
 
-// desiredIPTables returns the rules of o for addrs, all of family f.
+// desiredIPTables returns the rules of o for addrs, all of family f, with
+// the destinations of exclude (those of family f) left unmasqueraded.
 //
 // Upstream appends ACCEPT and MASQUERADE per address, so a second address of
 // one family lands its ACCEPT after the first MASQUERADE; here every ACCEPT
 // precedes the single MASQUERADE.
-func desiredIPTables(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) iptablesRules {
+func desiredIPTables(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet, exclude ...*net.IPNet) iptablesRules {
 	r := iptablesRules{chain: netfilter.IptablesChain(o), ifName: o.IfName,
 		comment: netfilter.IptablesComment(o), markerComment: netfilter.IptablesMarkerComment(o)}
 	comment := iptables.SaveQuote(r.comment)
@@ -67,12 +68,19 @@ func desiredIPTables(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) ipta
 	for _, a := range addrs {
 		m := iptablesMarker{host: nftnl.HostAddr(a).String(), subnet: nftnl.SubnetOf(a).String(), ifName: o.IfName}
 		m.spec = fmt.Sprintf("-s %s -d %s -m comment --comment %s", m.host, m.subnet, marker)
-		if !slices.Contains(r.markers, m) {
-			r.markers = append(r.markers, m)
-		}
-		accept := acceptSpec(nftnl.SubnetOf(a).String(), comment)
-		if !slices.Contains(r.accepts, accept) {
-			r.accepts = append(r.accepts, accept)
+		r.addUnmasqueraded(m, comment)
+		// Each excluded destination is one more marker of this interface
+		// (-s <address> -d <excluded CIDR>) with its ACCEPT: merges, GC and
+		// Teardown then keep or drop the exclusions with the interface's
+		// other markers, and planLines makes their ACCEPTs as it makes the
+		// subnets'. Upstream's DEL flushes the chain, exclusions included.
+		for _, x := range exclude {
+			if x == nil || nftnl.FamilyOf(x.IP) != f {
+				continue
+			}
+			xm := iptablesMarker{host: m.host, subnet: nftnl.SubnetOf(x).String(), ifName: o.IfName}
+			xm.spec = fmt.Sprintf("-s %s -d %s -m comment --comment %s", xm.host, xm.subnet, marker)
+			r.addUnmasqueraded(xm, comment)
 		}
 		jump := fmt.Sprintf("-s %s -m comment --comment %s -j %s", nftnl.HostAddr(a), comment, r.chain)
 		if !slices.Contains(r.jumps, jump) {
@@ -81,6 +89,17 @@ func desiredIPTables(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) ipta
 	}
 	r.masq = masqSpec(f, comment)
 	return r
+}
+
+// addUnmasqueraded adds marker m and the ACCEPT of its destination, each
+// once, in the order nftRules encodes them.
+func (r *iptablesRules) addUnmasqueraded(m iptablesMarker, quotedComment string) {
+	if !slices.Contains(r.markers, m) {
+		r.markers = append(r.markers, m)
+	}
+	if a := acceptSpec(m.subnet, quotedComment); !slices.Contains(r.accepts, a) {
+		r.accepts = append(r.accepts, a)
+	}
 }
 
 func acceptSpec(subnet, quotedComment string) string {

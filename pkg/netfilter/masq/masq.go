@@ -3,6 +3,7 @@ package masq
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 )
@@ -12,15 +13,24 @@ import (
 // is unusable here and nftables works (as upstream). Any other name yields an
 // error wrapping ErrUnknownBackend that names the ipMasqBackend key.
 //
+// Traffic to a destination in exclude (ipMasqExcludeCIDRs, a key beyond
+// upstream's: the cluster's pod CIDR, say, so that pods on other nodes see
+// a pod's own address) is not masqueraded, like traffic to the
+// container's own subnet. Setup installs and Check asks for the
+// exclusions; Teardown and GC find them by their owner as every other
+// rule, so they need not be told.
+//
 // It probes the calling thread's namespace only for "".
-func NewMasq(backend string) (netfilter.Masq, error) {
+func NewMasq(backend string, exclude ...*net.IPNet) (netfilter.Masq, error) {
 	switch backend {
 	case netfilter.BackendIPTables:
-		return newIPTablesMasq(), nil
+		m := newIPTablesMasq()
+		m.exclude = exclude
+		return m, nil
 	case netfilter.BackendNFTables:
-		return newNFTablesMasq(), nil
+		return &nftablesMasq{exclude: exclude}, nil
 	case "":
-		return defaultMasq()
+		return defaultMasq(exclude)
 	default:
 		return nil, fmt.Errorf("ipMasqBackend: %q: %w (want %q or %q)",
 			backend, netfilter.ErrUnknownBackend, netfilter.BackendIPTables, netfilter.BackendNFTables)

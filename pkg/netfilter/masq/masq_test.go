@@ -121,6 +121,20 @@ var nftablesCase = backendCase{
 	},
 }
 
+// addrCases are the address sets the iptables-nft netlink writer and
+// reader are held to iptables-restore's and iptables-save's with: prefixes
+// that end on and inside a byte, one family and both.
+var addrCases = []TableEntry{
+	Entry("one IPv4 address", "10.1.0.5/24"),
+	Entry("a prefix that ends inside a byte", "10.1.0.5/20"),
+	Entry("a short prefix", "10.1.0.5/7"),
+	Entry("two addresses of one subnet", "10.1.0.5/24", "10.1.0.6/24"),
+	Entry("two subnets", "10.1.0.5/24", "10.2.0.5/16"),
+	Entry("one IPv6 address", "fd00:1::5/64"),
+	Entry("an IPv6 prefix that ends inside a byte", "fd00:1::5/61"),
+	Entry("dual stack", "10.1.0.5/24", "fd00:1::5/64"),
+}
+
 func mustCIDRs(ss ...string) []*net.IPNet {
 	var out []*net.IPNet
 	for _, s := range ss {

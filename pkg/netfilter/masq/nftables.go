@@ -15,7 +15,11 @@ import (
 // nftablesMasq is the nftables backend. It speaks netlink directly: no nft
 // process. Every change of one call goes to the kernel as one batch, which
 // nf_tables applies entirely or not at all.
-type nftablesMasq struct{}
+type nftablesMasq struct {
+	// exclude: destinations not masqueraded besides the container's
+	// subnet (ipMasqExcludeCIDRs); Setup and Check only.
+	exclude []*net.IPNet
+}
 
 func newNFTablesMasq() *nftablesMasq { return &nftablesMasq{} }
 
@@ -152,7 +156,7 @@ func (m *nftablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 }
 
 func (m *nftablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (undo func() error, err error) {
-	want := nftMasqRules(o, addrs)
+	want := nftMasqRules(o, addrs, m.exclude...)
 	if len(want) == 0 {
 		return func() error { return nil }, nil
 	}
@@ -313,7 +317,7 @@ func (m *nftablesMasq) Check(o netfilter.Owner, addrs []*net.IPNet) error {
 		// A rule of our earlier releases (legacy comment) passes too: pods
 		// set up before the switch to upstream's names stay checkable.
 		have := renderAll(ownedBy(s.masqRules, o))
-		for _, r := range nftMasqRules(o, addrs) {
+		for _, r := range nftMasqRules(o, addrs, m.exclude...) {
 			legacy := nftnl.NftRule{Exprs: r.Exprs, Comment: netfilter.NftLegacyComment(o)}
 			if !slices.Contains(have, r.String()) && !slices.Contains(have, legacy.String()) {
 				miss = append(miss, fmt.Errorf("%w: %s chain %s: %s", netfilter.ErrMissing, where, nftMasqChain, r))

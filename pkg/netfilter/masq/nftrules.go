@@ -3,6 +3,7 @@ package masq
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/google/nftables"
@@ -62,21 +63,36 @@ func nftBaseRules() []nftnl.NftRule {
 // nftMasqRules returns the rules of o in the masquerade chain: per address,
 // traffic from it to anywhere outside its subnet is masqueraded (multicast
 // already returned in the base chain).
-func nftMasqRules(o netfilter.Owner, addrs []*net.IPNet) []nftnl.NftRule {
+//
+// A destination in exclude (of the address's family) is not masqueraded
+// either: a rule per address and excluded CIDR, before its masquerade
+// rule, returns (ip saddr 10.1.0.5 ip daddr 10.88.0.0/16 return). It
+// carries o's comment, so Teardown, GC and upstream's DEL remove it with
+// the masquerade rule.
+func nftMasqRules(o netfilter.Owner, addrs []*net.IPNet, exclude ...*net.IPNet) []nftnl.NftRule {
 	var rs []nftnl.NftRule
 	seen := map[string]bool{}
+	add := func(r nftnl.NftRule) {
+		if !seen[r.String()] {
+			seen[r.String()] = true
+			rs = append(rs, r)
+		}
+	}
 	for _, a := range addrs {
 		if a == nil || a.IP == nil {
 			continue
 		}
 		f := nftnl.FamilyOf(a.IP)
-		e := append(nftnl.MatchFamily(f), nftnl.MatchAddr(f, true, expr.CmpOpEq, nftnl.HostAddr(a))...)
-		e = append(e, nftnl.MatchAddr(f, false, expr.CmpOpNeq, nftnl.SubnetOf(a))...)
-		r := nftnl.NftRule{Exprs: append(e, &expr.Masq{}), Comment: netfilter.NftComment(o)}
-		if !seen[r.String()] {
-			seen[r.String()] = true
-			rs = append(rs, r)
+		src := append(nftnl.MatchFamily(f), nftnl.MatchAddr(f, true, expr.CmpOpEq, nftnl.HostAddr(a))...)
+		for _, x := range exclude {
+			if x == nil || nftnl.FamilyOf(x.IP) != f {
+				continue
+			}
+			e := append(slices.Clone(src), nftnl.MatchAddr(f, false, expr.CmpOpEq, nftnl.SubnetOf(x))...)
+			add(nftnl.NftRule{Exprs: append(e, &expr.Verdict{Kind: expr.VerdictReturn}), Comment: netfilter.NftComment(o)})
 		}
+		e := append(slices.Clone(src), nftnl.MatchAddr(f, false, expr.CmpOpNeq, nftnl.SubnetOf(a))...)
+		add(nftnl.NftRule{Exprs: append(e, &expr.Masq{}), Comment: netfilter.NftComment(o)})
 	}
 	return rs
 }

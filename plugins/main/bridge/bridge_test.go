@@ -200,11 +200,7 @@ var _ = Describe("bridge", func() {
 
 	It("refuses a bridge address of another subnet unless forceAddress", func() {
 		h := testutil.Handle(hostNS)
-		la := netlink.NewLinkAttrs()
-		la.Name = "cnibr0"
-		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
-		br, err := h.LinkByName("cnibr0")
-		Expect(err).NotTo(HaveOccurred())
+		br := addBridge(h, "cnibr0")
 		Expect(h.AddrAdd(br, mustAddr("10.16.0.1/24"))).To(Succeed())
 		stdin := netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.17.0.0/24"))
 		out := run(hostNS, call("ADD", stdin))
@@ -324,6 +320,29 @@ var _ = Describe("bridge", func() {
 		})
 	}
 
+	for _, backend := range []string{"iptables", "nftables"} {
+		It("keeps the source address towards ipMasqExcludeCIDRs with "+backend+", and CHECK asks for it", func() {
+			outside := testutil.NewOutside(hostNS)
+			keys := func(cidr string) string {
+				return fmt.Sprintf(`"isDefaultGateway": true, "ipMasq": true, "ipMasqBackend": %q, "ipMasqExcludeCIDRs": [%q]`, backend, cidr)
+			}
+			stdin := netConf("1.1.0", keys("10.99.0.0/16"), hostLocal(dataDir, "10.25.0.0/24"))
+			out := run(hostNS, call("ADD", stdin))
+			Expect(out.Err).To(BeNil())
+			res := testutil.ParseResult("1.1.0", out.Stdout)
+			Expect(testutil.UDPSource(contNS, outside, testutil.OutsideAddr)).To(Equal(res.IPs[0].Address.IP.String()),
+				"the outside is excluded: it sees the container's own address")
+			Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
+			other := netConf("1.1.0", keys("10.98.0.0/16"), hostLocal(dataDir, "10.25.0.0/24"))
+			chk := run(hostNS, call("CHECK", testutil.WithPrev(other, out.Stdout)))
+			Expect(chk.Err).NotTo(BeNil(), "CHECK of another exclusion finds it missing")
+			Expect(chk.Err.Error()).To(ContainSubstring("10.98.0.0/16"))
+
+			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		})
+	}
+
 	It("drops frames with a spoofed source MAC with macspoofchk", func() {
 		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(dataDir, "10.24.0.0/24"))
 		cont2 := testutil.NewNS()
@@ -395,11 +414,7 @@ var _ = Describe("bridge", func() {
 
 	It("puts back the addresses forceAddress replaced when ADD fails", func() {
 		h := testutil.Handle(hostNS)
-		la := netlink.NewLinkAttrs()
-		la.Name = "cnibr0"
-		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
-		br, err := h.LinkByName("cnibr0")
-		Expect(err).NotTo(HaveOccurred())
+		br := addBridge(h, "cnibr0")
 		Expect(h.AddrAdd(br, mustAddr("10.40.0.1/24"))).To(Succeed())
 		stdin := netConf("1.1.0", `"isGateway": true, "forceAddress": true`, hostLocal(dataDir, "10.41.0.0/24"))
 		out := testutil.RunIn(hostNS, bridge.FailingAfter("gateway"), call("ADD", stdin))
@@ -409,11 +424,7 @@ var _ = Describe("bridge", func() {
 
 	It("keeps the replaced addresses out when the rollback keeps the gateway for another port", func() {
 		h := testutil.Handle(hostNS)
-		la := netlink.NewLinkAttrs()
-		la.Name = "cnibr0"
-		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
-		br, err := h.LinkByName("cnibr0")
-		Expect(err).NotTo(HaveOccurred())
+		br := addBridge(h, "cnibr0")
 		Expect(h.AddrAdd(br, mustAddr("10.40.0.1/24"))).To(Succeed())
 		joinBridge := func() {
 			defer GinkgoRecover()
@@ -434,15 +445,11 @@ var _ = Describe("bridge", func() {
 
 	It("pins a bridge it did not create to the MAC it had before the port joined", func() {
 		h := testutil.Handle(hostNS)
-		la := netlink.NewLinkAttrs()
-		la.Name = "cnibr0"
-		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
-		br, err := h.LinkByName("cnibr0")
-		Expect(err).NotTo(HaveOccurred())
+		br := addBridge(h, "cnibr0")
 		mac := br.Attrs().HardwareAddr.String()
 		res := mustAdd(hostNS, call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.42.0.0/24"))))
 		Expect(res.Interfaces[0].Mac).To(Equal(mac))
-		br, err = h.LinkByName("cnibr0")
+		br, err := h.LinkByName("cnibr0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(br.Attrs().HardwareAddr.String()).To(Equal(mac), "not the port's %s", res.Interfaces[1].Mac)
 	})
@@ -733,14 +740,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		It("catches a host interface that is not the container end's peer", func() {
 			// Another veth on the bridge, named in prevResult as the host end.
 			h := testutil.Handle(hostNS)
-			la := netlink.NewLinkAttrs()
-			la.Name = "other0"
-			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "other1"})).To(Succeed())
-			l, err := h.LinkByName("other0")
-			Expect(err).NotTo(HaveOccurred())
-			br, err := h.LinkByName("cnibr0")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(h.LinkSetMaster(l, br)).To(Succeed())
+			addPort(h, "other0", "other1", "cnibr0")
 			res.Interfaces[1].Name = "other0"
 			out := run(hostNS, call("CHECK", testutil.WithPrev(netConf("1.1.0", `"isDefaultGateway": true, "ipMasq": true`,
 				hostLocal(dataDir, "10.28.0.0/24")), resultJSON(res))))
@@ -756,18 +756,8 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			l, err := h.LinkByName(hostName)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(h.LinkDel(l)).To(Succeed())
-			la := netlink.NewLinkAttrs()
-			la.Name = hostName
-			Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "stray1"})).To(Succeed())
-			l, err = h.LinkByName(hostName)
-			Expect(err).NotTo(HaveOccurred())
-			br, err := h.LinkByName("cnibr0")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(h.LinkSetMaster(l, br)).To(Succeed())
-			ch := testutil.Handle(contNS)
-			la = netlink.NewLinkAttrs()
-			la.Name = "eth0"
-			Expect(ch.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+			addPort(h, hostName, "stray1", "cnibr0")
+			addBridge(testutil.Handle(contNS), "eth0")
 			out := run(hostNS, call("CHECK", stdin))
 			Expect(out.Err).NotTo(BeNil())
 			Expect(out.Err.Msg).To(ContainSubstring("not a veth"))
@@ -854,14 +844,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			joinBridge := func() {
 				defer GinkgoRecover()
 				// What a concurrent ADD on the VLAN would have done.
-				la := netlink.NewLinkAttrs()
-				la.Name = "other0"
-				Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "otherpeer0"})).To(Succeed())
-				l, err := h.LinkByName("other0")
-				Expect(err).NotTo(HaveOccurred())
-				br, err := h.LinkByName("cnibr0")
-				Expect(err).NotTo(HaveOccurred())
-				Expect(h.LinkSetMaster(l, br)).To(Succeed())
+				addPort(h, "other0", "otherpeer0", "cnibr0")
 			}
 			stdin := netConf("1.1.0", `"vlan": 300, "isGateway": true`, hostLocal(dataDir, "10.46.0.0/24"))
 			out := testutil.RunIn(hostNS, bridge.FailingAfterWith("gateway", joinBridge), call("ADD", stdin))
@@ -879,25 +862,11 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	Describe("bad input", func() {
-		It("rejects malformed JSON with code 6", func() {
-			out := run(hostNS, call("ADD", []byte(`{"cniVersion": "1.1.0", "name": `)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			c := call("ADD", netConf("1.1.0", "", hostLocal(dataDir, "10.34.0.0/24")))
-			c.ContainerID = ""
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			out := run(hostNS, call("ADD", netConf("9.9.9", "", "")))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return run(hostNS, c) },
+			func(ver string) testutil.Call {
+				return call("ADD", netConf(ver, "", hostLocal(dataDir, "10.34.0.0/24")))
+			},
+			func() { Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo")) })
 		It("rejects invalid values with code 7 naming the key, before touching the kernel", func() {
 			out := run(hostNS, call("ADD", netConf("1.1.0", `"vlan": 5000`, hostLocal(dataDir, "10.35.0.0/24"))))
 			Expect(out.Err).NotTo(BeNil())

@@ -1,6 +1,8 @@
 package bridge_test
 
 import (
+	"fmt"
+
 	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -30,7 +32,7 @@ var _ = Describe("parseConfig", func() {
 
 	It("reads every key", func() {
 		c, err := bridge.ParseConfig(wrap(`"bridge": "br7", "isDefaultGateway": true, "forceAddress": true,
-			"ipMasq": true, "ipMasqBackend": "nftables", "mtu": 1400, "hairpinMode": true, "vlan": 10,
+			"ipMasq": true, "ipMasqBackend": "nftables", "ipMasqExcludeCIDRs": ["10.88.1.5/16", "fd00::/8"], "mtu": 1400, "hairpinMode": true, "vlan": 10,
 			"vlanTrunk": [{"id": 20}, {"minID": 30, "maxID": 40}], "preserveDefaultVlan": true,
 			"macspoofchk": true, "enabledad": true, "portIsolation": true,
 			"ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}, "dns": {"nameservers": ["10.1.0.53"]}`), "")
@@ -40,6 +42,7 @@ var _ = Describe("parseConfig", func() {
 		Expect(c.ForceAddress && c.IPMasq && c.HairpinMode && c.PreserveDefaultVlan &&
 			c.MacSpoofChk && c.EnableDad && c.PortIsolation).To(BeTrue())
 		Expect(c.Backend()).To(Equal("nftables"))
+		Expect(fmt.Sprint(c.ExcludedCIDRs())).To(Equal("[10.88.0.0/16 fd00::/8]"), "masked")
 		Expect(c.MTU).To(Equal(1400))
 		Expect(c.Vlan).To(Equal(10))
 		Expect(c.Trunks()).To(Equal([][2]int{{20, 20}, {30, 40}}))
@@ -80,6 +83,9 @@ var _ = Describe("parseConfig", func() {
 		Entry("bridge name with slash", `"bridge": "a/b"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "a/b"`),
 		Entry("bridge name with NUL", `"bridge": "br\u0000x"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "br\x00x"`),
 		Entry("bridge name with %", `"bridge": "br%d"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "br%d"`),
+		Entry("exclusion not a CIDR", `"ipMasqExcludeCIDRs": ["10.88.0.0/16", "10.89.0.0"]`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqExcludeCIDRs[1]: "10.89.0.0" is not a CIDR`),
+		Entry("exclusion of everything", `"ipMasqExcludeCIDRs": ["0.0.0.0/0"]`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqExcludeCIDRs[0]: "0.0.0.0/0" excludes every destination`),
+		Entry("exclusions not a list", `"ipMasqExcludeCIDRs": "10.88.0.0/16"`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqExcludeCIDRs`),
 		Entry("empty backend", `"ipMasqBackend": ""`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqBackend: ""`),
 		Entry("ipam type as a path", `"ipam": {"type": "../x"}`, "", uint(types.ErrInvalidNetworkConfig), `ipam.type: "../x"`),
 		Entry("disabled interface with ipam", `"disableContainerInterface": true, "ipam": {"type": "host-local"}`, "",

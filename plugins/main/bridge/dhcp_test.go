@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/testutil"
 )
@@ -27,11 +26,7 @@ var _ = Describe("bridge with dhcp IPAM", func() {
 		sock := filepath.Join(dir, "d.sock")
 
 		h := testutil.Handle(hostNS)
-		la := netlink.NewLinkAttrs()
-		la.Name = "cnibr0"
-		Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
-		br, err := h.LinkByName("cnibr0")
-		Expect(err).NotTo(HaveOccurred())
+		br := addBridge(h, "cnibr0")
 		Expect(h.AddrAdd(br, mustAddr("10.98.0.1/24"))).To(Succeed())
 		Expect(h.LinkSetUp(br)).To(Succeed())
 		srv := testutil.StartDnsmasq(hostNS, dir, "cnibr0",

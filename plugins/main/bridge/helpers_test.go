@@ -96,3 +96,29 @@ func portVlans(n *ns.NetNS, port string) map[uint16]string {
 	}
 	return out
 }
+
+// addBridge adds bridge name through h and returns it as the kernel lists
+// it.
+func addBridge(h *netlink.Handle, name string) netlink.Link {
+	GinkgoHelper()
+	la := netlink.NewLinkAttrs()
+	la.Name = name
+	Expect(h.LinkAdd(&netlink.Bridge{LinkAttrs: la})).To(Succeed())
+	br, err := h.LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	return br
+}
+
+// addPort adds veth name (its peer named peer) through h and makes it a
+// port of bridge: an attachment other than the spec's.
+func addPort(h *netlink.Handle, name, peer, bridge string) {
+	GinkgoHelper()
+	la := netlink.NewLinkAttrs()
+	la.Name = name
+	Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: peer})).To(Succeed())
+	l, err := h.LinkByName(name)
+	Expect(err).NotTo(HaveOccurred())
+	br, err := h.LinkByName(bridge)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(h.LinkSetMaster(l, br)).To(Succeed())
+}

@@ -55,11 +55,7 @@ var _ = Describe("host-device", func() {
 		return []byte(s + "}")
 	}
 	call := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Call {
-		c := testutil.Call{Command: cmd, ContainerID: "c1", IfName: "net1", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return c
+		return testutil.NewCall(cmd, "c1", "net1", n, stdin)
 	}
 	run := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Output {
 		return testutil.RunIn(hostNS, hd(), call(cmd, n, stdin))
@@ -416,26 +412,9 @@ var _ = Describe("host-device", func() {
 			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		}
-		It("rejects malformed JSON with code 6", func() {
-			out := run("ADD", contNS, []byte(`{"cniVersion": "1.1.0", "name": `))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			expectNothingMade()
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			c := call("ADD", contNS, conf("1.1.0", `"device": "dev0"`, false))
-			c.ContainerID = ""
-			out := testutil.RunIn(hostNS, hd(), c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			expectNothingMade()
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			out := run("ADD", contNS, conf("9.9.9", `"device": "dev0"`, false))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-			expectNothingMade()
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return testutil.RunIn(hostNS, hd(), c) },
+			func(ver string) testutil.Call { return call("ADD", contNS, conf(ver, `"device": "dev0"`, false)) },
+			expectNothingMade)
 		DescribeTable("rejects with code 7 naming the key",
 			func(keys, errHas string) {
 				out := run("ADD", contNS, conf("1.1.0", keys, false))

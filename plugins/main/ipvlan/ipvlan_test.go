@@ -26,9 +26,7 @@ const (
 func conf(ver, dataDir string) map[string]any {
 	return map[string]any{
 		"cniVersion": ver, "name": netName, "type": "ipvlan", "master": "master0",
-		"ipam": map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": [][]map[string]string{{{
-			"subnet": "10.3.3.0/24", "rangeStart": "10.3.3.10", "rangeEnd": "10.3.3.50", "gateway": peerIP,
-		}}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}},
+		"ipam": testutil.LinkIPAM(dataDir, "10.3.3"),
 	}
 }
 

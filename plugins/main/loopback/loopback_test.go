@@ -27,23 +27,24 @@ func run(hostNS *ns.NetNS, c testutil.Call) testutil.Output {
 	return testutil.RunIn(hostNS, loopback.Plugin, c)
 }
 
-func loUp(n *ns.NetNS) bool {
+// loIn returns a handle on n (closed when the spec ends) and n's lo.
+func loIn(n *ns.NetNS) (*netlink.Handle, netlink.Link) {
 	GinkgoHelper()
-	h, err := n.Handle()
-	Expect(err).NotTo(HaveOccurred())
-	defer h.Close()
+	h := testutil.Handle(n)
 	lo, err := h.LinkByName("lo")
 	Expect(err).NotTo(HaveOccurred())
+	return h, lo
+}
+
+func loUp(n *ns.NetNS) bool {
+	GinkgoHelper()
+	_, lo := loIn(n)
 	return lo.Attrs().Flags&net.FlagUp != 0
 }
 
 func setLo(n *ns.NetNS, up bool) {
 	GinkgoHelper()
-	h, err := n.Handle()
-	Expect(err).NotTo(HaveOccurred())
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	Expect(err).NotTo(HaveOccurred())
+	h, lo := loIn(n)
 	if up {
 		Expect(h.LinkSetUp(lo)).To(Succeed())
 	} else {
@@ -210,29 +211,9 @@ var _ = Describe("loopback", func() {
 	})
 
 	Describe("bad input", func() {
-		It("rejects malformed JSON with code 6", func() {
-			c := call("ADD", "1.1.0")
-			c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": `)
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			c := call("ADD", "1.1.0")
-			c.ContainerID = ""
-			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			out := run(hostNS, call("ADD", "9.9.9"))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-			Expect(loUp(contNS)).To(BeFalse())
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return run(hostNS, c) },
+			func(ver string) testutil.Call { return call("ADD", ver) },
+			func() { Expect(loUp(contNS)).To(BeFalse()) })
 		It("rejects a config without a name with code 7", func() {
 			c := call("ADD", "1.1.0")
 			c.Stdin = []byte(`{"cniVersion": "1.1.0", "type": "loopback"}`)

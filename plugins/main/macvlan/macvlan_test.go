@@ -25,10 +25,8 @@ const (
 func conf(ver, dataDir string) map[string]any {
 	return map[string]any{
 		"cniVersion": ver, "name": netName, "type": "macvlan", "master": "master0",
-		"ipam": map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": [][]map[string]string{{{
-			"subnet": "10.1.1.0/24", "rangeStart": "10.1.1.10", "rangeEnd": "10.1.1.50", "gateway": peerIP,
-		}}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}},
-		"dns": map[string]any{"nameservers": []string{"10.1.1.53"}},
+		"ipam": testutil.LinkIPAM(dataDir, "10.1.1"),
+		"dns":  map[string]any{"nameservers": []string{"10.1.1.53"}},
 	}
 }
 

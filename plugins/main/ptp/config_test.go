@@ -1,6 +1,7 @@
 package ptp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,9 +27,10 @@ func TestParseConfig(t *testing.T) {
 		{
 			Name: "every key",
 			Stdin: `{"cniVersion": "1.0.0", "name": "n", "type": "ptp", "ipMasq": true, "ipMasqBackend": "nftables",
-				"mtu": 1400, "dns": {"nameservers": ["10.1.0.1"]}, ` + ipam + `}`,
+				"ipMasqExcludeCIDRs": ["10.88.0.0/16"], "mtu": 1400, "dns": {"nameservers": ["10.1.0.1"]}, ` + ipam + `}`,
 			Check: func(t *testing.T, c *netConf) {
-				if !c.IPMasq || c.MTU != 1400 || c.Backend() != "nftables" || len(c.DNS.Nameservers) != 1 {
+				if !c.IPMasq || c.MTU != 1400 || c.Backend() != "nftables" || len(c.DNS.Nameservers) != 1 ||
+					fmt.Sprint(c.ExcludedCIDRs()) != "[10.88.0.0/16]" {
 					t.Errorf("got ipMasq %v mtu %d backend %q dns %v", c.IPMasq, c.MTU, c.Backend(), c.DNS)
 				}
 			},
@@ -65,6 +67,8 @@ func TestParseConfig(t *testing.T) {
 		{Name: "tiny mtu", Stdin: `{"name": "n", "mtu": 20, ` + ipam + `}`, Code: 7, ErrHas: "mtu: 20"},
 		{Name: "huge mtu", Stdin: `{"name": "n", "mtu": 70000, ` + ipam + `}`, Code: 7, ErrHas: "mtu: 70000"},
 		{Name: "unknown backend", Stdin: `{"name": "n", "ipMasqBackend": "pf", ` + ipam + `}`, Code: 7, ErrHas: `ipMasqBackend: "pf"`},
+		{Name: "exclusion not a CIDR", Stdin: `{"name": "n", "ipMasqExcludeCIDRs": ["fd00::1"], ` + ipam + `}`, Code: 7, ErrHas: `ipMasqExcludeCIDRs[0]: "fd00::1" is not a CIDR`},
+		{Name: "exclusion of everything", Stdin: `{"name": "n", "ipMasqExcludeCIDRs": ["::/0"], ` + ipam + `}`, Code: 7, ErrHas: `ipMasqExcludeCIDRs[0]: "::/0" excludes every destination`},
 		{Name: "empty backend", Stdin: `{"name": "n", "ipMasqBackend": "", ` + ipam + `}`, Code: 7, ErrHas: `ipMasqBackend: ""`},
 		{
 			// Parsed only where a verb needs it (CHECK): DEL must run.

@@ -36,11 +36,7 @@ var _ = Describe("ptp", func() {
 	})
 
 	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
-		c := testutil.Call{Command: cmd, ContainerID: id, IfName: "eth0", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return c
+		return testutil.NewCall(cmd, id, "eth0", n, stdin)
 	}
 	// add runs ADD for container id in n and returns the result as current.
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
@@ -287,6 +283,22 @@ var _ = Describe("ptp", func() {
 			o2.ipMasq, o2.backend = false, ""
 			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", nil, o2.json()))
 			Expect(errors.Is(masqCheck(hostNS, backend, owner, addrs), netfilter.ErrMissing)).To(BeTrue())
+			Expect(natRules(hostNS)).To(BeEmpty())
+		})
+
+		It("keeps the container's address towards ipMasqExcludeCIDRs, and CHECK asks for them", func() {
+			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"},
+				extraKeys: `"ipMasqExcludeCIDRs": ["10.99.0.0/16"]`}
+			res := add(o, "c1", contNS)
+			Expect(testutil.UDPSource(contNS, outNS, outAddr)).To(Equal(res.IPs[0].Address.IP.String()),
+				"the outside is excluded: it sees the container's own address")
+			testutil.MustRunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(o, res).json()))
+			other := o
+			other.extraKeys = `"ipMasqExcludeCIDRs": ["10.98.0.0/16"]`
+			out := testutil.RunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, withPrev(other, res).json()))
+			Expect(out.Err).NotTo(BeNil(), "CHECK of another exclusion finds it missing")
+			Expect(out.Err.Error()).To(ContainSubstring("10.98.0.0/16"))
+			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, o.json()))
 			Expect(natRules(hostNS)).To(BeEmpty())
 		})
 
@@ -651,27 +663,11 @@ var _ = Describe("ptp", func() {
 			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 		}
-		It("rejects malformed JSON with code 6", func() {
-			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(`{"cniVersion": "1.1.0", "name": `)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
-			expectNothingMade()
-		})
-		It("rejects a missing CNI_CONTAINERID with code 4", func() {
-			o := netOpts{ver: "1.1.0", dataDir: dataDir}
-			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "", contNS, o.json()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
-			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
-			expectNothingMade()
-		})
-		It("rejects an unsupported cniVersion with code 1", func() {
-			o := netOpts{ver: "9.9.9", dataDir: dataDir}
-			out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, o.json()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
-			expectNothingMade()
-		})
+		testutil.RefusalSpecs(func(c testutil.Call) testutil.Output { return testutil.RunIn(hostNS, ptpPlugin, c) },
+			func(ver string) testutil.Call {
+				return call("ADD", "c1", contNS, netOpts{ver: ver, dataDir: dataDir}.json())
+			},
+			expectNothingMade)
 		DescribeTable("rejects invalid values with code 7 naming the key",
 			func(stdin, key string) {
 				out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(stdin)))

@@ -23,10 +23,8 @@ const (
 func conf(ver, dataDir string) map[string]any {
 	return map[string]any{
 		"cniVersion": ver, "name": netName, "type": "vlan", "master": "master0", "vlanId": 100,
-		"ipam": map[string]any{"type": "host-local", "dataDir": dataDir, "ranges": [][]map[string]string{{{
-			"subnet": "10.4.4.0/24", "rangeStart": "10.4.4.10", "rangeEnd": "10.4.4.50", "gateway": peerIP,
-		}}}, "routes": []map[string]string{{"dst": "10.200.0.0/16"}}},
-		"dns": map[string]any{"nameservers": []string{"10.4.4.53"}},
+		"ipam": testutil.LinkIPAM(dataDir, "10.4.4"),
+		"dns":  map[string]any{"nameservers": []string{"10.4.4.53"}},
 	}
 }
 

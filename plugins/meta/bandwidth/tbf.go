@@ -30,7 +30,7 @@ type tbfParams struct {
 // as time in a 32-bit count of ticks (2^32 ticks of 64 ns: about 275 s of
 // traffic at the rate) and its queue limit (25 ms of traffic plus the
 // burst) in a 32-bit count of bytes. Runtimes send bursts far beyond that:
-// containerd 4294967295 bits, CRI-O 34359738367 (issue 23). So a burst
+// containerd 4294967295 bits, CRI-O 34359738359 (issue 23). So a burst
 // more than tbf can hold at the rate, or of more than 2^32-1 bytes, is
 // clamped to the largest one it can hold, and a limit over 2^32-1 bytes to
 // that. burst is the burst installed, in bits; clamped says whether it is

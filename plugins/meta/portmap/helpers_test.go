@@ -86,17 +86,23 @@ func (e env) prevResult(ver string) json.RawMessage { return e.prev(ver, false) 
 // prevResultV4 is prevResult with the IPv4 address only.
 func (e env) prevResultV4(ver string) json.RawMessage { return e.prev(ver, true) }
 
-func (e env) prev(ver string, v4only bool) json.RawMessage {
-	GinkgoHelper()
+// eth0Result is a main plugin's 1.1.0 result for eth0 in the netns at
+// sandbox: ip4/24 through gw4 and ip6/64 through gw6.
+func eth0Result(sandbox, ip4, gw4, ip6, gw6 string) *current.Result {
 	idx := 0
-	res := &current.Result{
+	return &current.Result{
 		CNIVersion: "1.1.0",
-		Interfaces: []*current.Interface{{Name: "eth0", Sandbox: e.cont.Path()}},
+		Interfaces: []*current.Interface{{Name: "eth0", Sandbox: sandbox}},
 		IPs: []*current.IPConfig{
-			{Address: net.IPNet{IP: net.ParseIP(contIP4).To4(), Mask: net.CIDRMask(24, 32)}, Gateway: net.ParseIP(hostGW4), Interface: &idx},
-			{Address: net.IPNet{IP: net.ParseIP(contIP6), Mask: net.CIDRMask(64, 128)}, Gateway: net.ParseIP(hostGW6), Interface: &idx},
+			{Address: net.IPNet{IP: net.ParseIP(ip4).To4(), Mask: net.CIDRMask(24, 32)}, Gateway: net.ParseIP(gw4), Interface: &idx},
+			{Address: net.IPNet{IP: net.ParseIP(ip6), Mask: net.CIDRMask(64, 128)}, Gateway: net.ParseIP(gw6), Interface: &idx},
 		},
 	}
+}
+
+func (e env) prev(ver string, v4only bool) json.RawMessage {
+	GinkgoHelper()
+	res := eth0Result(e.cont.Path(), contIP4, hostGW4, contIP6, hostGW6)
 	if v4only || !testutil.AtLeast(ver, "0.3.0") {
 		res.IPs = res.IPs[:1] // 0.1.0/0.2.0 carry one address per family; keep it simple
 	}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 
-	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
@@ -114,16 +113,7 @@ func newBridgeEnv(brNF bool) bridgeEnv {
 // prevB is bridge's result for B: its addresses with the bridge's prefix.
 func (e bridgeEnv) prevB() json.RawMessage {
 	GinkgoHelper()
-	idx := 0
-	res := &current.Result{
-		CNIVersion: "1.1.0",
-		Interfaces: []*current.Interface{{Name: "eth0", Sandbox: e.b.Path()}},
-		IPs: []*current.IPConfig{
-			{Address: net.IPNet{IP: net.ParseIP(brB4).To4(), Mask: net.CIDRMask(24, 32)}, Gateway: net.ParseIP(brGW4), Interface: &idx},
-			{Address: net.IPNet{IP: net.ParseIP(brB6), Mask: net.CIDRMask(64, 128)}, Gateway: net.ParseIP(brGW6), Interface: &idx},
-		},
-	}
-	b, err := json.Marshal(res)
+	b, err := json.Marshal(eth0Result(e.b.Path(), brB4, brGW4, brB6, brGW6))
 	Expect(err).NotTo(HaveOccurred())
 	return b
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
+	"github.com/cniforge/plugins/pkg/netfilter/hostport/backends"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/result"
 )
@@ -98,7 +99,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if len(ips) == 0 {
 		return nil, result.InvalidConfig(errors.New("prevResult: no container address to forward the ports to"))
 	}
-	pm, err := hostport.NewPortMap(c.backend)
+	pm, err := backends.NewPortMap(c.backend)
 	if err != nil {
 		return nil, result.InvalidConfig(err)
 	}
@@ -281,7 +282,7 @@ func flushReplies(h *netlink.Handle, ips []net.IP) error {
 // DEL without portMappings touches nothing (see del). It works in the
 // calling thread's netns, the host's.
 func TeardownOwner(network, id string) error {
-	ips, err := hostport.TeardownPortMapAllOf(netfilter.Owner{Network: network, ContainerID: id}, nil)
+	ips, err := backends.TeardownPortMapAllOf(netfilter.Owner{Network: network, ContainerID: id}, nil)
 	if err != nil {
 		return fmt.Errorf("port forwards of %q on %q: %w", id, network, err)
 	}
@@ -302,7 +303,7 @@ func del(a *attach.Attachment, c *netConf) []error {
 	if len(c.RuntimeConfig.PortMaps) == 0 {
 		return nil
 	}
-	ips, err := hostport.TeardownPortMapAllOf(owner(a), c.mappings)
+	ips, err := backends.TeardownPortMapAllOf(owner(a), c.mappings)
 	if err != nil {
 		err = fmt.Errorf("port forwards: %w", err)
 	}
@@ -313,7 +314,7 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 	if len(c.mappings) == 0 {
 		return nil
 	}
-	pm, err := hostport.NewPortMap(c.backend)
+	pm, err := backends.NewPortMap(c.backend)
 	if err != nil {
 		return result.InvalidConfig(err)
 	}
@@ -321,14 +322,14 @@ func check(a *attach.Attachment, c *netConf, prev *current.Result) error {
 }
 
 func gc(a *attach.Attachment, c *netConf, keep []netfilter.Owner) []error {
-	if err := hostport.GCPortMapAll(c.Name, keep); err != nil {
+	if err := backends.GCPortMapAll(c.Name, keep); err != nil {
 		return []error{fmt.Errorf("port forwards GC: %w", err)}
 	}
 	return nil
 }
 
 func status(a *attach.Attachment, c *netConf) error {
-	pm, err := hostport.NewPortMap(c.backend)
+	pm, err := backends.NewPortMap(c.backend)
 	if err != nil {
 		return result.InvalidConfig(err)
 	}

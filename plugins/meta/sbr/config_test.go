@@ -1,41 +1,23 @@
 package sbr
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 func TestParseConfig(t *testing.T) {
 	const base = `{"cniVersion": "1.0.0", "name": "n", "type": "sbr"`
-	for _, tc := range []struct {
-		name, stdin string
-		code        uint
-		msg         string
-	}{
-		{name: "defaults", stdin: base + `}`},
-		{name: "table", stdin: base + `, "table": 500}`},
-		{name: "gateways", stdin: base + `, "gateways": ["10.0.0.1", "fd00::1"], "addSourceHints": true}`},
-		{name: "not JSON", stdin: `[`, code: 6},
-		{name: "table 0", stdin: base + `, "table": 0}`, code: 7, msg: "table: 0"},
-		{name: "main table", stdin: base + `, "table": 254}`, code: 7, msg: "table: 254"},
-		{name: "negative table", stdin: base + `, "table": -3}`, code: 7, msg: "table: -3"},
-		{name: "bad gateway", stdin: base + `, "gateways": ["10.0.0.300"]}`, code: 7, msg: `gateways[0]: "10.0.0.300"`},
-		{name: "two IPv4 gateways", stdin: base + `, "gateways": ["10.0.0.1", "10.0.0.2"]}`, code: 7, msg: `gateways[1]`},
-		{name: "two IPv6 gateways", stdin: base + `, "gateways": ["fd00::1", "fd00::2"]}`, code: 7, msg: `gateways[1]`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tc.stdin))
-			if tc.code == 0 {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || result.Code(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("err %v (code %d), want code %d naming %q", err, result.Code(err), tc.code, tc.msg)
-			}
-		})
-	}
+	testutil.RunConfigCases(t, func(stdin []byte, _ string) (*netConf, error) { return parseConfig(stdin) }, []testutil.ConfigCase[*netConf]{
+		{Name: "defaults", Stdin: base + `}`},
+		{Name: "table", Stdin: base + `, "table": 500}`},
+		{Name: "gateways", Stdin: base + `, "gateways": ["10.0.0.1", "fd00::1"], "addSourceHints": true}`},
+		{Name: "not JSON", Stdin: `[`, Code: 6},
+		{Name: "table 0", Stdin: base + `, "table": 0}`, Code: 7, ErrHas: "table: 0"},
+		{Name: "main table", Stdin: base + `, "table": 254}`, Code: 7, ErrHas: "table: 254"},
+		{Name: "negative table", Stdin: base + `, "table": -3}`, Code: 7, ErrHas: "table: -3"},
+		{Name: "bad gateway", Stdin: base + `, "gateways": ["10.0.0.300"]}`, Code: 7, ErrHas: `gateways[0]: "10.0.0.300"`},
+		{Name: "two IPv4 gateways", Stdin: base + `, "gateways": ["10.0.0.1", "10.0.0.2"]}`, Code: 7, ErrHas: `gateways[1]`},
+		{Name: "two IPv6 gateways", Stdin: base + `, "gateways": ["fd00::1", "fd00::2"]}`, Code: 7, ErrHas: `gateways[1]`},
+	})
 }

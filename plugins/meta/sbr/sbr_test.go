@@ -186,11 +186,7 @@ var _ = Describe("sbr", func() {
 
 	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		c := testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: ifName, Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return testutil.RunIn(hostNS, sbr.New(hooks), c)
+		return testutil.RunIn(hostNS, sbr.New(hooks), testutil.NewCall(cmd, "ctr1", ifName, n, stdin))
 	}
 	must := func(cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
 		GinkgoHelper()

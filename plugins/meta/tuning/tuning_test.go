@@ -122,11 +122,7 @@ var _ = Describe("tuning", func() {
 
 	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		c := testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: "eth0", Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return testutil.RunIn(hostNS, tuning.New(tuning.Options{Hooks: hooks, Allowlist: allowlist}), c)
+		return testutil.RunIn(hostNS, tuning.New(tuning.Options{Hooks: hooks, Allowlist: allowlist}), testutil.NewCall(cmd, "ctr1", "eth0", n, stdin))
 	}
 	must := func(cmd string, n *ns.NetNS, stdin []byte) testutil.Output {
 		GinkgoHelper()

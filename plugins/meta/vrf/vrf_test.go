@@ -163,11 +163,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 
 	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
 		GinkgoHelper()
-		c := testutil.Call{Command: cmd, ContainerID: "ctr1", IfName: ifName, Stdin: stdin}
-		if n != nil {
-			c.Netns = n.Path()
-		}
-		return testutil.RunIn(hostNS, vrf.New(hooks), c)
+		return testutil.RunIn(hostNS, vrf.New(hooks), testutil.NewCall(cmd, "ctr1", ifName, n, stdin))
 	}
 	must := func(cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
 		GinkgoHelper()
