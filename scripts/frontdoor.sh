@@ -6,13 +6,15 @@
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
 #   dhcp demo sudo scripts/dhcp-demo.sh (named in the README's prose)
 #   install   sudo bin/cniforge install   (with --dir, into a temporary folder
-#             instead of /opt/cni/bin; cniforge and every plugin it lists must
-#             then be there and each plugin print its about text)
+#             instead of /opt/cni/bin; cniforge, cniforge-light and every
+#             plugin cniforge lists must then be there, each plugin a link to
+#             the binary install picks for it, and print its about text)
 #   release   scripts/release.sh, twice (the second time under another umask
 #             and time zone) into temporary folders: the bytes must match, and
-#             each tarball hold cniforge, a hardlink per plugin, SHA256SUMS
-#             and its SBOM, which lists every module `go version -m` shows
-#             for that binary with its h1: sum, and the Go version;
+#             each tarball hold cniforge and cniforge-light, a hardlink per
+#             plugin (the light ones' to cniforge-light), SHA256SUMS and its
+#             SBOM, which lists every module `go version -m` shows for those
+#             binaries with its h1: sum, and the Go version;
 #             all seven architectures both times (the second build finds the
 #             Go build cache warm: it costs seven links, not seven compiles)
 #   tarball   the install from a release (README, docs/release.md): check
@@ -192,12 +194,17 @@ else
 	else
 		bad=()
 		cmp -s bin/cniforge "$dest/cniforge" || bad+=("cniforge: not installed")
+		cmp -s bin/cniforge-light "$dest/cniforge-light" || bad+=("cniforge-light: not installed")
 		plugins=$(bin/cniforge version | sed -n 's/^plugins: //p')
+		light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
 		for name in $plugins; do
 			if [ ! -x "$dest/$name" ]; then
 				bad+=("$name: not installed")
 				continue
 			fi
+			want=cniforge
+			[[ "$light" == *" $name "* ]] && want=cniforge-light
+			[ "$(readlink "$dest/$name")" = "$want" ] || bad+=("$name: not a link to $want")
 			# Without CNI_COMMAND a plugin prints its about text on stderr.
 			about=$(env -i "$dest/$name" 2>&1 </dev/null)
 			case $about in
@@ -206,7 +213,7 @@ else
 			esac
 		done
 		if [ ${#bad[@]} -eq 0 ] && [ -n "$plugins" ]; then
-			ok "install: cniforge and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
+			ok "install: cniforge, cniforge-light and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
 		else
 			fail "install: ${bad[*]:-bin/cniforge version lists no plugins}"
 		fi
@@ -240,13 +247,15 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 			bad+=("$f: sbom.cdx.json is not ${f%.tgz}.cdx.json")
 		fi
 		listed=$(jq -r '.components[] | [.name, .version, ((.properties // []) | map(select(.name == "go:sum"))[0].value // "")] | @tsv' "$d/sbom.cdx.json" 2>&1)
-		gov=$(go version -m "$d/cniforge" 2>&1)
+		gov=$(go version -m "$d/cniforge" "$d/cniforge-light" 2>&1)
 		mods=$(awk '$1 == "dep" || $1 == "=>" { if ($1 == "dep" && m != "") print m; m = $2 "\t" $3 "\t" $4 } END { if (m != "") print m }' <<<"$gov")
 		[ -n "$mods" ] || bad+=("$f: go version -m lists no modules: $gov")
 		while IFS= read -r m; do
 			grep -qxF -- "$m" <<<"$listed" || bad+=("$f: the SBOM lacks $(tr '\t' ' ' <<<"$m")")
 		done <<<"$mods"
 		gover=$(head -1 <<<"$gov" | awk '{print $2}')
+		grep -qx "cniforge-light" <<<"$(jq -r '.components[] | select(.type == "application") | .name' "$d/sbom.cdx.json" 2>&1)" ||
+			bad+=("$f: the SBOM does not list cniforge-light")
 		grep -qP "^stdlib\t\Q$gover\E\t" <<<"$listed" || bad+=("$f: the SBOM does not name the toolchain $gover")
 		# What a node installs beside the binary: the DaemonSet naming this
 		# version's image, the gc timer.
@@ -255,9 +264,11 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		grep -qx "          image: cniforge:$v" "$d/cniforge-daemonset.yaml" 2>/dev/null || bad+=("$f: cniforge-daemonset.yaml does not name cniforge:$v")
 		grep -q '^ExecStart=/opt/cni/bin/cniforge gc --apply' "$d/systemd/cniforge-gc.service" 2>/dev/null &&
 			grep -q '^OnUnitActiveSec=' "$d/systemd/cniforge-gc.timer" 2>/dev/null || bad+=("$f: no systemd units for cniforge gc")
-		inode=$(stat -c %i "$d/cniforge")
+		light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
 		for name in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$inode" ] || bad+=("$f: $name is not a hardlink to cniforge")
+			b=cniforge
+			[[ "$light" == *" $name "* ]] && b=cniforge-light
+			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$(stat -c %i "$d/$b")" ] || bad+=("$f: $name is not a hardlink to $b")
 		done
 	done
 	if [ ${#bad[@]} -eq 0 ] && [ -n "$tgzs" ]; then
@@ -283,7 +294,8 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 			sed -e "s/<version>/$version/g" -e 's/^sudo //' -e "s|^./cniforge install\$|./cniforge install --dir $work/tar-dest|")
 		if [ "$(wc -l <<<"$steps")" = 5 ] && (cd "$work/download" && set -e && eval "$steps") >"$work/tarball.log" 2>&1 &&
 			cmp -s "$work/tar-dest/cniforge" "$work/download/cniforge-$version-linux-amd64/cniforge" &&
-			[ "$(readlink "$work/tar-dest/bridge")" = cniforge ]; then
+			cmp -s "$work/tar-dest/cniforge-light" "$work/download/cniforge-$version-linux-amd64/cniforge-light" &&
+			[ "$(readlink "$work/tar-dest/bridge")" = cniforge ] && [ "$(readlink "$work/tar-dest/loopback")" = cniforge-light ]; then
 			ok "$doc's install from a release: sums checked, unpacked, installed"
 		else
 			fail "$doc's install from a release: $(printf '%s; ' "$steps")"

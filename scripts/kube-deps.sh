@@ -6,6 +6,7 @@
 #   .cache/kube/v1.34.4/{kube-apiserver,kube-controller-manager,
 #                        kube-scheduler,kubelet,kube-proxy,kubectl}
 #   .cache/kube/etcd-v3.6.8/etcd
+#   .cache/kube/multus-v4.2.2/multus (the thin plugin)
 #
 # containerd 2.x and crictl come from scripts/cri-deps.sh. Prints nothing
 # when everything is already built; needs Go and the network (the module
@@ -80,4 +81,26 @@ if [ ! -x "$e/etcd" ]; then
 	)
 	rm -rf "$e" "$src"
 	mv "$e.tmp" "$e"
+fi
+
+# Multus (the thin plugin) for the lane's multus stage: the module from the
+# proxy (`go install` is refused: the proxy serves no version list for
+# gopkg.in/k8snetworkplumbingwg/multus-cni.v4), its vendor/ removed so the
+# build resolves the modules its go.mod names.
+multus_version=v4.2.2
+m=$cache/multus-$multus_version
+if [ ! -x "$m/multus" ]; then
+	echo "kube-deps: building Multus $multus_version into $m" >&2
+	dir=$(GOFLAGS=-mod=mod go mod download -json "gopkg.in/k8snetworkplumbingwg/multus-cni.v4@$multus_version" | jq -r .Dir)
+	src=$cache/src-multus-$multus_version
+	rm -rf "$src"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	rm -rf "$src/vendor"
+	(
+		cd "$src"
+		GOWORK=off GOFLAGS="$GOFLAGS -mod=mod" CGO_ENABLED=0 go build -o "$m.tmp/multus" ./cmd/multus
+	)
+	rm -rf "$m" "$src"
+	mv "$m.tmp" "$m"
 fi

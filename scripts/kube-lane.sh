@@ -23,6 +23,13 @@
 #               and outside while hostPort pods run, and hostPorts equal to
 #               the Service's port and to its NodePort never capture its
 #               traffic; kube-proxy --cleanup leaves none of its rules.
+#   multus.sh   Multus v4.2.2 (the thin plugin, scripts/kube-deps.sh)
+#               installed as a cluster does, delegating the default network
+#               to the conflist and NetworkAttachmentDefinitions to our
+#               macvlan, bridge, host-device with static and host-local
+#               IPAM: the ips, mac, interface and cni-args requests, the
+#               network-status annotation, traffic on each network,
+#               cniforge gc beside Multus, deletion leaving nothing.
 #   nodes.sh    two nodes: a second kubelet and runtime (node B) in its own
 #               net and mount namespaces, joined by a veth link
 #               (192.168.78.0/24), pod CIDR 10.88.1.0/24, each node routing
@@ -88,7 +95,7 @@ k8s_version=v1.34.4
 etcd_version=v3.6.8
 
 lane=kube-lane ok_prefix="ok - " fail_prefix="not ok - "
-all_stages="pods proxy nodes crio"
+all_stages="pods proxy multus nodes crio"
 runtime=containerd2 stages=$all_stages plugins_dir=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -114,6 +121,11 @@ runtime_daemon=containerd
 [ "$runtime" != crio ] || runtime_daemon=crio
 
 # --- the inner half: the stand-in node ---------------------------------------
+
+# Every stage file is sourced into this one shell: a function a second
+# file defines again would silently replace the first.
+dup=$(grep -ohE '^[a-zA-Z_0-9]+\(\)' scripts/lane.sh "$self" scripts/kube/*.sh | sort | uniq -d | tr '\n' ' ')
+[ -z "$dup" ] || bail "kube-lane.sh: functions defined twice across scripts/kube/: $dup"
 
 # shellcheck source=scripts/kube/node.sh
 . scripts/kube/node.sh

@@ -91,7 +91,8 @@ fetch() {
 }
 
 # plugins_ours CONFLIST [PREFIX]: every plugin CONFLIST names (IPAM ones
-# too) is cniforge's (a link to it in $cnidir) and answers VERSION with
+# too) is cniforge's (a link to cniforge or, for the light plugins,
+# cniforge-light in $cnidir) and answers VERSION with
 # the conflist's cniVersion among those it supports. Its reasons begin
 # with PREFIX.
 plugins_ours() {
@@ -99,7 +100,10 @@ plugins_ours() {
 	ver=$(jq -r .cniVersion "$conf") &&
 		types=$(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u) || return 1
 	for t in $types; do
-		[ "$(readlink -f "$cnidir/$t")" = "$cnidir/cniforge" ] || {
+		case $(readlink -f "$cnidir/$t") in
+		"$cnidir/cniforge" | "$cnidir/cniforge-light") ;;
+		*) false ;;
+		esac || {
 			echo "${prefix}plugin $t is not cniforge's in $cnidir"
 			return 1
 		}
@@ -297,18 +301,25 @@ containerd16_toml() {
 	EOF
 }
 
-# installed_from_image: $cnidir holds the node image's binary (bin/cniforge)
-# and a link to it per plugin, and nothing half-written (the CRI and
+# installed_from_image: $cnidir holds the node image's binaries
+# (bin/cniforge and bin/cniforge-light) and a link per plugin, the light
+# plugins' (`cniforge-light version`) to cniforge-light and the others' to
+# cniforge, as install decides, and nothing half-written (the CRI and
 # Kubernetes lanes' DaemonSet checks).
 installed_from_image() {
-	cmp -s "$cnidir/cniforge" bin/cniforge || {
-		echo "$cnidir/cniforge is not the image's binary"
-		return 1
-	}
-	local t
+	local b t want light
+	for b in cniforge cniforge-light; do
+		cmp -s "$cnidir/$b" "bin/$b" || {
+			echo "$cnidir/$b is not the image's binary"
+			return 1
+		}
+	done
+	light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
 	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-		[ "$(readlink "$cnidir/$t")" = cniforge ] || {
-			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1)"
+		want=cniforge
+		[[ "$light" == *" $t "* ]] && want=cniforge-light
+		[ "$(readlink "$cnidir/$t")" = "$want" ] || {
+			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1), want a link to $want"
 			return 1
 		}
 	done

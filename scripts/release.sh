@@ -6,25 +6,28 @@
 #                                        architectures upstream releases)
 #   cniforge-<version>-linux-<arch>.cdx.json  its bill of materials
 #   cniforge-<version>-image-<arch>.tar  the node image (scripts/image): the
-#                                        binary alone, whose command installs
-#                                        it into the host's /opt/cni/bin
+#                                        two binaries alone, whose command
+#                                        installs them into the host's /opt/cni/bin
 #                                        (deploy/cniforge-daemonset.yaml);
 #                                        ctr, podman and docker load it
 #   SHA256SUMS                           (of the tarballs, SBOMs and images)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
-# multicall binary `cniforge`, every plugin name as a hardlink to it, the
-# SBOM as sbom.cdx.json, the DaemonSet manifest naming this version's image
+# two multicall binaries, `cniforge` (every plugin and the node tool) and
+# `cniforge-light` (only the light plugins, which start cheaper there:
+# plugins/light), every plugin name as a hardlink to one of them (the light
+# plugins' to cniforge-light, as `cniforge install` links them), the
+# SBOM of both as sbom.cdx.json, the DaemonSet manifest naming this version's image
 # (deploy/cniforge-daemonset.yaml), systemd units that run `cniforge gc
 # --apply` every 10 minutes (systemd/), and a SHA256SUMS of those files. The SBOM
 # (CycloneDX 1.6 JSON, scripts/sbom) lists the Go toolchain and every
-# module linked into that binary with its version and go.sum checksum,
-# read from the binary's own build information; it has no timestamp, so
+# module linked into those binaries with its version and go.sum checksum,
+# read from the binaries' own build information; it has no timestamp, so
 # it is reproducible with the rest. `cniforge install` from there (or copying
 # the folder's files to /opt/cni/bin) installs the suite.
 #
 # The build is reproducible: the same commit gives the same bytes. The
-# binary is built with -trimpath and an empty build ID; the tar entries are
+# binaries are built with -trimpath and an empty build ID; the tar entries are
 # sorted, owned by 0:0, with the commit's time as mtime and fixed modes;
 # gzip stores no name or time. GOARCHES="amd64 arm64" limits the
 # architectures. The per-architecture levels (GOARM=7 as upstream's arm,
@@ -48,13 +51,15 @@ arches=${GOARCHES:-amd64 arm arm64 ppc64le s390x mips64le riscv64}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
-# The plugin names: from a binary this machine can run.
+# The plugin names, and the light ones: from binaries this machine can run.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
+CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-light-host" ./cmd/cniforge-light
 plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
+light=$("$stage/cniforge-light-host" version | sed -n 's/^plugins: //p')
 go build -o "$stage/sbom" ./scripts/sbom
 go build -o "$stage/image" ./scripts/image
-if [ -z "$plugins" ]; then
-	echo "release.sh: cniforge version listed no plugins" >&2
+if [ -z "$plugins" ] || [ -z "$light" ]; then
+	echo "release.sh: cniforge version or cniforge-light version listed no plugins" >&2
 	exit 1
 fi
 
@@ -64,25 +69,31 @@ for arch in $arches; do
 	dir=$stage/$name
 	mkdir "$dir"
 	echo "release.sh: building $name"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=7 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8 \
-		GOMIPS64=hardfloat GORISCV64=rva20u64 go build -trimpath -buildvcs=false \
-		-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
-		-o "$dir/cniforge" ./cmd/cniforge
-	for p in $plugins; do
-		ln "$dir/cniforge" "$dir/$p"
+	for b in cniforge cniforge-light; do
+		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=7 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8 \
+			GOMIPS64=hardfloat GORISCV64=rva20u64 go build -trimpath -buildvcs=false \
+			-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
+			-o "$dir/$b" ./cmd/$b
 	done
-	"$stage/sbom" -version "$version" "$dir/cniforge" >"$dir/sbom.cdx.json"
+	for p in $plugins; do
+		if [[ " $light " == *" $p "* ]]; then
+			ln "$dir/cniforge-light" "$dir/$p"
+		else
+			ln "$dir/cniforge" "$dir/$p"
+		fi
+	done
+	"$stage/sbom" -version "$version" "$dir/cniforge" "$dir/cniforge-light" >"$dir/sbom.cdx.json"
 	mkdir "$dir/systemd"
 	cp deploy/systemd/cniforge-gc.service deploy/systemd/cniforge-gc.timer "$dir/systemd/"
 	sed "s|image: cniforge:VERSION|image: cniforge:$version|" deploy/cniforge-daemonset.yaml >"$dir/cniforge-daemonset.yaml"
-	(cd "$dir" && sha256sum cniforge $plugins sbom.cdx.json cniforge-daemonset.yaml systemd/* | sort -k2 >SHA256SUMS)
-	chmod 0755 "$dir" "$dir/cniforge" "$dir/systemd"
+	(cd "$dir" && sha256sum cniforge cniforge-light $plugins sbom.cdx.json cniforge-daemonset.yaml systemd/* | sort -k2 >SHA256SUMS)
+	chmod 0755 "$dir" "$dir/cniforge" "$dir/cniforge-light" "$dir/systemd"
 	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json" "$dir/cniforge-daemonset.yaml" "$dir"/systemd/*
 	cp "$dir/sbom.cdx.json" "$out/$name.cdx.json"
 	chmod 0644 "$out/$name.cdx.json"
 	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
-	"$stage/image" -bin "$dir/cniforge" -arch "$arch" -version "$version" -epoch "$epoch" \
+	"$stage/image" -bin "$dir/cniforge" -light "$dir/cniforge-light" -arch "$arch" -version "$version" -epoch "$epoch" \
 		-tag "cniforge:$version" -o "$out/cniforge-$version-image-$arch.tar"
 	chmod 0644 "$out/cniforge-$version-image-$arch.tar"
 	tarballs+=("$name.tgz" "$name.cdx.json" "cniforge-$version-image-$arch.tar")

@@ -1,6 +1,8 @@
 // Command cniforge is the multicall binary: every cniforge plugin in one
-// executable, plus the node tool. The basename of argv[0] picks the plugin,
-// so /opt/cni/bin/bridge can be a link to it; `cniforge <plugin>` works too.
+// executable, plus the node tool. (cmd/cniforge-light holds the light
+// plugins again, smaller: install links those to it.) The basename of
+// argv[0] picks the plugin, so /opt/cni/bin/bridge can be a link to it;
+// `cniforge <plugin>` works too.
 // Run under any other name with CNI_COMMAND set (a runtime whose config's
 // type is linked to cniforge, or is "cniforge"), it answers as a plugin
 // that does not exist: CNI error JSON, code 7, exit 1.
@@ -9,7 +11,8 @@
 //	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
-//	                                 /opt/cni/bin) and each plugin as a link to it
+//	                                 /opt/cni/bin), cniforge-light from beside it,
+//	                                 and each plugin as a link to one of them
 //	cniforge daemon [--dir D] [--force]
 //	                                 the node image's command: install into D
 //	                                 (default /host/opt/cni/bin), then stay up
@@ -253,9 +256,12 @@ usage:
   cniforge version      print the version and the plugins this binary holds
   cniforge <plugin>     run a plugin (as /opt/cni/bin/<plugin> linked to cniforge does)
   cniforge install [--dir /opt/cni/bin] [--force]
-                        install this binary into the directory, and each plugin
-                        as a link to it; each file is replaced atomically, and a
-                        file that is not cniforge's only with --force
+                        install this binary into the directory, cniforge-light
+                        (the light plugins' small multicall) from beside it, and
+                        each plugin as a link: those cniforge-light holds to it
+                        (they start cheaper there), the others to cniforge; each
+                        file is replaced atomically, and a file that is not
+                        cniforge's only with --force
   cniforge daemon [--dir /host/opt/cni/bin] [--force]
                         the node image's command (deploy/): install as above,
                         then stay up until SIGTERM; it reclaims nothing (run

@@ -36,7 +36,8 @@
 // a container's own pid or mount namespace, a /proc/<pid>/ns path, an
 // unreadable cache entry, a reservation that an ADD may still be making, a
 // container with other cached attachments on the network, a network with
-// disableGC, a delegate of Multus's) it keeps and says so, one line each.
+// disableGC, a delegate of Multus's while its pod's DEL has not failed) it
+// keeps and says so, one line each.
 // It never sends the GC verb (GC names what to keep, so an ADD that started
 // after the list was read would lose what it made), never CHECKs or repairs
 // an attachment whose netns it cannot decide, and never re-makes a

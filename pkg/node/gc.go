@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -142,15 +144,17 @@ func gcRound(d *Dirs, o GCOptions, lg *gcLog) (failed int, err error) {
 	ctx := context.Background() // a DEL is never cut short: see the loop in gc
 	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Cache, nil)
 
+	// The containers whose cached runtime attachment gc DELed this round,
+	// and whose DEL failed: Multus's delegates follow the pod's DEL.
+	delDone, delFailed := map[string]bool{}, map[string]int{}
+	var delegates []attachment
 	for _, a := range st.Attachments {
 		if o.Network != "" && a.Network != o.Network {
 			continue
 		}
 		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
 		if a.Cache != "" {
-			if a.NetnsState != nsLive {
-				lg.keep("%s: keeps %s (netns %s, but a delegate of Multus's: Multus DELs it when the runtime DELs the pod)", net, who, a.NetnsState)
-			}
+			delegates = append(delegates, a)
 			continue
 		}
 		switch a.NetnsState {
@@ -176,8 +180,17 @@ func gcRound(d *Dirs, o GCOptions, lg *gcLog) (failed int, err error) {
 		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
 			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
 		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
-			failed++
+			delFailed[a.ContainerID]++ // counted below, unless gc resolves it
 			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
+		} else {
+			delDone[a.ContainerID] = true
+		}
+	}
+	f, resolved := gcDelegates(d, o, st, lg, delegates, delDone, delFailed)
+	failed += f
+	for id, n := range delFailed {
+		if !resolved[id] {
+			failed += n
 		}
 	}
 
@@ -296,4 +309,92 @@ func (st *nodeState) delConfig(a attachment) (list *libcni.NetworkConfigList, no
 		return n.list, fmt.Sprintf(" with today's %s (no usable config cached)", q(n.File)), nil
 	}
 	return nil, "", errors.New("no usable config cached, and none in the conf dir")
+}
+
+// gcDelegates handles Multus's delegate attachments of one round. Multus
+// DELs a pod's delegates when the runtime DELs the pod, so they are kept,
+// with two exceptions: the pod's DEL that gc just made (Multus did them, or
+// would have in a dry run), and the pod's DEL that failed (Multus is gone:
+// its binary removed while pods lived, and the runtime's DEL now goes to
+// another config, leaving the cached Multus attachment no one can DEL).
+// Then, the netns being gone, gc DELs the delegates itself from Multus's
+// cache, as Multus would, and once all are DELed drops what was left of
+// the pod: Multus's delegate list and the runtime's cached attachment
+// (resolved: those pods' failed DELs are done).
+func gcDelegates(d *Dirs, o GCOptions, st *nodeState, lg *gcLog, delegates []attachment, delDone map[string]bool, delFailed map[string]int) (failed int, resolved map[string]bool) {
+	would := "would "
+	if o.Apply {
+		would = ""
+	}
+	ctx := context.Background()
+	cni := libcni.NewCNIConfigWithCacheDir([]string{d.Bin}, d.Multus, nil)
+	resolved = map[string]bool{}
+	undone := map[string]bool{} // containers with a delegate not DELed
+	// Containers with a delegate DELed here: one whose delegates Multus
+	// knows only by its delegate list is left for the reservations pass.
+	deled := map[string]bool{}
+	for _, a := range delegates {
+		net, who := q(a.Network), q(a.ContainerID)+" "+q(a.IfName)
+		switch {
+		case a.NetnsState == nsLive:
+			continue
+		case delDone[a.ContainerID]:
+			continue // Multus DELed it with the pod
+		case a.NetnsState != nsGone || delFailed[a.ContainerID] == 0:
+			undone[a.ContainerID] = true
+			lg.keep("%s: keeps %s (netns %s, but a delegate of Multus's: Multus DELs it when the runtime DELs the pod)", net, who, a.NetnsState)
+			continue
+		}
+		list, note, err := st.delConfig(a)
+		if err != nil {
+			undone[a.ContainerID] = true
+			lg.keep("%s: keeps %s (a delegate of Multus's whose pod's DEL failed, but %s)", net, who, q(err.Error()))
+			continue
+		}
+		lg.act("%s: %sDEL %s (a delegate of Multus's, netns %s gone, the pod's DEL through Multus failed)%s", net, would, who, q(a.Netns), note)
+		if !o.Apply {
+			continue
+		}
+		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
+			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
+		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+			failed++
+			undone[a.ContainerID] = true
+			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
+			continue
+		}
+		deled[a.ContainerID] = true
+	}
+	if !o.Apply {
+		return failed, resolved
+	}
+	for id := range delFailed {
+		if undone[id] || !deled[id] {
+			continue
+		}
+		ok := true
+		for _, a := range st.Attachments {
+			if a.Cache != "" || a.ContainerID != id || a.NetnsState != nsGone {
+				continue
+			}
+			// What libcni removes after a DEL that succeeded: the
+			// delegates were the attachment.
+			f := filepath.Join(d.Cache, "results", a.Network+"-"+a.ContainerID+"-"+a.IfName)
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				failed++
+				ok = false
+				lg.act("%s: remove %s failed: %s", q(a.Network), q(f), q(err.Error()))
+				continue
+			}
+			lg.act("%s: removed the cached attachment of %s %s: Multus's DEL failed, its delegates DELed", q(a.Network), q(id), q(a.IfName))
+		}
+		f := filepath.Join(d.Multus, id)
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			failed++
+			ok = false
+			lg.act("remove Multus's delegate list %s failed: %s", q(f), q(err.Error()))
+		}
+		resolved[id] = ok
+	}
+	return failed, resolved
 }

@@ -7,9 +7,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/pkg/plugin"
+	"github.com/cniforge/plugins/plugins/light"
 )
 
 // cniforgeMark is in every cniforge binary, the separate plugin binaries
@@ -18,24 +24,91 @@ import (
 // alone unless --force.
 var cniforgeMark = []byte(" (cniforge): ")
 
-// Install copies the running executable to <dir>/cniforge and makes every
-// plugin name in dir a symlink to it. Each file is written aside and
-// renamed over its name, so a runtime exec'ing a plugin meanwhile sees the
-// old file or the new one, never half of one. Before anything is written,
-// every name is checked: a file that is not cniforge's stops the install
-// unless force.
-// Plugins are the names to link to it. It returns the exit status.
+// Install copies the running executable to <dir>/cniforge, and the light
+// multicall cniforge-light from beside it to <dir>/cniforge-light, and
+// makes every plugin name in dir a symlink: the plugins cniforge-light
+// holds to it (they start cheaper there, issue 30), every other one to
+// cniforge. Each file is written aside and renamed over its name, so a
+// runtime exec'ing a plugin meanwhile sees the old file or the new one,
+// never half of one; both binaries are in place before any link moves to
+// them. Before anything is written, every name is checked: a file that is
+// not cniforge's stops the install unless force.
+//
+// Without a cniforge-light beside the executable (a cniforge built or
+// copied alone), every plugin is linked to cniforge, which holds them all,
+// and install says so. One that is there but not cniforge's, or not of
+// this version, stops the install: a stale file would otherwise run the
+// light plugins at another version.
+// Plugins are the names to link. It returns the exit status.
 func Install(dir string, force bool, plugins []string, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge install: find this executable: %v\n", err)
 		return 1
 	}
-	if err := runInstall(self, dir, plugins, force, stdout); err != nil {
+	src := sources{full: self}
+	src.light, src.lightNames, err = findLight(filepath.Join(filepath.Dir(self), light.Binary), plugins)
+	if err != nil {
+		fmt.Fprintf(stderr, "cniforge install: %v; nothing installed\n", err)
+		return 1
+	}
+	if src.light == "" {
+		fmt.Fprintf(stdout, "no %s beside %s: every plugin linked to cniforge (the light plugins start costlier so)\n", light.Binary, self)
+	}
+	if err := runInstall(src, dir, plugins, force, stdout); err != nil {
 		fmt.Fprintf(stderr, "cniforge install: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// sources are the binaries to install: the full multicall, and the light
+// one ("" when there is none) with the plugins it holds.
+type sources struct {
+	full, light string
+	lightNames  []string
+}
+
+// findLight returns the light multicall at path ("" if there is none) and
+// the plugins it holds, as its `version` lists them. It must be
+// cniforge's, of this suite's version, and hold only plugins the full
+// multicall holds too.
+func findLight(path string, all []string) (string, []string, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
+	}
+	ok, err := hasMark(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ok {
+		return "", nil, fmt.Errorf("%s is not cniforge's", path)
+	}
+	cmd := exec.Command(path, "version")
+	cmd.Env = []string{} // no CNI_COMMAND: its command line, not a plugin call
+	out, err := cmd.Output()
+	if err != nil {
+		return "", nil, fmt.Errorf("%s version: %w", path, err)
+	}
+	first, rest, _ := strings.Cut(string(out), "\n")
+	if want := light.Binary + " " + plugin.SuiteVersion(); first != want {
+		return "", nil, fmt.Errorf("%s is %q, not %q", path, first, want)
+	}
+	var names []string
+	for _, line := range strings.Split(rest, "\n") {
+		if l, ok := strings.CutPrefix(line, "plugins: "); ok {
+			names = strings.Fields(l)
+		}
+	}
+	if len(names) == 0 {
+		return "", nil, fmt.Errorf("%s version lists no plugins", path)
+	}
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			return "", nil, fmt.Errorf("%s holds %q, which cniforge does not", path, n)
+		}
+	}
+	return path, names, nil
 }
 
 // existing describes what a name in the target dir holds now.
@@ -51,8 +124,12 @@ func (e existing) String() string {
 	return [...]string{"new", "replaced cniforge's", "replaced a file not cniforge's (--force)"}[e]
 }
 
-func runInstall(src, dir string, pluginNames []string, force bool, out io.Writer) error {
-	names := append([]string{"cniforge"}, pluginNames...)
+func runInstall(src sources, dir string, pluginNames []string, force bool, out io.Writer) error {
+	binaries := []string{"cniforge"}
+	if src.light != "" {
+		binaries = append(binaries, light.Binary)
+	}
+	names := append(slices.Clone(binaries), pluginNames...)
 	state := map[string]existing{}
 	var refused []string
 	for _, n := range names {
@@ -71,15 +148,26 @@ func runInstall(src, dir string, pluginNames []string, force bool, out io.Writer
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := copyAside(src, dir, "cniforge"); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s: %s\n", filepath.Join(dir, "cniforge"), state["cniforge"])
-	for _, n := range pluginNames {
-		if err := symlinkAside("cniforge", dir, n); err != nil {
+	// Both binaries first: a link renamed to one must find it whole.
+	for _, b := range binaries {
+		from := src.full
+		if b == light.Binary {
+			from = src.light
+		}
+		if err := copyAside(from, dir, b); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s -> cniforge: %s\n", filepath.Join(dir, n), state[n])
+		fmt.Fprintf(out, "%s: %s\n", filepath.Join(dir, b), state[b])
+	}
+	for _, n := range pluginNames {
+		target := "cniforge"
+		if slices.Contains(src.lightNames, n) {
+			target = light.Binary
+		}
+		if err := symlinkAside(target, dir, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s -> %s: %s\n", filepath.Join(dir, n), target, state[n])
 	}
 	return nil
 }

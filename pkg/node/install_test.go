@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/all"
+	"github.com/cniforge/plugins/plugins/light"
 )
 
 func runCLI(t *testing.T, args ...string) (string, int) {
@@ -28,17 +30,41 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	return string(out), 0
 }
 
-// installed checks dir holds cniforge (the same bytes as the built binary)
-// and a link per plugin that runs that plugin; and no temp files.
+// installed checks dir holds cniforge and cniforge-light (the same bytes
+// as the built binaries) and a link per plugin that runs that plugin: a
+// light plugin's to cniforge-light, every other one's to cniforge; and no
+// temp files.
 func installed(t *testing.T, dir string) {
 	t.Helper()
-	want, err := os.ReadFile(testutil.Multicall(t))
-	if err != nil {
-		t.Fatal(err)
+	installedLinks(t, dir, true)
+}
+
+// installedLinks is installed, where withLight says whether the light
+// plugins link to cniforge-light (else to cniforge, as without it).
+func installedLinks(t *testing.T, dir string, withLight bool) {
+	t.Helper()
+	bins := []string{"cniforge"}
+	if withLight {
+		bins = append(bins, light.Binary)
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "cniforge"))
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("%s/cniforge is not the built binary (%v)", dir, err)
+	for _, b := range bins {
+		want, err := os.ReadFile(filepath.Join(filepath.Dir(testutil.Multicall(t)), b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s/%s is not the built binary (%v)", dir, b, err)
+		}
+	}
+	for _, p := range all.Plugins() {
+		want := "cniforge"
+		if _, ok := light.Lookup(p.Name); ok && withLight {
+			want = light.Binary
+		}
+		if got, err := os.Readlink(filepath.Join(dir, p.Name)); err != nil || got != want {
+			t.Errorf("%s/%s links to %q (%v), want %q", dir, p.Name, got, err, want)
+		}
 	}
 	for _, p := range all.Plugins() {
 		cmd := exec.Command(filepath.Join(dir, p.Name))
@@ -63,15 +89,15 @@ func TestInstallFreshThenAgain(t *testing.T) {
 		t.Fatalf("install: exit %d: %s", rc, out)
 	}
 	installed(t, dir)
-	if n := strings.Count(out, ": new\n"); n != len(all.Plugins())+1 {
-		t.Errorf("first install reported %d new files, want %d:\n%s", n, len(all.Plugins())+1, out)
+	if n := strings.Count(out, ": new\n"); n != len(all.Plugins())+2 {
+		t.Errorf("first install reported %d new files, want %d:\n%s", n, len(all.Plugins())+2, out)
 	}
 	out, rc = runCLI(t, "install", "--dir", dir)
 	if rc != 0 {
 		t.Fatalf("second install: exit %d: %s", rc, out)
 	}
 	installed(t, dir)
-	if n := strings.Count(out, ": replaced cniforge's\n"); n != len(all.Plugins())+1 {
+	if n := strings.Count(out, ": replaced cniforge's\n"); n != len(all.Plugins())+2 {
 		t.Errorf("second install reported %d replaced files, want all:\n%s", n, out)
 	}
 }
@@ -110,6 +136,8 @@ func TestInstallRefusesForeignFiles(t *testing.T) {
 		filepath.Join(dir, "bridge") + " -> cniforge: replaced cniforge's",
 		filepath.Join(dir, "host-local") + " -> cniforge: replaced a file not cniforge's (--force)",
 		filepath.Join(dir, "cniforge") + ": new",
+		filepath.Join(dir, light.Binary) + ": new",
+		filepath.Join(dir, "loopback") + " -> " + light.Binary + ": new",
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("install --force did not report %q:\n%s", line, out)
@@ -165,4 +193,104 @@ func TestInstallReadsOnlyRegularFiles(t *testing.T) {
 		t.Fatalf("install --force: exit %d: %s", rc, out)
 	}
 	installed(t, dir)
+}
+
+// lonely copies the built cniforge into a folder of its own (and
+// cniforge-light beside it, if light is not nil: light's bytes) and
+// returns the copy's path.
+func lonely(t *testing.T, lightBytes []byte) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.Mkdir(src, 0o755))
+	b, err := os.ReadFile(testutil.Multicall(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(src, "cniforge"), b, 0o755))
+	if lightBytes != nil {
+		must(t, os.WriteFile(filepath.Join(src, light.Binary), lightBytes, 0o755))
+	}
+	return filepath.Join(src, "cniforge")
+}
+
+func runBin(t *testing.T, bin string, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// A cniforge with no cniforge-light beside it (built or copied alone)
+// still installs: every plugin linked to it, and it says so. Then, from
+// beside the light binary, the light plugins' links move to it.
+func TestInstallWithoutLight(t *testing.T) {
+	dir := t.TempDir()
+	out, rc := runBin(t, lonely(t, nil), "install", "--dir", dir)
+	if rc != 0 || !strings.Contains(out, "no "+light.Binary+" beside ") {
+		t.Fatalf("install without %s: exit %d: %s", light.Binary, rc, out)
+	}
+	installedLinks(t, dir, false)
+	if _, err := os.Lstat(filepath.Join(dir, light.Binary)); err == nil {
+		t.Errorf("install without %s wrote one", light.Binary)
+	}
+	out, rc = runCLI(t, "install", "--dir", dir)
+	if rc != 0 || !strings.Contains(out, filepath.Join(dir, "vrf")+" -> "+light.Binary+": replaced cniforge's\n") {
+		t.Fatalf("install with %s: exit %d: %s", light.Binary, rc, out)
+	}
+	installed(t, dir)
+}
+
+// A cniforge-light beside cniforge that is not cniforge's, or of another
+// version, stops the install before anything is written.
+func TestInstallRefusesStrangeLight(t *testing.T) {
+	for name, tc := range map[string]struct {
+		script, want string
+	}{
+		"foreign": {"#!/bin/sh\necho cniforge-light\n", "is not cniforge's; nothing installed"},
+		"stale": {"#!/bin/sh\n# CNI loopback plugin v0 (cniforge): CNI spec\n" +
+			"printf 'cniforge-light v0.0.1\\nplugins: loopback\\n'\n", `is "cniforge-light v0.0.1", not`},
+		"more": {"#!/bin/sh\n# (cniforge): \nprintf '%s\\nplugins: loopback nope\\n' \"cniforge-light $V\"\n",
+			`holds "nope", which cniforge does not; nothing installed`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			version, _ := runCLI(t, "version")
+			v := strings.TrimPrefix(strings.SplitN(version, "\n", 2)[0], "cniforge ")
+			script := strings.Replace(tc.script, "$V", v, 1)
+			dir := t.TempDir()
+			out, rc := runBin(t, lonely(t, []byte(script)), "install", "--dir", dir)
+			if rc != 1 || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want 1 and %q: %s", rc, tc.want, out)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("a refused install wrote files: %v", entries)
+			}
+		})
+	}
+}
+
+// Installed, bridge (in cniforge) delegating to static (linked to
+// cniforge-light) is no longer one binary: the delegation execs the
+// other one, and ADD, CHECK and DEL work through it. Then tuning (in
+// cniforge-light) chained after bridge.
+func TestInstalledDelegationAcrossBinaries(t *testing.T) {
+	n := newNode(t)
+	if l, err := os.Readlink(filepath.Join(n.bin, "static")); err != nil || l != light.Binary {
+		t.Fatalf("static links to %q (%v), want %s: the test needs it in the other binary", l, err, light.Binary)
+	}
+	n.setConf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+		{"type":"bridge","bridge":"cnode1","ipam":{"type":"static","addresses":[{"address":"10.124.0.7/24"}]}},
+		{"type":"tuning","sysctl":{"net.ipv4.conf.eth0.accept_local":"1"}}]}`)
+	contNS, _ := testutil.NewTestNS(t)
+	got, err := n.tryAdd(n.cache, "ctr-across", "eth0", contNS)
+	if err != nil || got != "10.124.0.7" {
+		t.Fatalf("ADD: %q, %v; want 10.124.0.7", got, err)
+	}
+	cni := libcni.NewCNIConfigWithCacheDir([]string{n.bin}, n.cache, nil)
+	rt := &libcni.RuntimeConf{ContainerID: "ctr-across", NetNS: contNS.Path(), IfName: "eth0"}
+	must(t, n.hostNS.Do(func() error { return cni.CheckNetworkList(context.Background(), n.list, rt) }))
+	must(t, n.del("ctr-across", contNS))
 }

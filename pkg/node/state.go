@@ -39,8 +39,10 @@ type attachment struct {
 	NetnsState  string   `json:"netnsState"`
 	NetnsWhy    string   `json:"netnsWhy,omitempty"`
 	// Cache is "multus" for a delegate attachment Multus cached: reported,
-	// owning its reservations, never DELed here (Multus DELs it when the
-	// runtime DELs the pod's Multus attachment).
+	// owning its reservations, DELed here only when the pod's DEL through
+	// Multus failed with its netns gone (Multus removed: gcDelegates);
+	// otherwise Multus DELs it when the runtime DELs the pod's Multus
+	// attachment.
 	Cache string `json:"cache,omitempty"`
 
 	entry cacheEntry

@@ -1,5 +1,6 @@
 // Command image writes the cniforge node image: an OCI image holding only
-// the static multicall binary, whose default command installs the plugins
+// the static multicall binary cniforge and the light plugins' small
+// multicall cniforge-light beside it, whose default command installs the plugins
 // into the host folder a DaemonSet mounts (deploy/cniforge-daemonset.yaml)
 // and then stays up (reclaiming leaked attachments when asked). It needs
 // no registry and no daemon: the image is written as an archive that
@@ -7,6 +8,9 @@
 //
 //	go run ./scripts/image -bin cniforge -arch amd64 -version v1.2.3 \
 //	    -epoch 1700000000 -tag cniforge:v1.2.3 -o cniforge-image-amd64.tar
+//
+// -light names cniforge-light; by default the one beside -bin, if there is
+// one (an image without it installs every plugin as a link to cniforge).
 //
 // The archive is reproducible: the same binary, arch, version, epoch and
 // tag give the same bytes (the layer's one entry has fixed owner, mode and
@@ -22,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,11 +38,16 @@ import (
 	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 )
 
-// BinPath is where the binary sits in the image.
-const BinPath = "/cniforge"
+// BinPath is where the binary sits in the image; LightPath, the light
+// multicall, beside it, where `cniforge install` looks for it.
+const (
+	BinPath   = "/cniforge"
+	LightPath = "/cniforge-light"
+)
 
 func main() {
 	bin := flag.String("bin", "", "the static cniforge binary (for -arch)")
+	lightBin := flag.String("light", "", "the static cniforge-light binary (default: beside -bin, if there)")
 	arch := flag.String("arch", "amd64", "GOARCH of the binary")
 	version := flag.String("version", "", "the suite's version (a label)")
 	epoch := flag.Int64("epoch", 0, "the commit's time, for every timestamp")
@@ -48,18 +58,30 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := write(*bin, *arch, *version, *epoch, *tag, *out); err != nil {
+	if *lightBin == "" {
+		beside := filepath.Join(filepath.Dir(*bin), "cniforge-light")
+		if _, err := os.Stat(beside); err == nil {
+			*lightBin = beside
+		}
+	}
+	if err := write(*bin, *lightBin, *arch, *version, *epoch, *tag, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "image: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func write(binPath, arch, version string, epoch int64, tag, out string) error {
+func write(binPath, lightPath, arch, version string, epoch int64, tag, out string) error {
 	binary, err := os.ReadFile(binPath)
 	if err != nil {
 		return err
 	}
-	img, err := Build(binary, arch, version, time.Unix(epoch, 0).UTC())
+	var lightBinary []byte
+	if lightPath != "" {
+		if lightBinary, err = os.ReadFile(lightPath); err != nil {
+			return err
+		}
+	}
+	img, err := Build(binary, lightBinary, arch, version, time.Unix(epoch, 0).UTC())
 	if err != nil {
 		return err
 	}
@@ -78,11 +100,16 @@ func write(binPath, arch, version string, epoch int64, tag, out string) error {
 	return f.Close()
 }
 
-// Build makes the image: one layer holding binary at BinPath, and a
-// config whose entrypoint is the binary and whose default command is the
-// DaemonSet's (install into /host/opt/cni/bin, then stay up).
-func Build(binary []byte, arch, version string, when time.Time) (v1.Image, error) {
-	layer, err := ocilayer.File(BinPath[1:], binary, when)
+// Build makes the image: one layer holding binary at BinPath (and
+// lightBinary, unless nil, at LightPath), and a config whose entrypoint is
+// the binary and whose default command is the DaemonSet's (install into
+// /host/opt/cni/bin, then stay up).
+func Build(binary, lightBinary []byte, arch, version string, when time.Time) (v1.Image, error) {
+	files := []ocilayer.Entry{{Name: BinPath[1:], Content: binary}}
+	if lightBinary != nil {
+		files = append(files, ocilayer.Entry{Name: LightPath[1:], Content: lightBinary})
+	}
+	layer, err := ocilayer.Files(files, when)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,13 @@ import (
 
 func archive(t *testing.T, bin string, epoch int64) string {
 	t.Helper()
+	return archiveWith(t, bin, "", epoch)
+}
+
+func archiveWith(t *testing.T, bin, light string, epoch int64) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "image.tar")
-	if err := write(bin, "arm64", "v9.9.9", epoch, "cniforge:v9.9.9", out); err != nil {
+	if err := write(bin, light, "arm64", "v9.9.9", epoch, "cniforge:v9.9.9", out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -127,7 +132,7 @@ func TestDaemonSetMatchesTheImage(t *testing.T) {
 		t.Fatalf("DaemonSet: %+v", ds)
 	}
 	c := pod.Containers[0]
-	img, err := Build([]byte("x"), "amd64", "v", time.Unix(0, 0))
+	img, err := Build([]byte("x"), nil, "amd64", "v", time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,5 +156,54 @@ func TestDaemonSetMatchesTheImage(t *testing.T) {
 	}
 	if mounted != "/opt/cni/bin" {
 		t.Errorf("%s is mounted from host path %q, want /opt/cni/bin", dir, mounted)
+	}
+}
+
+// With cniforge-light, the one layer holds it beside the binary (where
+// cniforge install looks for it), root-owned and executable, and the
+// entrypoint is still cniforge.
+func TestImageCarriesTheLightBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin, lightBin := filepath.Join(dir, "cniforge"), filepath.Join(dir, "cniforge-light")
+	full, small := []byte("the full multicall"), []byte("the light multicall")
+	if err := os.WriteFile(bin, full, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lightBin, small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(archiveWith(t, bin, lightBin, 1700000000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil || !slices.Equal(cf.Config.Entrypoint, []string{"/cniforge"}) {
+		t.Errorf("entrypoint: %+v, %v", cf, err)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for _, want := range []struct {
+		name    string
+		content []byte
+	}{{"cniforge", full}, {"cniforge-light", small}} {
+		hdr, err := tr.Next()
+		if err != nil {
+			t.Fatalf("want %s: %v", want.name, err)
+		}
+		got, _ := io.ReadAll(tr)
+		if hdr.Name != want.name || hdr.Mode != 0o755 || hdr.Uid != 0 || !bytes.Equal(got, want.content) {
+			t.Errorf("entry %+v, content %q; want %s", hdr, got, want.name)
+		}
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("the layer holds more than the two binaries: %v", err)
 	}
 }

@@ -252,7 +252,11 @@ runc_crio() {
 	local hugetlb=
 	awk '($2 == "/sys/fs/cgroup" && $3 == "cgroup2") || ($3 == "cgroup" && $4 ~ /(^|,)hugetlb(,|$)/) {f = 1} END {exit !f}' /proc/self/mounts ||
 		hugetlb=' | del(.linux.resources.hugepageLimits?)'
-	mkdir -p "$pw/bin" && cat >"$pw/bin/runc-crio" <<-EOF && chmod +x "$pw/bin/runc-crio"
+	# (No "&&" after the here-document: `declare -f`, which the nodes
+	# stage uses to hand node B every function, prints it in a form bash
+	# cannot read back.)
+	mkdir -p "$pw/bin" || return 1
+	cat >"$pw/bin/runc-crio" <<-EOF
 		#!/bin/bash
 		min=\$(cat /proc/self/oom_score_adj)
 		prev= files=()
@@ -268,6 +272,7 @@ runc_crio() {
 		done
 		exec $(command -v runc) "\$@"
 	EOF
+	chmod +x "$pw/bin/runc-crio"
 }
 
 # start_crio: CRI-O in the background (its log $pw/crio.log, the plugins'

@@ -5,7 +5,12 @@
 // (debug/buildinfo, what `go version -m` prints). It runs nothing of the
 // binary, so it works on every architecture's build.
 //
-//	go run ./scripts/sbom -version v1.2.3 BINARY >BINARY.cdx.json
+//	go run ./scripts/sbom -version v1.2.3 BINARY [MORE...] >BINARY.cdx.json
+//
+// With more binaries (the release's cniforge-light beside cniforge), the
+// first is the BOM's subject, each further one a component of type
+// application named for its file, and the modules are listed once: each
+// binary's dependencies say which of them it links.
 //
 // The output is a function of the binary alone (and -name/-version): no
 // timestamp, no random serial number, components sorted, so a reproducible
@@ -25,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -36,21 +42,21 @@ func main() {
 	name := flag.String("name", "cniforge", "the name of the binary's component")
 	version := flag.String("version", "", "the release version (default: the module version Go stamped)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: sbom [-name N] [-version V] BINARY >SBOM.cdx.json\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: sbom [-name N] [-version V] BINARY [MORE...] >SBOM.cdx.json\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 {
+	if flag.NArg() < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(os.Stdout, flag.Arg(0), *name, *version); err != nil {
+	if err := run(os.Stdout, flag.Arg(0), *name, *version, flag.Args()[1:]...); err != nil {
 		fmt.Fprintf(os.Stderr, "sbom: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, path, name, version string) error {
+func run(w io.Writer, path, name, version string, more ...string) error {
 	bi, err := buildinfo.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read build info of %s: %w", path, err)
@@ -58,6 +64,15 @@ func run(w io.Writer, path, name, version string) error {
 	bom, err := fromBuildInfo(bi, name, version)
 	if err != nil {
 		return err
+	}
+	for _, m := range more {
+		mbi, err := buildinfo.ReadFile(m)
+		if err != nil {
+			return fmt.Errorf("read build info of %s: %w", m, err)
+		}
+		if err := addBinary(bom, mbi, filepath.Base(m), version); err != nil {
+			return err
+		}
 	}
 	enc := cdx.NewBOMEncoder(w, cdx.BOMFileFormatJSON)
 	enc.SetPretty(true)
@@ -146,4 +161,32 @@ func moduleComponent(dep *debug.Module) (cdx.Component, error) {
 		c.Properties = &props
 	}
 	return c, nil
+}
+
+// addBinary adds a further binary of the release to bom (made by
+// fromBuildInfo of the first): an application component named name, the
+// modules it links that bom does not list yet, and its own dependency
+// entry naming every module it links.
+func addBinary(bom *cdx.BOM, bi *debug.BuildInfo, name, version string) error {
+	sub, err := fromBuildInfo(bi, name, version)
+	if err != nil {
+		return err
+	}
+	app := *sub.Metadata.Component
+	comps := *bom.Components
+	have := map[string]bool{}
+	for _, c := range comps {
+		have[c.BOMRef] = true
+	}
+	for _, c := range *sub.Components {
+		if !have[c.BOMRef] {
+			comps = append(comps, c)
+		}
+	}
+	comps = append(comps, app)
+	sort.Slice(comps[1:], func(i, j int) bool { return comps[1+i].Name < comps[1+j].Name })
+	bom.Components = &comps
+	deps := append(*bom.Dependencies, (*sub.Dependencies)[0])
+	bom.Dependencies = &deps
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"debug/buildinfo"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -84,5 +85,64 @@ func TestSBOMListsEveryModuleWithItsSum(t *testing.T) {
 	}
 	if len(doc.Components) != len(bi.Deps)+1 {
 		t.Errorf("%d components for %d modules and the toolchain", len(doc.Components), len(bi.Deps))
+	}
+}
+
+// A further binary (the release's cniforge-light) is an application
+// component with its own dependency entry; the modules both link are
+// listed once, and every dependency names a listed component.
+func TestSBOMOfTwoBinaries(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(&out, self, "x", "v0.0.1", self); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metadata struct {
+			Component struct {
+				BOMRef string `json:"bom-ref"`
+			}
+		}
+		Components []struct {
+			BOMRef     string `json:"bom-ref"`
+			Type, Name string
+		}
+		Dependencies []struct {
+			Ref       string
+			DependsOn []string `json:"dependsOn"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	apps := 0
+	for _, c := range doc.Components {
+		if listed[c.BOMRef] {
+			t.Errorf("%s listed twice", c.BOMRef)
+		}
+		listed[c.BOMRef] = true
+		if c.Type == "application" {
+			apps++
+			if c.Name != filepath.Base(self) {
+				t.Errorf("application component %q, want %q", c.Name, filepath.Base(self))
+			}
+		}
+	}
+	if apps != 1 || len(doc.Dependencies) != 2 || doc.Dependencies[0].Ref != doc.Metadata.Component.BOMRef {
+		t.Fatalf("%d applications, dependencies %+v", apps, doc.Dependencies)
+	}
+	if !listed[doc.Dependencies[1].Ref] || len(doc.Dependencies[1].DependsOn) != len(doc.Dependencies[0].DependsOn) {
+		t.Errorf("the second binary's dependencies: %+v", doc.Dependencies[1])
+	}
+	for _, d := range doc.Dependencies {
+		for _, r := range d.DependsOn {
+			if !listed[r] {
+				t.Errorf("%s depends on %s, which is not listed", d.Ref, r)
+			}
+		}
 	}
 }

@@ -35,8 +35,16 @@ func copyFolders(tmp string, folders []folder, plugins []string, evict bool) ([]
 			if b, err := exec.Command(filepath.Join(f.dir, "cniforge"), "install", "--dir", dst).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("%s install --dir %s: %w\n%s", filepath.Join(f.dir, "cniforge"), dst, err, b)
 			}
-			if err := settle(filepath.Join(dst, "cniforge"), evict); err != nil {
-				return nil, err
+			// Both multicalls: cniforge, and cniforge-light (the light
+			// plugins' links) unless that cniforge was alone.
+			for _, bin := range []string{"cniforge", "cniforge-light"} {
+				err := settle(filepath.Join(dst, bin), evict)
+				if errors.Is(err, os.ErrNotExist) && bin != "cniforge" {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
 			}
 		} else {
 			if err := os.Mkdir(dst, 0o755); err != nil {

@@ -91,11 +91,12 @@ func TestCopyFolders(t *testing.T) {
 		if want := []folder{{"multi", filepath.Join(tmp, "multi")}, {"sep", filepath.Join(tmp, "sep")}, {"c1", filepath.Join(tmp, "c1")}}; !slices.Equal(got, want) {
 			t.Errorf("folders %v, want %v", got, want)
 		}
-		if l, err := os.Readlink(filepath.Join(tmp, "multi", "loopback")); err != nil || l != "cniforge" {
-			t.Errorf("multi/loopback: link to %q, %v; want cniforge", l, err)
+		if l, err := os.Readlink(filepath.Join(tmp, "multi", "loopback")); err != nil || l != "cniforge-light" {
+			t.Errorf("multi/loopback: link to %q, %v; want cniforge-light", l, err)
 		}
 		pairs := [][2]string{
 			{filepath.Join(multi, "cniforge"), filepath.Join(tmp, "multi", "cniforge")},
+			{filepath.Join(multi, "cniforge-light"), filepath.Join(tmp, "multi", "cniforge-light")},
 			{filepath.Join(testutil.BinDir(), "loopback"), filepath.Join(tmp, "sep", "loopback")},
 		}
 		// Before reading them: tmpfs keeps its pages whatever one asks.

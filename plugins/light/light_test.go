@@ -1,0 +1,23 @@
+package light
+
+import (
+	"testing"
+
+	"github.com/cniforge/plugins/plugins/all"
+)
+
+// Lookup finds every plugin Plugins lists (cniforge-light version lists
+// those, and install links them to it), each one cniforge holds too.
+func TestLookupMatchesPlugins(t *testing.T) {
+	for _, p := range Plugins() {
+		if got, ok := Lookup(p.Name); !ok || got.Name != p.Name {
+			t.Errorf("Lookup(%q) = %q, %v", p.Name, got.Name, ok)
+		}
+		if _, ok := all.Lookup(p.Name); !ok {
+			t.Errorf("%s is not in cniforge (plugins/all)", p.Name)
+		}
+	}
+	if _, ok := Lookup("bridge"); ok {
+		t.Error("Lookup found bridge, which is no light plugin")
+	}
+}
