@@ -90,6 +90,12 @@ type Masq interface {
 	// left half-made.
 	Setup(o Owner, addrs []*net.IPNet) error
 
+	// SetupUndoable is Setup that also returns undo, which takes o's rules
+	// back to what they were before this call: an ADD's undo after a later
+	// step failed. Over a live attachment (a runtime's second ADD) undo
+	// removes only what this call added, never the rules that were there.
+	SetupUndoable(o Owner, addrs []*net.IPNet) (undo func() error, err error)
+
 	// Teardown removes every rule of o. Rules already absent are success. It
 	// needs neither the addresses nor the container namespace.
 	Teardown(o Owner) error

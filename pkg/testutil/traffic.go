@@ -103,8 +103,9 @@ func UDPSource(from, to *ns.NetNS, dst string) (string, error) {
 // UDPDeliver listens inside to on listen (an address of to), sends UDP from
 // inside from to send:<the listener's port> (listen itself, or an address
 // the network rewrites to it, such as a DNAT'd service address), and
-// returns the source address the listener saw. It sends a few datagrams,
-// since the first may wait for neighbour resolution, and waits at most wait
+// returns the source address the listener saw. It sends a datagram every
+// 200 ms until one arrives (the first may wait for neighbour resolution,
+// which can fail once while links come up), and waits at most wait
 // for one: the bound turns a lost datagram into an error instead of a hang
 // (or, for a caller expecting none, into the evidence); it asserts no timing.
 func UDPDeliver(from, to *ns.NetNS, listen, send string, wait time.Duration) (string, error) {
@@ -122,21 +123,32 @@ func UDPDeliver(from, to *ns.NetNS, listen, send string, wait time.Duration) (st
 	}
 	defer conn.Close()
 	port := conn.LocalAddr().(*net.UDPAddr).Port
-	if err := from.Do(func() error {
-		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: sip, Port: port})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		for range 3 {
-			if _, err := c.Write([]byte("who?")); err != nil {
-				return err
-			}
-		}
-		return nil
+	var c *net.UDPConn
+	if err := from.Do(func() (err error) {
+		// Like the listener, the sender's socket stays in from.
+		c, err = net.DialUDP("udp", nil, &net.UDPAddr{IP: sip, Port: port})
+		return err
 	}); err != nil {
 		return "", fmt.Errorf("send to %s from %s: %w", send, from.Path(), err)
 	}
+	defer c.Close()
+	// Send until one arrives: a datagram can wait for neighbour resolution,
+	// and one that fails (a solicitation sent while the link was still
+	// coming up) drops what it queued.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			_, _ = c.Write([]byte("who?")) // best effort: the read below reports a loss
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	if err := conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return "", err
 	}

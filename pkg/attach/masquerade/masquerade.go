@@ -46,9 +46,11 @@ func (Frame) Usable(backend string) error { return masq.MasqUsable(backend) }
 // needs none of it), and returns the wait for its outcome. The caller
 // calls wait at the point the rules must be in place; until then, and on
 // every path out of ADD, the undo it pushes waits before it tears down, so
-// a rollback never races the setup. A failed Setup leaves nothing
-// (nftables: one batch; iptables: undoes the families it made), and
-// Teardown of what is not there is success.
+// a rollback never races the setup. A failed Setup leaves the rules as
+// they were (nftables: one batch; iptables: puts back the families it
+// changed), and the undo after a later failure does the same for a
+// successful one: nothing for a fresh attachment, a live one's rules
+// kept.
 func Start(a *attach.Attachment, m *attach.Masq, addrs []*net.IPNet) (wait func() error) {
 	return prepare(a, m, false).Start(addrs)
 }
@@ -94,18 +96,25 @@ func (p *Prepared) Start(addrs []*net.IPNet) (wait func() error) {
 	}
 	p.started = true
 	owner := p.a.Owner()
+	// undo puts back what o's rules were before: a runtime's second ADD
+	// over a live attachment (ptp starts this before its veth step, whose
+	// failure then runs the undo) must not take its masquerade away.
+	var undo func() error
 	done := p.a.Beside(func() error {
 		p.prestarted()
 		defer p.release()
-		if err := p.masq.Setup(owner, addrs); err != nil {
+		var err error
+		if undo, err = p.masq.SetupUndoable(owner, addrs); err != nil {
 			return fmt.Errorf("masquerade (%s): %w", p.masq.Backend(), err)
 		}
 		return nil
 	})
 	wait = sync.OnceValue(func() error { return errors.Join(<-done...) })
-	p.a.Undo.Push("tear down masquerade", func() error {
-		_ = wait() // its error is ADD's; what matters here is that it is over
-		return p.masq.Teardown(owner)
+	p.a.Undo.Push("restore masquerade", func() error {
+		if wait() != nil || undo == nil { // its error is ADD's; Setup left the rules as they were
+			return nil
+		}
+		return undo()
 	})
 	return wait
 }

@@ -71,8 +71,17 @@ func (r ForwardRules) admin() string {
 // thread's network namespace.
 type Forward interface {
 	Backend() string
-	// Setup installs r (idempotent; one transaction per family).
+	// Setup installs r (idempotent, in place: a rule of r that is there
+	// stays; one transaction per family). On error o's rules are as they
+	// were before: what this call added is gone, what was there stays (a
+	// fresh attachment: nothing is left).
 	Setup(r ForwardRules) error
+	// SetupUndoable is Setup that also returns undo, which takes o's rules
+	// back to what they were before this call: an ADD's undo after a
+	// later step failed. Over a live attachment (check --repair, a second
+	// ADD) undo removes only what this call added, never the rules that
+	// let its traffic through before.
+	SetupUndoable(r ForwardRules) (undo func() error, err error)
 	// Teardown removes o's rules, and upstream's uncommented rules for
 	// addrs (which may be empty). Absent rules are success.
 	Teardown(o netfilter.Owner, addrs []net.IP) error

@@ -18,7 +18,13 @@ import (
 // iptables-nft, Check reads over netlink (checkNFT) and starts
 // iptables-save only when something is missing, and an ADD beside other
 // attachments appends its rules over netlink (iptnftadd.go).
-type iptablesForward struct{ ipt *iptables.Runner }
+type iptablesForward struct {
+	ipt *iptables.Runner
+	// failFamily, when set, is asked before each family's change whether
+	// it shall fail (tests: a later family's failure after an earlier one
+	// went through).
+	failFamily func(f nftnl.Family) error
+}
 
 func newIPTablesForward() *iptablesForward { return &iptablesForward{ipt: &iptables.Runner{}} }
 
@@ -153,8 +159,13 @@ func (m *iptablesForward) change(what string, fams []nftnl.Family, fn func(f nft
 }
 
 func (m *iptablesForward) Setup(r ForwardRules) error {
+	_, err := m.SetupUndoable(r)
+	return err
+}
+
+func (m *iptablesForward) SetupUndoable(r ForwardRules) (undo func() error, err error) {
 	if err := netfilter.CheckIPTablesComment(r.Owner); err != nil {
-		return err
+		return nil, err
 	}
 	ips := byFamilyIP(r.Addrs)
 	var fams []nftnl.Family
@@ -163,23 +174,33 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 			fams = append(fams, f)
 		}
 	}
-	if m.appendUnlocked(r, ips, fams) {
-		return nil
+	// prior holds, per family, o's rules in CNI-FORWARD at the first read
+	// of that family, before this call changed it: the undo goes back to
+	// them. A family not read was not changed.
+	prior := map[nftnl.Family][]string{}
+	if m.appendUnlocked(r, ips, fams, prior) {
+		return func() error { return m.restoreOwn(r.Owner, prior) }, nil
 	}
-	var done []nftnl.Family
-	err := m.change("set up forward rules for "+r.Owner.String(), fams, func(f nftnl.Family, t iptables.NatTable) ([]string, error) {
-		lines := r.setupLines(t, ips[f])
-		done = append(done, f)
-		return lines, nil
+	err = m.change("set up forward rules for "+r.Owner.String(), fams, func(f nftnl.Family, t iptables.NatTable) ([]string, error) {
+		if _, read := prior[f]; !read {
+			prior[f] = ownSpecs(t, r.Owner)
+		}
+		if m.failFamily != nil {
+			if err := m.failFamily(f); err != nil {
+				return nil, err
+			}
+		}
+		return r.setupLines(t, ips[f]), nil
 	})
 	if err != nil {
-		// Leave no family half set up: each restore is one transaction,
-		// so only the families done before the failure hold o's rules.
-		if uerr := m.Teardown(r.Owner, nil); uerr != nil {
+		// Each restore is one transaction, so only the families done
+		// before the failure changed: back to what they held.
+		if uerr := m.restoreOwn(r.Owner, prior); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("undo: %w", uerr))
 		}
+		return nil, err
 	}
-	return err
+	return func() error { return m.restoreOwn(r.Owner, prior) }, nil
 }
 
 // appendUnlocked is Setup's usual case without the CNI-FORWARD lock: when
@@ -191,20 +212,26 @@ func (m *iptablesForward) Setup(r ForwardRules) error {
 // waited for the others' iptables-save and iptables-restore in turn. It
 // reports whether that was all; on false (anything else to change, a
 // failure) Setup goes the locked way, which reads again: a family done
-// here then needs no line there.
-func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]net.IP, fams []nftnl.Family) bool {
+// here then needs no line there. It records in prior what o held in each
+// family it read.
+func (m *iptablesForward) appendUnlocked(r ForwardRules, ips map[nftnl.Family][]net.IP, fams []nftnl.Family, prior map[nftnl.Family][]string) bool {
 	if err := m.usable(); err != nil {
 		return false
 	}
 	appendOwn := "-A " + fwdChain + " "
 	for _, f := range fams {
+		if m.failFamily != nil && m.failFamily(f) != nil {
+			return false // the locked way meets the failure
+		}
 		if m.appendNFT(r, f, ips[f]) {
+			prior[f] = []string{} // appendNFT appends only where o has no rule
 			continue
 		}
 		t, err := m.save(f)
 		if err != nil {
 			return false
 		}
+		prior[f] = ownSpecs(t, r.Owner)
 		lines := r.setupLines(t, ips[f])
 		for _, l := range lines {
 			if !strings.HasPrefix(l, appendOwn) {

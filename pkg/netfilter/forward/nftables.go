@@ -206,36 +206,52 @@ func (r ForwardRules) nftMissingShared(s fwdState) []string {
 }
 
 func (m *nftablesForward) Setup(r ForwardRules) error {
+	_, err := m.SetupUndoable(r)
+	return err
+}
+
+func (m *nftablesForward) SetupUndoable(r ForwardRules) (undo func() error, err error) {
+	prior, err := m.setup(r)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return m.restoreOwn(r.Owner, prior) }, nil
+}
+
+// setup is Setup, one batch the kernel applies whole or not at all; it
+// returns o's rules in the allow chain before it (handles included), for
+// the undo.
+func (m *nftablesForward) setup(r ForwardRules) (prior []*nftables.Rule, err error) {
 	if r.MarkBit < 0 || r.MarkBit > 31 {
-		return fmt.Errorf("nftablesMarkBit: %d out of range 0-31", r.MarkBit)
+		return nil, fmt.Errorf("nftablesMarkBit: %d out of range 0-31", r.MarkBit)
 	}
 	c, err := nftnl.NewNFTConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.CloseLasting()
 	what := "set up nftables forward rules for " + r.Owner.String()
 	s, err := m.read(c, nil, true)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	shared := len(r.nftMissingShared(s)) > 0
 	if shared {
 		_ = os.MkdirAll(filepath.Dir(fwdLockFile), 0o700) // Lock reports a missing directory
 		lock, err := filelock.Lock(fwdLockFile, 0o600)
 		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		defer lock.Close()
 		if s, err = m.read(c, nil, true); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		shared = len(r.nftMissingShared(s)) > 0
 	}
 	changed := false
 	if shared {
 		if err := m.queueShared(c, r, s); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		changed = true
 	}
@@ -248,7 +264,7 @@ func (m *nftablesForward) Setup(r ForwardRules) error {
 		for i, h := range have {
 			if !slices.Contains(wantKeys, haveKeys[i]) || slices.Index(haveKeys, haveKeys[i]) != i {
 				if err := c.DelRule(h); err != nil {
-					return fmt.Errorf("%s: delete stale rule: %w", what, err)
+					return nil, fmt.Errorf("%s: delete stale rule: %w", what, err)
 				}
 			}
 		}
@@ -260,12 +276,12 @@ func (m *nftablesForward) Setup(r ForwardRules) error {
 		changed = true
 	}
 	if !changed {
-		return nil
+		return have, nil
 	}
 	if err := c.Flush(); err != nil {
-		return fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
+		return nil, fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
 	}
-	return nil
+	return have, nil
 }
 
 // queueShared queues what makes the shared parts match r: the table, the

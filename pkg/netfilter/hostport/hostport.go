@@ -147,8 +147,17 @@ var ErrPortMapMissing = errors.New("port mapping rule missing")
 type PortMap interface {
 	Backend() string
 	// Setup installs the forwards of opts, replacing any of opts.Owner's
-	// that differ. On error nothing of the attachment is left.
+	// that differ (in place: a rule that is there stays). On error the
+	// attachment's forwards are as they were before: what this call
+	// added is gone, what was there stays (a fresh attachment: nothing
+	// is left).
 	Setup(opts PortMapOptions) error
+	// SetupUndoable is Setup that also returns undo, which takes the
+	// attachment's forwards back to what they were before this call: an
+	// ADD's undo after a later step failed. Over a live attachment
+	// (check --repair, a second ADD) undo removes only what this call
+	// added, never forwards that carried traffic before it.
+	SetupUndoable(opts PortMapOptions) (undo func() error, err error)
 	// Teardown removes every forward of o (made by either suite) and
 	// returns the container addresses they pointed to. Absent is success.
 	Teardown(o netfilter.Owner) ([]net.IP, error)

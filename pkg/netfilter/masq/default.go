@@ -78,6 +78,15 @@ func (a *autoMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 	return a.do(func(m netfilter.Masq) error { return m.Setup(o, addrs) })
 }
 
+func (a *autoMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (undo func() error, err error) {
+	err = a.do(func(m netfilter.Masq) error {
+		var err error
+		undo, err = m.SetupUndoable(o, addrs)
+		return err
+	})
+	return undo, err
+}
+
 func (a *autoMasq) Teardown(o netfilter.Owner) error {
 	return a.do(func(m netfilter.Masq) error { return m.Teardown(o) })
 }

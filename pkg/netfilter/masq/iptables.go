@@ -32,6 +32,10 @@ import (
 // (then two: read + delete).
 type iptablesMasq struct {
 	*iptables.Runner
+	// failFamily, when set, is asked before each family's change whether
+	// it shall fail (tests: a later family's failure after an earlier one
+	// went through).
+	failFamily func(f nftnl.Family) error
 	// exclude: destinations not masqueraded besides the container's
 	// subnet (ipMasqExcludeCIDRs); Setup and Check only.
 	exclude []*net.IPNet
@@ -42,63 +46,111 @@ func newIPTablesMasq() *iptablesMasq { return &iptablesMasq{Runner: &iptables.Ru
 func (m *iptablesMasq) Backend() string { return netfilter.BackendIPTables }
 
 func (m *iptablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
+	_, err := m.SetupUndoable(o, addrs)
+	return err
+}
+
+func (m *iptablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (undo func() error, err error) {
 	if err := netfilter.CheckIPTablesComment(o); err != nil {
-		return err
+		return nil, err
 	}
 	unlock, err := m.LockChains(netfilter.IptablesChain(o))
 	if err != nil {
-		return fmt.Errorf("set up masquerade for %s: %w", o, err)
+		return nil, fmt.Errorf("set up masquerade for %s: %w", o, err)
 	}
 	defer unlock()
 	var done []nftnl.Family
+	prior := map[nftnl.Family]iptables.ChainSnapshot{}
 	for _, f := range nftnl.Families {
 		as := nftnl.ByFamily(addrs)[f]
 		if len(as) == 0 {
 			continue
 		}
-		if err := m.setupFamily(o, f, as); err != nil {
-			// Leave no family half set up: undo this interface's rules in
-			// every family done so far, merged into another interface's
-			// chain or freshly made (teardownFamily removes only o's).
+		var was iptables.ChainSnapshot
+		if m.failFamily != nil {
+			err = m.failFamily(f)
+		}
+		if err == nil {
+			was, err = m.setupFamily(o, f, as)
+		}
+		if err != nil {
+			// Leave no family half set up, and a live attachment as it
+			// was (check --repair runs Setup over one): each family done
+			// so far goes back to what its chain held before, or, where
+			// there was no chain, loses o's rules (teardownFamily removes
+			// only o's).
 			for _, df := range done {
-				if uerr := m.teardownFamily(o, df); uerr != nil {
+				if uerr := m.restoreFamily(o, df, prior[df]); uerr != nil {
 					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
 				}
 			}
-			return err
+			return nil, err
 		}
+		prior[f] = was
 		done = append(done, f)
 	}
-	return nil
+	return func() error { return m.restore(o, done, prior) }, nil
 }
 
-// setupFamily installs the rules of o for addrs (all of family f). It first
-// tries the one-process path that only works on a clean table.
-func (m *iptablesMasq) setupFamily(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) error {
-	if err := m.Usable(f); err != nil {
+// restore takes o's rules in fams back to prior under the chain's lock
+// (the undo of SetupUndoable).
+func (m *iptablesMasq) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]iptables.ChainSnapshot) error {
+	unlock, err := m.LockChains(netfilter.IptablesChain(o))
+	if err != nil {
+		return fmt.Errorf("restore masquerade of %s: %w", o, err)
+	}
+	defer unlock()
+	var errs []error
+	for _, f := range fams {
+		if err := m.restoreFamily(o, f, prior[f]); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s masquerade of %s: %w", f, o, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// restoreFamily takes f's nat table back to w for o's chain; the caller
+// holds the chain's lock.
+func (m *iptablesMasq) restoreFamily(o netfilter.Owner, f nftnl.Family, w iptables.ChainSnapshot) error {
+	if !w.Exists {
+		return m.teardownFamily(o, f)
+	}
+	t, err := m.save(f)
+	if err != nil {
 		return err
+	}
+	return m.Restore(f, w.RestoreLines(iptables.NatTable(t)))
+}
+
+// setupFamily installs the rules of o for addrs (all of family f) and
+// returns what o's chain held before (nothing when it was absent). It first
+// tries the one-process path that only works on a clean table.
+func (m *iptablesMasq) setupFamily(o netfilter.Owner, f nftnl.Family, addrs []*net.IPNet) (iptables.ChainSnapshot, error) {
+	if err := m.Usable(f); err != nil {
+		return iptables.ChainSnapshot{}, err
 	}
 	want := desiredIPTables(o, f, addrs, m.exclude...)
 	if m.setupNFT(f, want) {
-		return nil
+		return iptables.ChainSnapshot{}, nil
 	}
 	firstErr := m.Restore(f, want.freshLines())
 	if firstErr == nil {
-		return nil
+		return iptables.ChainSnapshot{}, nil // its "-N" made the chain
 	}
 	// Most likely the chain exists (a repeated ADD); read and reconcile.
 	t, err := m.save(f)
 	if err != nil {
-		return fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s masquerade for %s: %w", f, o, errors.Join(firstErr, err))
 	}
+	was := iptables.Snapshot(iptables.NatTable(t), want.chain, "POSTROUTING")
 	lines := t.mergeLines(o, f, want)
 	if lines == nil {
-		return nil
+		return was, nil
 	}
 	if err := m.Restore(f, lines); err != nil {
-		return fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s masquerade for %s in nat chain %s: %w", f, o, want.chain, err)
 	}
-	return nil
+	return was, nil
 }
 
 func (m *iptablesMasq) Teardown(o netfilter.Owner) error {

@@ -151,15 +151,22 @@ func ownedBy(rs []*nftables.Rule, o netfilter.Owner) []*nftables.Rule {
 }
 
 func (m *nftablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
+	_, err := m.SetupUndoable(o, addrs)
+	return err
+}
+
+func (m *nftablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (undo func() error, err error) {
 	want := nftMasqRules(o, addrs, m.exclude...)
 	if len(want) == 0 {
-		return nil
+		return func() error { return nil }, nil
 	}
-	return nftnl.WithNFT(func(c *nftnl.NftConn) error {
+	var prior []*nftables.Rule // o's rules before, with their handles
+	err = nftnl.WithNFT(func(c *nftnl.NftConn) error {
 		s, err := m.setupRead(c)
 		if err != nil {
 			return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
 		}
+		prior = ownedBy(s.masqRules, o)
 		err = m.setup(c, o, s, want)
 		if err != nil && (s.base || s.masq) {
 			// A chain seen a moment ago may have gone since (the table
@@ -169,6 +176,46 @@ func (m *nftablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 		}
 		if err != nil {
 			return fmt.Errorf("set up nftables masquerade for %s in inet %s: %w", o, nftTableName, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return m.restore(o, prior) }, nil
+}
+
+// restore takes o's rules in the masquerade chain back to prior (the undo
+// of SetupUndoable): a rule whose handle is not prior's was added by it and
+// goes, a prior rule no longer there comes back; the others are not
+// touched. On a fresh attachment this is Teardown.
+func (m *nftablesMasq) restore(o netfilter.Owner, prior []*nftables.Rule) error {
+	return nftnl.WithNFT(func(c *nftnl.NftConn) error {
+		s, err := m.read(c)
+		if err != nil {
+			return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
+		}
+		have := ownedBy(s.masqRules, o)
+		n := 0
+		for _, r := range have {
+			if !slices.ContainsFunc(prior, func(p *nftables.Rule) bool { return p.Handle == r.Handle }) {
+				if err := c.DelRule(r); err != nil {
+					return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
+				}
+				n++
+			}
+		}
+		for _, p := range prior {
+			if !slices.ContainsFunc(have, func(r *nftables.Rule) bool { return r.Handle == p.Handle }) {
+				c.AddRule(&nftables.Rule{Table: nftTable, Chain: nftMasq(), Exprs: p.Exprs, UserData: p.UserData})
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		if err := c.Flush(); err != nil {
+			return fmt.Errorf("restore nftables masquerade of %s in inet %s: %w", o, nftTableName, err)
 		}
 		return nil
 	})

@@ -111,21 +111,29 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	}
 	if be.fw != nil {
 		// addSources removes what it added when it fails.
-		if err := be.fw.addSources(c.Zone, r.Addrs); err != nil {
+		added, err := be.fw.addSources(c.Zone, r.Addrs)
+		if err != nil {
 			return nil, err
 		}
-		// The undo runs after add returned and closed be: it connects anew.
-		a.Undo.Push("remove firewalld sources", func() error { return removeFirewalldSources(c.Zone, r.Addrs) })
+		// The undo runs after add returned and closed be: it connects
+		// anew. It removes only the sources this ADD added: over a live
+		// attachment (check --repair, a second ADD) the ones there
+		// before carry the pod's traffic.
+		a.Undo.Push("remove firewalld sources", func() error { return removeFirewalldSources(c.Zone, added) })
 	} else {
 		fw, err := forward.NewForward(be.name)
 		if err != nil {
 			return nil, err
 		}
-		// Setup leaves nothing behind when it fails, so the undo follows it.
-		if err := fw.Setup(r); err != nil {
+		// Setup leaves the rules as they were when it fails, so the undo
+		// follows it. The undo puts back what was there: an ADD over a
+		// live attachment (check --repair, a second ADD) must not take a
+		// running pod's allow rules away when a later step fails.
+		undo, err := fw.SetupUndoable(r)
+		if err != nil {
 			return nil, fmt.Errorf("firewall (%s): %w", be.name, err)
 		}
-		a.Undo.Push("remove forward rules", func() error { return forward.TeardownForwardAll(r.Owner, r.Addrs) })
+		a.Undo.Push("restore forward rules", undo)
 	}
 	if err := a.Step(StepRules); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"regexp"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -48,6 +49,21 @@ func iptablesIn(n *ns.NetNS, args ...string) error {
 	})
 }
 
+// ruleState is the filter table and the nftables ruleset with handles,
+// without comments and counters (which time and traffic move).
+func ruleState(n *ns.NetNS) string {
+	GinkgoHelper()
+	var b strings.Builder
+	for _, l := range strings.Split(filterRules(n)+testutil.NetfilterOutput(n, "nft", "-a", "list", "ruleset"), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			b.WriteString(counterRE.ReplaceAllString(l, "") + "\n")
+		}
+	}
+	return b.String()
+}
+
+var counterRE = regexp.MustCompile(`\[\d+:\d+\]|counter packets \d+ bytes \d+`)
+
 func filterRules(n *ns.NetNS) string {
 	return testutil.NetfilterOutput(n, "iptables-save", "-t", "filter")
 }
@@ -77,6 +93,9 @@ type backend struct {
 	saddr, added string
 	// untouched, when set, is a dump that must not name the container.
 	untouched func(*ns.NetNS) string
+	// drift removes the RELATED,ESTABLISHED rule ADD made for 10.77.0.2
+	// of c1 (check --repair's case).
+	drift func(*ns.NetNS)
 	// statusWithoutPath is STATUS's code when PATH holds no binaries (0:
 	// it answers).
 	statusWithoutPath int
@@ -175,6 +194,35 @@ var _ = DescribeTableSubtree("firewall", func(b backend) {
 		Expect(b.rules(e.hostNS)).NotTo(ContainSubstring("10.77.0.2"))
 	}, Entry("resolve", firewall.StepResolve), Entry("rules", firewall.StepRules))
 
+	// check --repair and a runtime's second ADD land on a live
+	// attachment: a failure later in that ADD must not take the running
+	// pod's allow rules away (its undo used to remove every rule of the
+	// owner).
+	It("keeps a live attachment's rules when a repeated ADD fails after its rules step", func() {
+		stdin := conf("1.1.0", b.key, prev("1.1.0", "10.77.0.2/24"))
+		Expect(e.run(e.call("ADD", stdin)).Err).To(BeNil())
+		before := ruleState(e.hostNS)
+		Expect(before).To(ContainSubstring(b.added))
+
+		out := testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(ruleState(e.hostNS)).To(Equal(before), "every rule the first ADD made is still there, same handles")
+		Expect(e.run(e.call("CHECK", stdin)).Err).To(BeNil())
+	})
+
+	It("keeps what drift left when a repair ADD fails late: the rules that were there stay", func() {
+		stdin := conf("1.1.0", b.key, prev("1.1.0", "10.77.0.2/24"))
+		Expect(e.run(e.call("ADD", stdin)).Err).To(BeNil())
+		b.drift(e.hostNS)
+		drifted := ruleState(e.hostNS)
+		Expect(drifted).To(ContainSubstring(b.added))
+		Expect(e.run(e.call("CHECK", stdin)).Err).NotTo(BeNil(), "drift CHECK sees")
+
+		out := testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(ruleState(e.hostNS)).To(Equal(drifted), "the rules that were there stay, the missing one stays missing")
+	})
+
 	It("answers STATUS", func() {
 		Expect(e.run(testutil.Call{Command: "STATUS", Stdin: conf("1.1.0", b.key, "")}).Err).To(BeNil())
 		out := e.run(testutil.Call{Command: "STATUS", Stdin: conf("1.1.0", b.key, ""), Env: map[string]string{"PATH": GinkgoT().TempDir()}})
@@ -192,7 +240,12 @@ var _ = DescribeTableSubtree("firewall", func(b backend) {
 // iptables is the default backend: rules in iptables' filter table.
 var iptables = backend{
 	rules: filterRules, saddr: "-s %s/32",
-	added:             `-A CNI-FORWARD -s 10.77.0.2/32 -m comment --comment "name: \"fwnet\" id: \"c1\" if: 65746830" -j ACCEPT`,
+	added: `-A CNI-FORWARD -s 10.77.0.2/32 -m comment --comment "name: \"fwnet\" id: \"c1\" if: 65746830" -j ACCEPT`,
+	drift: func(n *ns.NetNS) {
+		GinkgoHelper()
+		Expect(iptablesIn(n, "-D", "CNI-FORWARD", "-d", "10.77.0.2/32", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
+			"-m", "comment", "--comment", `name: "fwnet" id: "c1" if: 65746830`, "-j", "ACCEPT")).To(Succeed())
+	},
 	statusWithoutPath: 50,
 	traffic:           "with real traffic, FORWARD policy DROP in the stand-in host",
 	trafficSpecs:      iptablesTraffic,
@@ -212,6 +265,14 @@ func iptablesTraffic(e *fwEnv) {
 		Expect(e.run(e.call("CHECK", stdin)).Err).To(BeNil())
 		Expect(e.run(e.call("DEL", stdin)).Err).To(BeNil())
 		Expect(testutil.Ping(e.contNS, "10.78.0.2")).NotTo(Succeed())
+	})
+
+	It("keeps the container's traffic flowing when a repeated ADD fails after its rules step", func() {
+		stdin := conf("1.1.0", "", prevResult("1.1.0", "vc", "10.77.0.2/24"))
+		Expect(e.run(e.call("ADD", stdin)).Err).To(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed())
+		Expect(testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin)).Err).NotTo(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed(), "the pod's ACCEPT rules stay")
 	})
 
 	It("lets the admin chain's verdict win", func() {

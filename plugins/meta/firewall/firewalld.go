@@ -49,31 +49,34 @@ func (f *firewalld) zoneOf(source string) (string, error) {
 	return zone, nil
 }
 
-// addSources puts each of ips in zone; on error, what it added is removed.
-func (f *firewalld) addSources(zone string, ips []net.IP) (err error) {
-	var added []string
+// addSources puts each of ips in zone and returns those it added (a
+// source already in zone is not: it was there before, maybe a live
+// attachment's, and an undo must leave it); on error, what it added is
+// removed.
+func (f *firewalld) addSources(zone string, ips []net.IP) (added []net.IP, err error) {
 	defer func() {
 		if err != nil {
-			for _, s := range added {
-				_ = f.obj().Call(fwdZoneIface+".removeSource", 0, zone, s).Err // best effort: the error above is what ADD reports
+			for _, ip := range added {
+				_ = f.obj().Call(fwdZoneIface+".removeSource", 0, zone, ip.String()).Err // best effort: the error above is what ADD reports
 			}
+			added = nil
 		}
 	}()
 	for _, ip := range ips {
 		s := ip.String()
 		have, err := f.zoneOf(s)
 		if err != nil {
-			return err
+			return added, err
 		}
 		if have == zone {
 			continue
 		}
 		if err := f.obj().Call(fwdZoneIface+".addSource", 0, zone, s).Err; err != nil {
-			return fmt.Errorf("firewalld addSource %s to zone %q: %w", s, zone, err)
+			return added, fmt.Errorf("firewalld addSource %s to zone %q: %w", s, zone, err)
 		}
-		added = append(added, s)
+		added = append(added, ip)
 	}
-	return nil
+	return added, nil
 }
 
 // removeSources takes each of ips out of zone; one that is not there is

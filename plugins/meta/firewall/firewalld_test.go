@@ -68,6 +68,16 @@ var _ = Describe("firewall on firewalld", Label("firewalld"), func() {
 		Expect(testutil.RunIn(hostNS, p, c).Err).NotTo(BeNil())
 		Expect(zoneSources(bus, "trusted")).To(BeEmpty())
 	})
+
+	It("keeps a live attachment's source when a repeated ADD fails after its rules step", func() {
+		c := testutil.Call{Command: "ADD", ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0",
+			Stdin: conf("1.1.0", `, "backend": "firewalld"`, prevResult("1.1.0", "br0", "10.77.0.2/24")),
+			Env:   map[string]string{"DBUS_SYSTEM_BUS_ADDRESS": bus}}
+		Expect(testutil.RunIn(hostNS, firewall.Plugin, c).Err).To(BeNil())
+		Expect(zoneSources(bus, "trusted")).To(Equal("10.77.0.2"))
+		Expect(testutil.RunIn(hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), c).Err).NotTo(BeNil())
+		Expect(zoneSources(bus, "trusted")).To(Equal("10.77.0.2"), "the source that was there stays")
+	})
 })
 
 var _ = Describe("firewall without firewalld", func() {

@@ -3,6 +3,7 @@ package firewall_test
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/meta/firewall"
 )
 
 // nftIn runs nft with args in n.
@@ -38,8 +40,15 @@ const nftBackend = `, "backend": "nftables"`
 // cni_firewall, accepted packets marked for another table's policy.
 var nftables = backend{
 	key: nftBackend, rules: ruleset, saddr: "ip saddr %s",
-	added:        `ip saddr 10.77.0.2 meta mark set meta mark | 0x00001000 accept comment "`,
-	untouched:    filterRules,
+	added:     `ip saddr 10.77.0.2 meta mark set meta mark | 0x00001000 accept comment "`,
+	untouched: filterRules,
+	drift: func(n *ns.NetNS) {
+		GinkgoHelper()
+		re := regexp.MustCompile(`ip daddr 10\.77\.0\.2 .* # handle (\d+)`)
+		m := re.FindStringSubmatch(testutil.NetfilterOutput(n, "nft", "-a", "list", "chain", "inet", "cni_firewall", "allow"))
+		Expect(m).NotTo(BeNil())
+		Expect(nftIn(n, "delete", "rule", "inet", "cni_firewall", "allow", "handle", m[1])).To(Succeed())
+	},
 	traffic:      "with real traffic and a drop policy in another table",
 	trafficSpecs: nftablesTraffic,
 	own:          nftablesOwn,
@@ -60,6 +69,14 @@ func nftablesTraffic(e *fwEnv) {
 		Expect(e.run(e.call("CHECK", stdin(""))).Err).To(BeNil())
 		Expect(e.run(e.call("DEL", stdin(""))).Err).To(BeNil())
 		Expect(blocked(e.contNS, "10.78.0.2")).To(BeTrue(), "blocked after DEL")
+	})
+
+	It("keeps the container's traffic flowing when a repeated ADD fails after its rules step", func() {
+		Expect(e.hostNS.Do(func() error { return exec.Command("iptables-nft", "-w", "-P", "FORWARD", "DROP").Run() })).To(Succeed())
+		Expect(e.run(e.call("ADD", stdin(""))).Err).To(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed())
+		Expect(testutil.RunIn(e.hostNS, firewall.New(attachHooksFailingAt(firewall.StepRules)), e.call("ADD", stdin(""))).Err).NotTo(BeNil())
+		Expect(testutil.Ping(e.contNS, "10.78.0.2")).To(Succeed(), "the pod's accept rules stay")
 	})
 
 	It("with an admin's inet filter forward policy drop and the README's delegation rule: the same", func() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 
@@ -278,6 +279,14 @@ func netfilterState(n *ns.NetNS) string {
 	})).To(Succeed())
 	return b.String()
 }
+
+// ruleState is netfilterState without the counters, which traffic moves.
+func ruleState(n *ns.NetNS) string {
+	GinkgoHelper()
+	return counterRE.ReplaceAllString(netfilterState(n), "")
+}
+
+var counterRE = regexp.MustCompile(`\[\d+:\d+\]|counter packets \d+ bytes \d+`)
 
 // forwards is the part of the state that names our chains, tables or sets.
 func forwards(n *ns.NetNS) []string {

@@ -7,7 +7,8 @@
 //
 // It runs on the frame in pkg/attach; the rules are pkg/netfilter's
 // PortMap (iptables or nftables, upstream's layout). ADD, in order (each
-// step pushes its undo; a failure or panic runs them in reverse):
+// step pushes its undo; a failure or panic runs them in reverse; over a
+// live attachment the undo puts back the forwards that were there):
 //
 //	netfilter   DNAT for traffic to the host's own addresses, masquerade
 //	            for hairpin traffic (from the container's subnet) and
@@ -103,10 +104,14 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		return nil, result.InvalidConfig(err)
 	}
 	opts := c.options(owner(a), ips)
-	if err := pm.Setup(opts); err != nil {
+	// The undo puts back what was there: an ADD over a live attachment
+	// (check --repair, podman's network reload, a second ADD) must not
+	// take a running pod's forwards away when a later step fails.
+	undo, err := pm.SetupUndoable(opts)
+	if err != nil {
 		return nil, fmt.Errorf("port forwards (%s): %w", pm.Backend(), err)
 	}
-	a.Undo.Push("tear down port forwards", func() error { _, err := pm.Teardown(opts.Owner); return err })
+	a.Undo.Push("restore port forwards", undo)
 	if err := a.Step(StepNetfilter); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 	. "github.com/onsi/ginkgo/v2"
@@ -299,6 +300,53 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 82, ContainerPort: 8080}))).Err).NotTo(BeNil())
 		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, stdin)).Err).To(BeNil())
 		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil())
+	})
+
+	// check --repair, podman's network reload and a runtime's second ADD
+	// land on a live attachment: a failure later in that ADD must not take
+	// the running pod's forwards away (its undo used to tear down every
+	// rule of the owner).
+	DescribeTable("a repeated ADD over a live attachment that fails after a step keeps its forwards",
+		func(step string) {
+			tcpServe(e.cont, ":8080", "live")
+			stdin := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 53, ContainerPort: 53, Protocol: "udp"})
+			Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+			before := ruleState(e.host)
+			Expect(forwards(e.host)).NotTo(BeEmpty())
+
+			out := run(e, attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, call("ADD", "c1", e, stdin))
+			Expect(out.Err).NotTo(BeNil())
+			Expect(ruleState(e.host)).To(Equal(before), "every rule the first ADD made is still there")
+			Expect(tcpGet(e.outside, hp(80))).To(Equal("live"))
+			Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).To(BeNil())
+		},
+		testutil.StepEntries(portmap.AddSteps),
+	)
+
+	It("keeps what drift left when a repair ADD fails late: the rules that were there stay", func() {
+		tcpServe(e.cont, ":8080", "drifted")
+		stdin := conf("1.1.0", mapping{HostPort: 80, ContainerPort: 8080}, mapping{HostPort: 53, ContainerPort: 53, Protocol: "udp"})
+		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
+		// Drift: the UDP mapping's forward goes.
+		if backend == "iptables" {
+			var rule string
+			for _, l := range strings.Split(ipt(e.host, "iptables-save", "-t", "nat"), "\n") {
+				if strings.HasPrefix(l, "-A CNI-DN-") && strings.Contains(l, "--dport 53 ") && strings.Contains(l, "-j DNAT") {
+					rule = l
+				}
+			}
+			Expect(rule).NotTo(BeEmpty())
+			ipt(e.host, append([]string{"iptables", "-w", "-t", "nat", "-D"}, strings.Fields(strings.TrimPrefix(rule, "-A "))...)...)
+		} else {
+			ipt(e.host, "nft", "delete", "element", "ip", "cni_hostport", "hostports_map", "{ udp . 53 }")
+		}
+		drifted := ruleState(e.host)
+		Expect(run(e, attach.Hooks{}, call("CHECK", "c1", e, stdin)).Err).NotTo(BeNil(), "drift CHECK sees")
+
+		out := run(e, attach.Hooks{AfterStep: testutil.FailAfter(portmap.StepConntrack, nil)}, call("ADD", "c1", e, stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(ruleState(e.host)).To(Equal(drifted), "the rules that were there stay, the missing one stays missing")
+		Expect(tcpGet(e.outside, hp(80))).To(Equal("drifted"))
 	})
 
 	DescribeTable("a failure after each ADD step leaves no rule, and route_localnet as it was",

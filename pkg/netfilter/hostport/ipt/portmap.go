@@ -24,7 +24,13 @@ import (
 // iptables-save and one iptables-restore --noflush, except on iptables-nft
 // beside other attachments, where ADD is one nf_tables batch
 // (nftadd.go) and starts no process.
-type iptablesPortMap struct{ m *iptables.Runner }
+type iptablesPortMap struct {
+	m *iptables.Runner
+	// failFamily, when set, is asked before each family's change whether
+	// it shall fail (tests: a later family's failure after an earlier one
+	// went through).
+	failFamily func(f nftnl.Family) error
+}
 
 func newIPTablesPortMap() *iptablesPortMap { return &iptablesPortMap{m: &iptables.Runner{}} }
 
@@ -64,53 +70,70 @@ func (p *iptablesPortMap) apply(f nftnl.Family, tables map[string][]string) erro
 }
 
 func (p *iptablesPortMap) Setup(opts hostport.PortMapOptions) error {
+	_, err := p.SetupUndoable(opts)
+	return err
+}
+
+func (p *iptablesPortMap) SetupUndoable(opts hostport.PortMapOptions) (undo func() error, err error) {
 	o := opts.Owner
 	unlock, err := p.m.LockChains(pmChain(o), pmDNATChain)
 	if err != nil {
-		return fmt.Errorf("set up port forwards for %s: %w", o, err)
+		return nil, fmt.Errorf("set up port forwards for %s: %w", o, err)
 	}
 	defer unlock()
+	prior := map[nftnl.Family]iptables.ChainSnapshot{}
 	var done []nftnl.Family
 	for _, f := range nftnl.Families {
 		if len(opts.MappingsFor(f)) == 0 {
 			continue
 		}
-		if err := p.setupFamily(opts, f); err != nil {
+		var was iptables.ChainSnapshot
+		if p.failFamily != nil {
+			err = p.failFamily(f)
+		}
+		if err == nil {
+			was, err = p.setupFamily(opts, f)
+		}
+		if err != nil {
 			for _, df := range done {
-				if _, uerr := p.teardownFamily(o, df); uerr != nil {
+				if uerr := p.restoreFamily(o, df, prior[df]); uerr != nil {
 					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
 				}
 			}
-			return err
+			return nil, err
 		}
+		prior[f] = was
 		done = append(done, f)
 	}
-	return nil
+	return func() error { return p.restore(o, done, prior) }, nil
 }
 
-func (p *iptablesPortMap) setupFamily(opts hostport.PortMapOptions, f nftnl.Family) error {
+// setupFamily makes f's nat table hold opts and returns what the
+// attachment's chain held before, for an undo.
+func (p *iptablesPortMap) setupFamily(opts hostport.PortMapOptions, f nftnl.Family) (iptables.ChainSnapshot, error) {
 	if err := p.m.Usable(f); err != nil {
-		return err
+		return iptables.ChainSnapshot{}, err
 	}
 	r := desiredPortMap(opts, f)
 	if nat, raw, ok := p.sharedViewNFT(f, r.chain); ok {
 		// A restore the kernel refuses here (the ruleset moved between
 		// the read and the write, outside our locks) is retried below
 		// with the full read; all or nothing per table, so a repeat is
-		// safe.
+		// safe. The chain is absent here: nothing of it before.
 		tables := r.setupTables(nat, raw)
 		if p.setupNFT(f, r.chain, tables) || p.apply(f, tables) == nil {
-			return nil
+			return iptables.ChainSnapshot{}, nil
 		}
 	}
 	nat, raw, err := p.saveAll(f)
 	if err != nil {
-		return fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s port forwards for %s: %w", f, opts.Owner, err)
 	}
+	was := iptables.Snapshot(nat, r.chain, pmDNATChain)
 	if err := p.apply(f, r.setupTables(nat, raw)); err != nil {
-		return fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
+		return iptables.ChainSnapshot{}, fmt.Errorf("set up %s port forwards for %s in nat chain %s: %w", f, opts.Owner, r.chain, err)
 	}
-	return nil
+	return was, nil
 }
 
 func (r pmRules) setupTables(nat, raw iptables.NatTable) map[string][]string {

@@ -150,13 +150,21 @@ func sameElems(a, b []nftables.SetElement) bool {
 const pmLockFile = "/run/cniforge/nft-cni_hostport.lock"
 
 func (p *nftablesPortMap) Setup(opts hostport.PortMapOptions) error {
-	netsMissing, err := p.setup(opts)
+	_, err := p.SetupUndoable(opts)
+	return err
+}
+
+func (p *nftablesPortMap) SetupUndoable(opts hostport.PortMapOptions) (undo func() error, err error) {
+	prior, netsMissing, err := p.setup(opts)
 	if !p.legacyHairpin && retryLegacyHairpin(err, netsMissing) {
 		q := *p
 		q.legacyHairpin = true
-		return q.Setup(opts)
+		return q.SetupUndoable(opts)
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return p.restore(opts.Owner, prior) }, nil
 }
 
 // retryLegacyHairpin reports whether Setup's err may say the kernel cannot
@@ -189,11 +197,12 @@ func (p *nftablesPortMap) setupChains(f nftnl.Family) []pmChainDef {
 }
 
 // setup is Setup's one try; netsMissing says whether some family's table
-// lacked the hairpin_nets set, which the try then declared.
-func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool, err error) {
+// lacked the hairpin_nets set, which the try then declared. prior is what
+// the attachment's elements were before, per family (undo.go).
+func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (prior map[nftnl.Family]pmOwnElems, netsMissing bool, err error) {
 	c, err := p.conn()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	defer c.CloseLasting()
 	hash := nftPMHash(opts.Owner)
@@ -204,35 +213,36 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 		}
 	}
 	states := map[nftnl.Family]pmState{}
+	prior = map[nftnl.Family]pmOwnElems{}
 	fixed := map[nftnl.Family][]pmMissingRule{}
 	locked := false
 	for _, f := range fams {
 		s, err := p.read(c, f, false, true)
 		if err != nil {
-			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
 		// The shared chains' fixed rules, put back where missing (issue
 		// 29): a read of a few short chains, under the lock only when
 		// something is missing.
 		missing, err := p.missingFixed(c, f, s)
 		if err != nil {
-			return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+			return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 		}
 		if len(s.chains) < len(p.setupChains(f)) || len(missing) > 0 || slices.ContainsFunc(p.setupChains(f), s.misplaced) {
 			if !locked { // one flock: a second open of the file would wait for the first
 				_ = os.MkdirAll(filepath.Dir(pmLockFile), 0o700) // Lock reports a missing directory
 				lock, err := filelock.Lock(pmLockFile, 0o600)
 				if err != nil {
-					return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+					return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 				}
 				defer lock.Close()
 				locked = true
 			}
 			if s, err = p.read(c, f, false, true); err != nil {
-				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+				return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
 			if missing, err = p.missingFixed(c, f, s); err != nil {
-				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
+				return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: %w", opts.Owner, err)
 			}
 		}
 		fixed[f] = missing
@@ -257,7 +267,7 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 				continue
 			}
 			if err := c.AddSet(set, nil); err != nil {
-				return netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
+				return nil, netsMissing, fmt.Errorf("set up nftables port forwards for %s: set %s: %w", opts.Owner, set.Name, err)
 			}
 			sets[set.Name] = set
 		}
@@ -292,23 +302,25 @@ func (p *nftablesPortMap) setup(opts hostport.PortMapOptions) (netsMissing bool,
 			want[pmHairpin] = []nftables.SetElement{{Key: oldHairpinElem(opts, f), Comment: nftPMComment(opts.Owner)}}
 			delete(want, pmHairpinNets)
 		}
+		prior[f] = pmOwnElems{}
 		for _, set := range p.setupSets(f) {
 			have := s.own(set.Name, hash)
+			prior[f][set.Name] = have // for the undo (undo.go)
 			if sameElems(have, want[set.Name]) {
 				continue
 			}
 			if err := b.del(sets[set.Name], have); err != nil {
-				return netsMissing, p.undoSetup(b, opts.Owner, err)
+				return nil, netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
 			if err := b.add(sets[set.Name], want[set.Name]); err != nil {
-				return netsMissing, p.undoSetup(b, opts.Owner, err)
+				return nil, netsMissing, p.undoSetup(b, opts.Owner, err)
 			}
 		}
 	}
 	if err := b.flush(); err != nil {
-		return netsMissing, p.undoSetup(b, opts.Owner, err)
+		return nil, netsMissing, p.undoSetup(b, opts.Owner, err)
 	}
-	return netsMissing, nil
+	return prior, netsMissing, nil
 }
 
 // undoSetup reverts the batches Setup sent before err and returns err,

@@ -1,0 +1,64 @@
+package forward
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/google/nftables"
+
+	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
+)
+
+// The nftables backend's undo: what an ADD over a live attachment puts
+// back when it fails (SetupUndoable, in nftables.go, records prior).
+
+// restoreOwn takes o's rules in the allow chain back to prior, the ones
+// read before an ADD (the undo of SetupUndoable): a rule whose handle is
+// not prior's was added by it and goes, a prior rule no longer there was
+// removed by it and comes back; the others are not touched. Over a live
+// attachment (check --repair, a second ADD) its rules thus stay; on a
+// fresh one this is Teardown. Shared parts stay, as after any teardown.
+func (m *nftablesForward) restoreOwn(o netfilter.Owner, prior []*nftables.Rule) error {
+	what := "restore nftables forward rules of " + o.String()
+	c, err := nftnl.NewNFTConn()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer c.CloseLasting()
+	s, err := m.read(c, []string{fwdNFTAllow}, false)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	handles := func(rs []*nftables.Rule) []uint64 {
+		out := make([]uint64, len(rs))
+		for i, r := range rs {
+			out[i] = r.Handle
+		}
+		return out
+	}
+	have := ownedFwd(s.rules[fwdNFTAllow], o)
+	was, now := handles(prior), handles(have)
+	n := 0
+	for _, r := range have {
+		if !slices.Contains(was, r.Handle) {
+			if err := c.DelRule(r); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			n++
+		}
+	}
+	for _, r := range prior {
+		if !slices.Contains(now, r.Handle) {
+			c.AddRule(&nftables.Rule{Table: fwdNFTTableRef, Chain: fwdNFTChain(fwdNFTAllow), Exprs: r.Exprs, UserData: r.UserData})
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
+	}
+	return nil
+}
