@@ -237,38 +237,13 @@ e2e_cleanup() {
 		return 1
 	}
 	stop_kube_proxy iptables
-	e2e_proxy_leftovers || return 1
+	kube_proxy_leftovers "$pw/e2e.chains" || return 1
 	[ ! -e "$pw/e2e.route" ] || ip route del default via "$clientaddr" || return 1
 	rm -f "$pw/e2e.route"
 	until_ok 150 same_state >/dev/null || same_state
 }
 
-# e2e_proxy_leftovers: what kube-proxy --cleanup leaves (kube-proxy's
-# behaviour, met with upstream's plugins too): its KUBE-FIREWALL chain and
-# the INPUT and OUTPUT jumps to it (IPv6 filter), and the empty base chains
-# iptables-nft made when it ran. Only chains the node did not hold when
-# the stage began ($pw/e2e.chains), a base chain only while it is empty
-# (so KUBE-FIREWALL and the jumps to it go first).
-e2e_proxy_leftovers() {
-	local f t c hook ipt
-	while read -r f t c hook; do
-		if [ "$c" = KUBE-FIREWALL ] && [ "$t" = filter ]; then
-			ipt=iptables
-			[ "$f" = ip ] || ipt=ip6tables
-			"$ipt" -t filter -D INPUT -j KUBE-FIREWALL 2>/dev/null
-			"$ipt" -t filter -D OUTPUT -j KUBE-FIREWALL 2>/dev/null
-			"$ipt" -t filter -F KUBE-FIREWALL && "$ipt" -t filter -X KUBE-FIREWALL || return 1
-		elif [ "$hook" = true ] && [ -z "$(nft -j list chain "$f" "$t" "$c" | jq '.nftables[] | .rule? // empty')" ]; then
-			nft delete chain "$f" "$t" "$c" || return 1
-		fi
-	done < <(e2e_chains | grep -vxFf "$pw/e2e.chains" | awk '{print ($3 != "KUBE-FIREWALL"), $0}' | sort -n | cut -d" " -f2-)
-}
 
-# e2e_chains: every nft chain (iptables-nft's too): family, table, name,
-# and whether it is a base chain.
-e2e_chains() {
-	nft -j list chains | jq -r '.nftables[] | .chain? // empty | "\(.family) \(.table) \(.name) \(.hook != null)"'
-}
 
 stage_e2e() {
 	local line t0=$SECONDS n=0 ns=0
@@ -276,7 +251,7 @@ stage_e2e() {
 		skip "the e2e stage runs on containerd only (its images go in with ctr; CRI-O's storage is filled before it starts)"
 		return
 	}
-	e2e_chains >"$pw/e2e.chains"
+	nft_chains >"$pw/e2e.chains"
 	check "e2e's images (agnhost, CoreDNS, pause under e2e's names) imported" e2e_import
 	check "kube-proxy (iptables mode) starts" start_kube_proxy iptables
 	check "CoreDNS runs behind Service kube-dns ($e2e_dns) and answers kubernetes.default from the node" start_coredns

@@ -486,3 +486,31 @@ stop_kube_proxy() {
 	rm -f "$pw/kube-proxy.pid"
 	kube-proxy --cleanup --proxy-mode "$1" >>"$pw/kube-proxy.log" 2>&1
 }
+
+# kube_proxy_leftovers BEFORE: what kube-proxy --cleanup leaves (kube-proxy's
+# behaviour, met with upstream's plugins too): its KUBE-FIREWALL chain and
+# the INPUT and OUTPUT jumps to it (IPv6 filter), and the empty base chains
+# iptables-nft made when it ran. Only chains not in BEFORE (nft_chains'
+# list, taken before kube-proxy ran), and a base chain only while it is
+# empty (so KUBE-FIREWALL and the jumps to it go first). The proxy and e2e
+# stages both use it.
+kube_proxy_leftovers() {
+	local f t c hook ipt
+	while read -r f t c hook; do
+		if [ "$c" = KUBE-FIREWALL ] && [ "$t" = filter ]; then
+			ipt=iptables
+			[ "$f" = ip ] || ipt=ip6tables
+			"$ipt" -t filter -D INPUT -j KUBE-FIREWALL 2>/dev/null
+			"$ipt" -t filter -D OUTPUT -j KUBE-FIREWALL 2>/dev/null
+			"$ipt" -t filter -F KUBE-FIREWALL && "$ipt" -t filter -X KUBE-FIREWALL || return 1
+		elif [ "$hook" = true ] && [ -z "$(nft -j list chain "$f" "$t" "$c" | jq '.nftables[] | .rule? // empty')" ]; then
+			nft delete chain "$f" "$t" "$c" || return 1
+		fi
+	done < <(nft_chains | grep -vxFf "$1" | awk '{print ($3 != "KUBE-FIREWALL"), $0}' | sort -n | cut -d" " -f2-)
+}
+
+# nft_chains: every nft chain (iptables-nft's too): family, table, name,
+# and whether it is a base chain.
+nft_chains() {
+	nft -j list chains | jq -r '.nftables[] | .chain? // empty | "\(.family) \(.table) \(.name) \(.hook != null)"'
+}

@@ -251,7 +251,7 @@ check_nodeport_wins() {
 proxy_stop() {
 	local mode=$1 rc=0 left
 	stop_kube_proxy "$mode"
-	kube_proxy_leftovers
+	kube_proxy_leftovers "$pw/proxy.chains"
 	left=$( (iptables-save; ip6tables-save) | grep -E '^:KUBE-(SERVICES|NODEPORTS|SVC|SEP|EXT|POSTROUTING|MARK-MASQ|PROXY)')
 	[ -z "$left" ] || {
 		echo "kube-proxy's iptables chains left: $left"
@@ -270,36 +270,7 @@ proxy_stop() {
 	return "$rc"
 }
 
-# kube_proxy_leftovers: what kube-proxy --cleanup leaves (kube-proxy's
-# behaviour, not a plugin's): its KUBE-FIREWALL chain and jumps (iptables
-# mode), and the empty base chains iptables-nft made when kube-proxy ran
-# (ip)iptables in a table the node used for other chains. Only what the
-# node did not hold before the stage, and only empty base chains.
-kube_proxy_leftovers() {
-	local f ipt t c
-	for f in ip ip6; do
-		ipt=iptables
-		[ "$f" = ip ] || ipt=ip6tables
-		# The kubelet's own KUBE-FIREWALL (IPv4) was there before: kept.
-		if ! had_chain "$f" filter KUBE-FIREWALL && "$ipt" -t filter -S KUBE-FIREWALL >/dev/null 2>&1; then
-			"$ipt" -t filter -D INPUT -j KUBE-FIREWALL 2>/dev/null
-			"$ipt" -t filter -D OUTPUT -j KUBE-FIREWALL 2>/dev/null
-			"$ipt" -t filter -F KUBE-FIREWALL && "$ipt" -t filter -X KUBE-FIREWALL
-		fi
-		for t in filter nat mangle; do
-			for c in $(nft -j list table "$f" "$t" 2>/dev/null | jq -r '.nftables[] | .chain? | select(. != null and .hook != null) | .name'); do
-				had_chain "$f" "$t" "$c" && continue
-				[ "$(nft -a list chain "$f" "$t" "$c" | grep -c '# handle')" -le 1 ] || continue
-				nft delete chain "$f" "$t" "$c"
-			done
-		done
-	done
-}
 
-# had_chain FAMILY TABLE CHAIN: the node held the chain before the stage.
-had_chain() {
-	awk -v h="table $1 $2 {" -v c="chain $3 {" '$0 == h {in_t = 1; next} /^table / {in_t = 0} in_t && index($0, c) {found = 1} END {exit !found}' "$pw/state.before"
-}
 
 # proxy_teardown: the Service, its pods and the route gone, the conflist
 # as it was; a backend the warm-up did not use leaves its (empty) shared
@@ -310,7 +281,7 @@ proxy_teardown() {
 	ip -n client route del "$servicecidr" via "$hostaddr" 2>/dev/null
 	ip route del "$servicecidr" via "$clientaddr" 2>/dev/null
 	portmap_backend "" || return 1
-	kube_proxy_leftovers
+	kube_proxy_leftovers "$pw/proxy.chains"
 	local f
 	for f in ip ip6; do
 		grep -q "^table $f cni_hostport" "$pw/state.before" || nft delete table "$f" cni_hostport 2>/dev/null
@@ -320,6 +291,7 @@ proxy_teardown() {
 
 stage_proxy() {
 	local b m f0
+	nft_chains >"$pw/proxy.chains"
 	check "the Service proxy-svc (NodePort $svc_nodeport, externalIP $hostaddr, port $svc_port) with two backends, and a client pod" proxy_setup
 	for b in iptables nftables; do
 		for m in iptables nftables; do
