@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,9 +282,11 @@ func TestInstalledDelegationAcrossBinaries(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(n.bin, "static")); err != nil || l != light.Binary {
 		t.Fatalf("static links to %q (%v), want %s: the test needs it in the other binary", l, err, light.Binary)
 	}
-	n.setConf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
+	// tuning's dataDir in the test's own folder: its default is the
+	// host's /run/cni/tuning.
+	n.setConf(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"nodenet","plugins":[
 		{"type":"bridge","bridge":"cnode1","ipam":{"type":"static","addresses":[{"address":"10.124.0.7/24"}]}},
-		{"type":"tuning","sysctl":{"net.ipv4.conf.eth0.accept_local":"1"}}]}`)
+		{"type":"tuning","dataDir":%q,"sysctl":{"net.ipv4.conf.eth0.accept_local":"1"}}]}`, filepath.Join(t.TempDir(), "tuning")))
 	contNS, _ := testutil.NewTestNS(t)
 	got, err := n.tryAdd(n.cache, "ctr-across", "eth0", contNS)
 	if err != nil || got != "10.124.0.7" {
