@@ -4,9 +4,9 @@
 # lane's pid namespace, tmpfs over /run, /var/lib, /var/log, /var/tmp and
 # /opt, a fresh sysfs, its folder $work/nodeb), joined to the first node
 # (node A) by a veth link, 192.168.78.1 (A) - 192.168.78.2 (B). It
-# registers with the API server over that link, gets the pod CIDR
-# 10.88.1.0/24 from the controller manager, and each node routes the
-# other's pod CIDR over the link. Our DaemonSet rolls out on node B too
+# registers with the API server over that link, gets a pod CIDR from the
+# controller manager (10.88.1.0/24, or another /24 of the cluster CIDR),
+# which its conflist and node A's route then use. Our DaemonSet rolls out on node B too
 # and node B turns Ready. A pod on each node (nodeName) serves a CGI page
 # printing the peer address its httpd saw: each reaches the other and is
 # seen with its own address (Kubernetes' network model: no NAT between
@@ -18,7 +18,7 @@
 # shellcheck shell=bash disable=SC2154 # set by kube-lane.sh
 
 nodeb=kube-lane-node-b
-nodeb_podcidr=10.88.1.0/24
+nodeb_podcidr=10.88.1.0/24 # until the controller manager says (check_nodeb_registered)
 linka=192.168.78.1 # node A on the link to node B
 linkb=192.168.78.2 # node B
 
@@ -75,8 +75,7 @@ start_nodeb() {
 		ip addr add "$linka/24" dev lb0 && ip link set lb0 up &&
 		in_b ip link set lo up &&
 		in_b ip addr add "$linkb/24" dev eth0 && in_b ip link set eth0 up &&
-		in_b ip route add default via "$linka" &&
-		ip route add "$nodeb_podcidr" via "$linkb" dev lb0 || {
+		in_b ip route add default via "$linka" || {
 		echo "the link between the nodes"
 		return 1
 	}
@@ -84,9 +83,7 @@ start_nodeb() {
 	# outside address, not its link address: the kubeconfig asks for the
 	# name the certificate holds.
 	sed -e "s|server: https://127.0.0.1:6443|server: https://$linka:6443\n    tls-server-name: kubernetes|" \
-		"$pw/admin.kubeconfig" >"$pwb/admin.kubeconfig" &&
-		jq --arg s "$nodeb_podcidr" '.plugins[0].ipam.ranges[0][0].subnet = $s' \
-			"$pw/net.d/10-lane.conflist" >"$pwb/net.d/10-lane.conflist" || return 1
+		"$pw/admin.kubeconfig" >"$pwb/admin.kubeconfig" || return 1
 	as_b 'start_runtime && start_kubelet'
 }
 
@@ -95,10 +92,22 @@ check_nodeb_registered() {
 	local c
 	until_ok 150 bash -c '[ -n "$(kubectl --kubeconfig "$1" get node "$2" -o jsonpath="{.spec.podCIDR}")" ]' - "$pw/admin.kubeconfig" "$nodeb"
 	c=$(k get node "$nodeb" -o jsonpath='{.spec.podCIDR}')
-	[ "$c" = "$nodeb_podcidr" ] || {
-		echo "node B's podCIDR is [$c], its conflist's subnet $nodeb_podcidr"
+	case $c in 10.88.*.0/24) ;; *)
+		echo "node B's podCIDR is [$c], not a /24 of the cluster CIDR $clustercidr"
+		return 1
+		;;
+	esac
+	[ "$c" != "$podcidr" ] || {
+		echo "node B got node A's podCIDR $c"
 		return 1
 	}
+	# As a cluster's network daemon does: node B's conflist and node A's
+	# route follow the pod CIDR the controller manager gave (it is not
+	# always the next one: 10.88.2.0/24 was seen after other stages).
+	nodeb_podcidr=$c
+	ip route add "$nodeb_podcidr" via "$linkb" dev lb0 &&
+		jq --arg s "$nodeb_podcidr" '.plugins[0].ipam.ranges[0][0].subnet = $s' \
+			"$pw/net.d/10-lane.conflist" >"$work/nodeb/net.d/10-lane.conflist" || return 1
 	k get nodes -o wide
 }
 
@@ -195,7 +204,7 @@ check_cross_pods() {
 	local ipa ipb
 	ipa=$(pod_ip pa) ipb=$(pod_ip pb)
 	case $ipa in 10.88.0.*) ;; *) echo "pod pa on node A has [$ipa], not in 10.88.0.0/24" && return 1 ;; esac
-	case $ipb in 10.88.1.*) ;; *) echo "pod pb on node B has [$ipb], not in $nodeb_podcidr" && return 1 ;; esac
+	case $ipb in "${nodeb_podcidr%.0/24}".*) ;; *) echo "pod pb on node B has [$ipb], not in $nodeb_podcidr" && return 1 ;; esac
 	echo "pa $ipa (node A), pb $ipb (node B)"
 }
 
@@ -276,7 +285,7 @@ check_nodeb_gone() {
 }
 
 stage_nodes() {
-	check "node B (own net and mount namespaces, containerd, kubelet) joins over the link $linka-$linkb; the controller manager gives it $nodeb_podcidr" check_nodeb_registered || true
+	check "node B (own net and mount namespaces, containerd, kubelet) joins over the link $linka-$linkb; the controller manager gives it a pod CIDR of $clustercidr, which its conflist and node A's route then use" check_nodeb_registered || true
 	if k get node "$nodeb" >/dev/null 2>&1; then
 		if [ -n "$plugins_dir" ]; then
 			skip "our DaemonSet on node B (a comparison run installs no DaemonSet)"
