@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -40,7 +41,18 @@ if [ "$CNI_COMMAND" = ADD ]; then
 fi
 echo '{"cniVersion": "1.1.0", "ips": [{"address": "` + addr + `"}]}'
 `
-	gomega.Expect(os.WriteFile(filepath.Join(dir, "probe-ipam"), []byte(script), 0o755)).To(gomega.Succeed())
+	gomega.Expect(WriteExecutable(filepath.Join(dir, "probe-ipam"), []byte(script))).To(gomega.Succeed())
+}
+
+// WriteExecutable writes an executable file that this process may exec at
+// once. It holds syscall.ForkLock while the file is open for writing: a
+// child forked meanwhile by another goroutine (a busy spec's `ip` or
+// plugin) would hold the write descriptor until its own exec, and an exec
+// of the file then fails with ETXTBSY ("text file busy", seen in CI).
+func WriteExecutable(path string, data []byte) error {
+	syscall.ForkLock.Lock()
+	defer syscall.ForkLock.Unlock()
+	return os.WriteFile(path, data, 0o755)
 }
 
 // probeBudget bounds how long AtIPAMAdd waits for the probe's ADD.
