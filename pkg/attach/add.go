@@ -5,21 +5,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("ADD", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	// Deferred after Close, so it runs before it: the undos still have
-	// the namespaces. A panic is recovered first, then undone like an error.
+func (r *runner[C]) add(a *Attachment, c C) (err error) {
+	// It runs before run closes the attachment: the undos still have the
+	// namespaces. A panic is recovered first, then undone like an error.
 	defer func() {
 		if v := recover(); v != nil {
 			err = panicError(v, a.Log)
@@ -33,7 +27,7 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 			return err
 		}
 	}
-	if err := findIPAM(a, args.Path); err != nil {
+	if err := findIPAM(a, a.Args.Path); err != nil {
 		return err
 	}
 	if a.delegates() {
