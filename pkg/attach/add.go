@@ -23,7 +23,7 @@ func (r *runner[C]) add(a *Attachment, c C) (err error) {
 		}
 	}()
 	if r.p.Chained {
-		if a.Prev, err = requirePrev(a.Conf, r.p.Name); err != nil {
+		if a.Prev, err = a.Conf.RequirePrev(fmt.Sprintf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", r.p.Name)); err != nil {
 			return err
 		}
 	}
@@ -49,19 +49,6 @@ func (r *runner[C]) add(a *Attachment, c C) (err error) {
 		return err
 	}
 	return result.Print(res, a.Conf.CNIVersion)
-}
-
-// requirePrev parses the prevResult a chained plugin's ADD needs: code 7
-// when there is none, code 6 when it does not decode.
-func requirePrev(c *NetConf, name string) (*current.Result, error) {
-	prev, err := c.Prev()
-	if err != nil {
-		return nil, err
-	}
-	if prev == nil {
-		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", name))
-	}
-	return prev, nil
 }
 
 // chainedIface refuses (code 7), before a chained plugin changes anything,

@@ -85,12 +85,9 @@ func owner(a *attach.Attachment) netfilter.Owner {
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	prev, err := a.Conf.Prev()
+	prev, err := a.Conf.RequirePrev("prevResult: missing (portmap must be chained after a plugin that made the attachment)")
 	if err != nil {
 		return nil, err
-	}
-	if prev == nil {
-		return nil, result.InvalidConfig(errors.New("prevResult: missing (portmap must be chained after a plugin that made the attachment)"))
 	}
 	if len(c.mappings) == 0 {
 		return prev, nil
