@@ -160,11 +160,11 @@ type MasterRef struct {
 // set by the caller; Iface, IPs and Routes filled in from prev) and, when
 // master is not nil, with the master resolved as ADD does. Read-only.
 func CheckAttachment(a *attach.Attachment, prev *current.Result, master *MasterRef, w Want) error {
-	idx, ipcs, err := a.ContainerIface(prev)
+	t, err := a.CheckTarget(prev)
 	if err != nil {
 		return err
 	}
-	w.Iface, w.IPs, w.Routes = prev.Interfaces[idx], ipcs, prev.Routes
+	w.Iface, w.IPs, w.Routes = t.Iface, t.IPs, prev.Routes
 	if master != nil {
 		m, err := ResolveMasterOf(a, master.InContainer, master.Name, w.MTU)
 		if err != nil {
@@ -172,10 +172,6 @@ func CheckAttachment(a *attach.Attachment, prev *current.Result, master *MasterR
 		}
 		w.Master = m.Link
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return err
-	}
-	_, err = Check(contNS, contH, w)
+	_, err = Check(t.NS, t.H, w)
 	return err
 }
