@@ -37,45 +37,48 @@ type Want struct {
 func Mode(l netlink.Link) string {
 	switch v := l.(type) {
 	case *netlink.Macvlan:
-		return macvlanMode(v.Mode)
+		return modeName(macvlanModes, v.Mode)
 	case *netlink.Macvtap:
-		return macvlanMode(v.Mode)
+		return modeName(macvlanModes, v.Mode)
 	case *netlink.IPVlan:
-		return ipvlanMode(v.Mode)
+		return modeName(ipvlanModes, v.Mode)
 	case *netlink.Vlan:
 		return fmt.Sprintf("vlan %d", v.VlanId)
 	}
 	return ""
 }
 
-// macvlanMode and ipvlanMode are switches, not maps: a package-level map
-// is built at init, in every exec of the multicall binary.
-func macvlanMode(m netlink.MacvlanMode) string {
-	switch m {
-	case netlink.MACVLAN_MODE_DEFAULT:
-		return "default"
-	case netlink.MACVLAN_MODE_PRIVATE:
-		return "private"
-	case netlink.MACVLAN_MODE_VEPA:
-		return "vepa"
-	case netlink.MACVLAN_MODE_BRIDGE:
-		return "bridge"
-	case netlink.MACVLAN_MODE_PASSTHRU:
-		return "passthru"
-	case netlink.MACVLAN_MODE_SOURCE:
-		return "source"
-	}
-	return ""
+// A mode is a link mode and its name.
+type mode[M comparable] struct {
+	m    M
+	name string
 }
 
-func ipvlanMode(m netlink.IPVlanMode) string {
-	switch m {
-	case netlink.IPVLAN_MODE_L2:
-		return "l2"
-	case netlink.IPVLAN_MODE_L3:
-		return "l3"
-	case netlink.IPVLAN_MODE_L3S:
-		return "l3s"
+// macvlanModes and ipvlanModes are slices of constants, not maps: the
+// compiler lays them out, where a package-level map is built at init, in
+// every exec of the multicall binary.
+var (
+	macvlanModes = []mode[netlink.MacvlanMode]{
+		{netlink.MACVLAN_MODE_DEFAULT, "default"},
+		{netlink.MACVLAN_MODE_PRIVATE, "private"},
+		{netlink.MACVLAN_MODE_VEPA, "vepa"},
+		{netlink.MACVLAN_MODE_BRIDGE, "bridge"},
+		{netlink.MACVLAN_MODE_PASSTHRU, "passthru"},
+		{netlink.MACVLAN_MODE_SOURCE, "source"},
+	}
+	ipvlanModes = []mode[netlink.IPVlanMode]{
+		{netlink.IPVLAN_MODE_L2, "l2"},
+		{netlink.IPVLAN_MODE_L3, "l3"},
+		{netlink.IPVLAN_MODE_L3S, "l3s"},
+	}
+)
+
+// modeName returns m's name in modes, "" for a mode not listed.
+func modeName[M comparable](modes []mode[M], m M) string {
+	for _, md := range modes {
+		if md.m == m {
+			return md.name
+		}
 	}
 	return ""
 }
