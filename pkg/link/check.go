@@ -37,48 +37,13 @@ type Want struct {
 func Mode(l netlink.Link) string {
 	switch v := l.(type) {
 	case *netlink.Macvlan:
-		return modeName(macvlanModes, v.Mode)
+		return modeName(v.Mode, MacvlanModes, otherMacvlanModes)
 	case *netlink.Macvtap:
-		return modeName(macvlanModes, v.Mode)
+		return modeName(v.Mode, MacvlanModes, otherMacvlanModes)
 	case *netlink.IPVlan:
-		return modeName(ipvlanModes, v.Mode)
+		return modeName(v.Mode, IPVlanModes)
 	case *netlink.Vlan:
 		return fmt.Sprintf("vlan %d", v.VlanId)
-	}
-	return ""
-}
-
-// A mode is a link mode and its name.
-type mode[M comparable] struct {
-	m    M
-	name string
-}
-
-// macvlanModes and ipvlanModes are slices of constants, not maps: the
-// compiler lays them out, where a package-level map is built at init, in
-// every exec of the multicall binary.
-var (
-	macvlanModes = []mode[netlink.MacvlanMode]{
-		{netlink.MACVLAN_MODE_DEFAULT, "default"},
-		{netlink.MACVLAN_MODE_PRIVATE, "private"},
-		{netlink.MACVLAN_MODE_VEPA, "vepa"},
-		{netlink.MACVLAN_MODE_BRIDGE, "bridge"},
-		{netlink.MACVLAN_MODE_PASSTHRU, "passthru"},
-		{netlink.MACVLAN_MODE_SOURCE, "source"},
-	}
-	ipvlanModes = []mode[netlink.IPVlanMode]{
-		{netlink.IPVLAN_MODE_L2, "l2"},
-		{netlink.IPVLAN_MODE_L3, "l3"},
-		{netlink.IPVLAN_MODE_L3S, "l3s"},
-	}
-)
-
-// modeName returns m's name in modes, "" for a mode not listed.
-func modeName[M comparable](modes []mode[M], m M) string {
-	for _, md := range modes {
-		if md.m == m {
-			return md.name
-		}
 	}
 	return ""
 }
