@@ -17,11 +17,7 @@ import (
 )
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	contNS, h, err := a.Container()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := contNS.Lock()
+	contNS, h, unlock, err := a.ContainerLocked()
 	if err != nil {
 		return nil, err
 	}
