@@ -5,21 +5,15 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("ADD", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	// Deferred after Close, so it runs before it: the undos still have
-	// the namespaces. A panic is recovered first, then undone like an error.
+func (r *runner[C]) add(a *Attachment, c C) (err error) {
+	// It runs before run closes the attachment: the undos still have the
+	// namespaces. A panic is recovered first, then undone like an error.
 	defer func() {
 		if v := recover(); v != nil {
 			err = panicError(v, a.Log)
@@ -29,11 +23,11 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 		}
 	}()
 	if r.p.Chained {
-		if a.Prev, err = requirePrev(a.Conf, r.p.Name); err != nil {
+		if a.Prev, err = a.Conf.RequirePrev(fmt.Sprintf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", r.p.Name)); err != nil {
 			return err
 		}
 	}
-	if err := findIPAM(a, args.Path); err != nil {
+	if err := findIPAM(a, a.Args.Path); err != nil {
 		return err
 	}
 	if a.delegates() {
@@ -55,19 +49,6 @@ func (r *runner[C]) add(args *skel.CmdArgs) (err error) {
 		return err
 	}
 	return result.Print(res, a.Conf.CNIVersion)
-}
-
-// requirePrev parses the prevResult a chained plugin's ADD needs: code 7
-// when there is none, code 6 when it does not decode.
-func requirePrev(c *NetConf, name string) (*current.Result, error) {
-	prev, err := c.Prev()
-	if err != nil {
-		return nil, err
-	}
-	if prev == nil {
-		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing (%s is a chained plugin: it adjusts the interface a plugin before it in the conflist made)", name))
-	}
-	return prev, nil
 }
 
 // chainedIface refuses (code 7), before a chained plugin changes anything,

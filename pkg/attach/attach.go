@@ -108,6 +108,21 @@ func (a *Attachment) Container() (*ns.NetNS, *netlink.Handle, error) {
 	return n, h, nil
 }
 
+// ContainerLocked is Container with the namespace's lock (ns.NetNS.Lock)
+// held until unlock: for an ADD that reads, then changes, state of the
+// whole namespace (a free routing table, a VRF) that another command there
+// must not change in between (sbr, vrf; their DEL takes the same lock with
+// ns.OpenLocked).
+func (a *Attachment) ContainerLocked() (n *ns.NetNS, h *netlink.Handle, unlock func(), err error) {
+	if n, h, err = a.Container(); err != nil {
+		return nil, nil, nil, err
+	}
+	if unlock, err = n.Lock(); err != nil {
+		return nil, nil, nil, err
+	}
+	return n, h, unlock, nil
+}
+
 // refuseOwn is the own-namespace guard: code 8 when cont is the host
 // namespace, unless the runtime set CNI_NETNS_OVERRIDE (as skel, which
 // then skips its own check: the runtime means the plugin's namespace). It

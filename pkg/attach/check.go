@@ -162,6 +162,30 @@ func sourceTables(h *netlink.Handle, l netlink.Link) ([]int, error) {
 	return out, nil
 }
 
+// CheckTarget is what a CHECK compares in the container: the container
+// namespace with a handle bound to it, and prevResult's interface
+// CNI_IFNAME in CNI_NETNS with the addresses pointing at it.
+type CheckTarget struct {
+	NS    *ns.NetNS
+	H     *netlink.Handle
+	Iface *current.Interface
+	IPs   []*current.IPConfig
+}
+
+// CheckTarget finds the container interface in prev (ContainerIface) and
+// returns it with the container namespace (opened by the runner already).
+func (a *Attachment) CheckTarget(prev *current.Result) (*CheckTarget, error) {
+	idx, ipcs, err := a.ContainerIface(prev)
+	if err != nil {
+		return nil, err
+	}
+	n, h, err := a.Container()
+	if err != nil {
+		return nil, err
+	}
+	return &CheckTarget{NS: n, H: h, Iface: prev.Interfaces[idx], IPs: ipcs}, nil
+}
+
 // ContainerIface finds the container interface (CNI_IFNAME in CNI_NETNS)
 // in prev and returns its index and the addresses pointing at it.
 func (a *Attachment) ContainerIface(prev *current.Result) (int, []*current.IPConfig, error) {

@@ -5,19 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("CHECK", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	defer recovered(&err, a.Log)
+func (r *runner[C]) check(a *Attachment, c C) error {
 	prev, err := a.Conf.Prev()
 	if err != nil {
 		return err
@@ -25,7 +18,7 @@ func (r *runner[C]) check(args *skel.CmdArgs) (err error) {
 	if prev == nil && !r.p.PrevOptional {
 		return result.InvalidConfig(errors.New("prevResult: missing (CHECK compares the kernel with the result of ADD)"))
 	}
-	if err := findIPAM(a, args.Path); err != nil {
+	if err := findIPAM(a, a.Args.Path); err != nil {
 		return err
 	}
 	if !a.delegates() {

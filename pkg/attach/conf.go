@@ -53,6 +53,20 @@ func (c *NetConf) Prev() (*current.Result, error) {
 	return result.ParsePrev(&nc)
 }
 
+// RequirePrev is Prev for a verb that cannot run without prevResult: code
+// 7 with the message missing when there is none (say which plugin needs
+// it, and why), code 6 when it does not parse.
+func (c *NetConf) RequirePrev(missing string) (*current.Result, error) {
+	prev, err := c.Prev()
+	if err != nil {
+		return nil, err
+	}
+	if prev == nil {
+		return nil, result.InvalidConfig(errors.New(missing))
+	}
+	return prev, nil
+}
+
 // Decode decodes stdin into conf (code 6 when it is not JSON, code 7
 // naming the key and value when a value has the wrong type or range: see
 // result.DecodeConfig), keeps stdin in conf.Common().Raw and checks what every config

@@ -5,17 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
-	"github.com/containernetworking/cni/pkg/skel"
 )
 
-func (r *runner[C]) del(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("DEL", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	defer recovered(&err, a.Log)
+func (r *runner[C]) del(a *Attachment, c C) error {
 	if err := a.guardDel(); err != nil {
 		return err
 	}

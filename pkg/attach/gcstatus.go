@@ -5,20 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/containernetworking/cni/pkg/skel"
-
 	"github.com/cniforge/plugins/pkg/owner"
 	"github.com/cniforge/plugins/pkg/result"
 )
 
-func (r *runner[C]) gc(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("GC", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	defer recovered(&err, a.Log)
-	valid, err := result.GCAttachments(args.StdinData)
+func (r *runner[C]) gc(a *Attachment, c C) error {
+	valid, err := result.GCAttachments(a.Args.StdinData)
 	if err != nil {
 		return err
 	}
@@ -40,13 +32,7 @@ func (r *runner[C]) gc(args *skel.CmdArgs) (err error) {
 	return errors.Join(errs...)
 }
 
-func (r *runner[C]) status(args *skel.CmdArgs) (err error) {
-	a, c, err := r.start("STATUS", args)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	defer recovered(&err, a.Log)
+func (r *runner[C]) status(a *Attachment, c C) error {
 	// The chosen masquerade backend must work here, or every ADD would
 	// fail: code 50 (plugin not available).
 	if m, ok := any(c).(masqer); ok && m.MasqConf().IPMasq && r.p.Masq != nil {

@@ -66,11 +66,8 @@ func ValidateIPAMResult(ipamType string, res *current.Result) error {
 		if ipc == nil {
 			return fmt.Errorf("ipam %s: ips[%d] is null", ipamType, i)
 		}
-		if err := validNet(ipc.Address); err != nil {
-			return fmt.Errorf("ipam %s: ips[%d].address: %w", ipamType, i, err)
-		}
-		if ipc.Gateway != nil && (ipc.Gateway.To4() != nil) != (ipc.Address.IP.To4() != nil) {
-			return fmt.Errorf("ipam %s: ips[%d]: gateway %s is not of the family of %s", ipamType, i, ipc.Gateway, ipc.Address.String())
+		if err := validEntry("ips", i, "address", ipc.Address, ipc.Gateway); err != nil {
+			return fmt.Errorf("ipam %s: %w", ipamType, err)
 		}
 		if ipc.Interface != nil && (*ipc.Interface < 0 || *ipc.Interface >= len(res.Interfaces)) && len(res.Interfaces) > 0 {
 			return fmt.Errorf("ipam %s: ips[%d].interface: %d is not an index of interfaces", ipamType, i, *ipc.Interface)
@@ -80,12 +77,22 @@ func ValidateIPAMResult(ipamType string, res *current.Result) error {
 		if r == nil {
 			return fmt.Errorf("ipam %s: routes[%d] is null", ipamType, i)
 		}
-		if err := validNet(r.Dst); err != nil {
-			return fmt.Errorf("ipam %s: routes[%d].dst: %w", ipamType, i, err)
+		if err := validEntry("routes", i, "dst", r.Dst, r.GW); err != nil {
+			return fmt.Errorf("ipam %s: %w", ipamType, err)
 		}
-		if r.GW != nil && (r.GW.To4() != nil) != (r.Dst.IP.To4() != nil) {
-			return fmt.Errorf("ipam %s: routes[%d]: gateway %s is not of the family of %s", ipamType, i, r.GW, r.Dst.String())
-		}
+	}
+	return nil
+}
+
+// validEntry checks entry i of list (ips, routes): its network n (under
+// key) has an IP and a prefix of its family, and its gateway gw, when set,
+// is of that family.
+func validEntry(list string, i int, key string, n net.IPNet, gw net.IP) error {
+	if err := validNet(n); err != nil {
+		return fmt.Errorf("%s[%d].%s: %w", list, i, key, err)
+	}
+	if gw != nil && (gw.To4() != nil) != (n.IP.To4() != nil) {
+		return fmt.Errorf("%s[%d]: gateway %s is not of the family of %s", list, i, gw, n.String())
 	}
 	return nil
 }

@@ -118,25 +118,34 @@ func (p Plugin[C]) Descriptor(hooks Hooks) plugin.Plugin {
 		Summary:  p.Summary,
 		Versions: vers,
 		Funcs: skel.CNIFuncs{
-			Add:    func(args *skel.CmdArgs) error { return guarded(r.add, args) },
-			Del:    func(args *skel.CmdArgs) error { return guarded(r.del, args) },
-			Check:  func(args *skel.CmdArgs) error { return guarded(r.check, args) },
-			GC:     func(args *skel.CmdArgs) error { return guarded(r.gc, args) },
-			Status: func(args *skel.CmdArgs) error { return guarded(r.status, args) },
+			Add:    func(args *skel.CmdArgs) error { return r.run("ADD", args, r.add) },
+			Del:    func(args *skel.CmdArgs) error { return r.run("DEL", args, r.del) },
+			Check:  func(args *skel.CmdArgs) error { return r.run("CHECK", args, r.check) },
+			GC:     func(args *skel.CmdArgs) error { return r.run("GC", args, r.gc) },
+			Status: func(args *skel.CmdArgs) error { return r.run("STATUS", args, r.status) },
 		},
 	}
 }
 
-// guarded answers a panic that escapes a command (in Parse, say, before
-// there is anything to undo) with code 999 instead of a stack on stderr and
-// no answer on stdout. Each runner recovers its own panics first, to undo.
-func guarded(fn func(*skel.CmdArgs) error, args *skel.CmdArgs) (err error) {
+// run is what every command shares: parse the config, make the
+// attachment, run the verb on it, close it. A panic that escapes the verb
+// is answered with code 999 before the namespaces are closed (ADD recovers
+// its own first, to undo with them still open); one that escapes the rest
+// (in Parse, say, before there is anything to undo) is answered too,
+// instead of a stack on stderr and no answer on stdout.
+func (r *runner[C]) run(cmd string, args *skel.CmdArgs, verb func(a *Attachment, c C) error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = panicError(v, nil)
 		}
 	}()
-	return fn(args)
+	a, c, err := r.start(cmd, args)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	defer recovered(&err, a.Log)
+	return verb(a, c)
 }
 
 type runner[C Conf] struct {
@@ -149,7 +158,7 @@ func (r *runner[C]) start(cmd string, args *skel.CmdArgs) (*Attachment, C, error
 	var zero C
 	if _, ok := any(zero).(masqer); ok && r.p.Masq == nil {
 		// A programming error every test of the plugin shows: DEL would
-		// leave the masquerade rules ADD made. guarded answers it (999).
+		// leave the masquerade rules ADD made. run answers it (999).
 		panic(fmt.Sprintf("attach: %s's config embeds Masq but Plugin.Masq is nil", r.p.Name))
 	}
 	c, err := r.p.Parse(args)

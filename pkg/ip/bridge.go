@@ -93,19 +93,34 @@ func BridgeByName(h *netlink.Handle, name string) (*netlink.Bridge, error) {
 	return br, nil
 }
 
-// BridgePorts returns the links enslaved to the bridge with ifindex brIndex.
-func BridgePorts(h *netlink.Handle, brIndex int) ([]netlink.Link, error) {
+// Ports returns the links enslaved to the master (a bridge, a VRF) with
+// ifindex masterIndex.
+func Ports(h *netlink.Handle, masterIndex int) ([]netlink.Link, error) {
 	links, err := LinkList(h)
 	if err != nil {
 		return nil, err
 	}
 	var ports []netlink.Link
 	for _, l := range links {
-		if l.Attrs().MasterIndex == brIndex {
+		if l.Attrs().MasterIndex == masterIndex {
 			ports = append(ports, l)
 		}
 	}
 	return ports, nil
+}
+
+// DelMasterIfUnused deletes master (a bridge, a VRF) unless a link is still
+// enslaved to it: another attachment may have joined it. A master already
+// gone is success.
+func DelMasterIfUnused(h *netlink.Handle, master netlink.Link) error {
+	ports, err := Ports(h, master.Attrs().Index)
+	if err != nil {
+		return err
+	}
+	if len(ports) > 0 {
+		return nil
+	}
+	return DelLinkByName(h, master.Attrs().Name)
 }
 
 // PortOptions are the bridge-port settings of one link.

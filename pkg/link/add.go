@@ -36,8 +36,8 @@ type AddOptions struct {
 	// DNS, when not empty, replaces IPAM's DNS in the result.
 	DNS types.DNS
 	// CreateErr, when set, rewrites an error of Create (vlan names the
-	// VLAN ID already in use on EEXIST).
-	CreateErr func(error) error
+	// VLAN ID already in use on EEXIST); master is Master.
+	CreateErr func(err error, master *Master) error
 }
 
 // Add is the ADD of a plugin whose link is not a veth, in upstream's order:
@@ -68,7 +68,7 @@ func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, e
 	made, err := Create(l, co)
 	if err != nil {
 		if opts.CreateErr != nil {
-			err = opts.CreateErr(err)
+			err = opts.CreateErr(err, opts.Master)
 		}
 		return nil, err
 	}
@@ -83,6 +83,24 @@ func Add(a *attach.Attachment, l netlink.Link, opts AddOptions) (types.Result, e
 		return nil, err
 	}
 	return Configure(a, opts.Addrs, opts.DNS)
+}
+
+// AddOnMaster is the ADD of macvlan, ipvlan and vlan: the master called
+// name ("" for the default route's) resolved where the keys say
+// (ResolveMasterOf, which refuses the keys' MTU above the master's), then
+// Add of l on it with that MTU, taking IPAM's addresses when layer3 and
+// opts.Addrs otherwise. l carries its other LinkAttrs (a MAC, say).
+func (k Keys) AddOnMaster(a *attach.Attachment, name string, l netlink.Link, layer3 bool, opts AddOptions) (types.Result, error) {
+	m, err := ResolveMasterOf(a, k.LinkInContainer, name, k.MTU)
+	if err != nil {
+		return nil, err
+	}
+	l.Attrs().MTU = k.MTU
+	opts.Master = m
+	if layer3 {
+		opts.Addrs = a.IPAMAdd
+	}
+	return Add(a, l, opts)
 }
 
 // Configure is the tail of ADD once the link is CNI_IFNAME in the
@@ -142,11 +160,11 @@ type MasterRef struct {
 // set by the caller; Iface, IPs and Routes filled in from prev) and, when
 // master is not nil, with the master resolved as ADD does. Read-only.
 func CheckAttachment(a *attach.Attachment, prev *current.Result, master *MasterRef, w Want) error {
-	idx, ipcs, err := a.ContainerIface(prev)
+	t, err := a.CheckTarget(prev)
 	if err != nil {
 		return err
 	}
-	w.Iface, w.IPs, w.Routes = prev.Interfaces[idx], ipcs, prev.Routes
+	w.Iface, w.IPs, w.Routes = t.Iface, t.IPs, prev.Routes
 	if master != nil {
 		m, err := ResolveMasterOf(a, master.InContainer, master.Name, w.MTU)
 		if err != nil {
@@ -154,10 +172,6 @@ func CheckAttachment(a *attach.Attachment, prev *current.Result, master *MasterR
 		}
 		w.Master = m.Link
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return err
-	}
-	_, err = Check(contNS, contH, w)
+	_, err = Check(t.NS, t.H, w)
 	return err
 }

@@ -37,45 +37,13 @@ type Want struct {
 func Mode(l netlink.Link) string {
 	switch v := l.(type) {
 	case *netlink.Macvlan:
-		return macvlanMode(v.Mode)
+		return modeName(v.Mode, MacvlanModes, otherMacvlanModes)
 	case *netlink.Macvtap:
-		return macvlanMode(v.Mode)
+		return modeName(v.Mode, MacvlanModes, otherMacvlanModes)
 	case *netlink.IPVlan:
-		return ipvlanMode(v.Mode)
+		return modeName(v.Mode, IPVlanModes)
 	case *netlink.Vlan:
 		return fmt.Sprintf("vlan %d", v.VlanId)
-	}
-	return ""
-}
-
-// macvlanMode and ipvlanMode are switches, not maps: a package-level map
-// is built at init, in every exec of the multicall binary.
-func macvlanMode(m netlink.MacvlanMode) string {
-	switch m {
-	case netlink.MACVLAN_MODE_DEFAULT:
-		return "default"
-	case netlink.MACVLAN_MODE_PRIVATE:
-		return "private"
-	case netlink.MACVLAN_MODE_VEPA:
-		return "vepa"
-	case netlink.MACVLAN_MODE_BRIDGE:
-		return "bridge"
-	case netlink.MACVLAN_MODE_PASSTHRU:
-		return "passthru"
-	case netlink.MACVLAN_MODE_SOURCE:
-		return "source"
-	}
-	return ""
-}
-
-func ipvlanMode(m netlink.IPVlanMode) string {
-	switch m {
-	case netlink.IPVLAN_MODE_L2:
-		return "l2"
-	case netlink.IPVLAN_MODE_L3:
-		return "l3"
-	case netlink.IPVLAN_MODE_L3S:
-		return "l3s"
 	}
 	return ""
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestParseMode(t *testing.T) {
-	modes := map[string]int{"bridge": 1, "private": 2, "vepa": 3}
+	modes := []NamedMode[int]{{1, "bridge"}, {2, "private"}, {3, "vepa"}}
 	if name, m, err := ParseMode("", "bridge", modes); err != nil || name != "bridge" || m != 1 {
 		t.Errorf("default: %q %d %v", name, m, err)
 	}

@@ -16,6 +16,32 @@ import (
 	"github.com/cniforge/plugins/pkg/ns"
 )
 
+// retryAcquire runs try until it returns a lease, fails with errGone or
+// ctx ends, waiting 2s after the first failure and twice as long after
+// each next one, at most ResendMax. family ("DHCPv4") names the lease in
+// the error, which wraps the last failure.
+func retryAcquire[L any](ctx context.Context, d *daemon, rec *record, family string, try func() (L, error)) (L, error) {
+	wait := 2 * time.Second
+	var zero L
+	for {
+		l, err := try()
+		if err == nil {
+			return l, nil
+		}
+		if errors.Is(err, errGone) {
+			return zero, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return zero, fmt.Errorf("no %s lease on %q in %s: %w", family, rec.IfName, rec.Netns, err)
+		case <-t.C:
+		}
+		wait = min(2*wait, d.opts.ResendMax)
+	}
+}
+
 // errGone says the attachment's netns or interface no longer exists: the
 // lease is dropped, since nothing can use (or renew) it any more.
 var errGone = errors.New("attachment gone")

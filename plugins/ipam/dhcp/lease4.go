@@ -75,28 +75,11 @@ func (d *daemon) modifiers4(conf *Config, id, cniArgs string) []dhcpv4.Modifier 
 // acquire4 runs DHCPv4 DORA on the attachment's interface, retrying with a
 // growing wait (at most ResendMax) until ctx ends.
 func (d *daemon) acquire4(ctx context.Context, rec *record, conf *Config) (*nclient4.Lease, error) {
-	wait := 2 * time.Second
-	var lastErr error
-	for {
-		l, err := d.exchange4(ctx, rec, conf, nil, func(c *nclient4.Client, mods []dhcpv4.Modifier) (*nclient4.Lease, error) {
+	return retryAcquire(ctx, d, rec, "DHCPv4", func() (*nclient4.Lease, error) {
+		return d.exchange4(ctx, rec, conf, nil, func(c *nclient4.Client, mods []dhcpv4.Modifier) (*nclient4.Lease, error) {
 			return c.Request(ctx, mods...)
 		})
-		if err == nil {
-			return l, nil
-		}
-		if errors.Is(err, errGone) {
-			return nil, err
-		}
-		lastErr = err
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("no DHCPv4 lease on %q in %s: %w", rec.IfName, rec.Netns, lastErr)
-		case <-t.C:
-		}
-		wait = min(2*wait, d.opts.ResendMax)
-	}
+	})
 }
 
 func (d *daemon) exchange4(ctx context.Context, rec *record, conf *Config, src net.IP, fn func(*nclient4.Client, []dhcpv4.Modifier) (*nclient4.Lease, error)) (*nclient4.Lease, error) {

@@ -163,9 +163,7 @@ func (d *daemon) exchange6(ctx context.Context, rec *record, fn func(context.Con
 // acquire6 runs Solicit/Advertise/Request/Reply, retrying as acquire4.
 func (d *daemon) acquire6(ctx context.Context, rec *record, conf *Config) (*lease6, error) {
 	mods := []dhcpv6.Modifier{dhcpv6.WithClientID(duid6(rec.ClientID)), dhcpv6.WithIAID(iaid6(rec.ClientID))}
-	wait := 2 * time.Second
-	var lastErr error
-	for {
+	return retryAcquire(ctx, d, rec, "DHCPv6", func() (*lease6, error) {
 		reply, err := d.exchange6(ctx, rec, func(ctx context.Context, c *nclient6.Client) (*dhcpv6.Message, error) {
 			adv, err := c.Solicit(ctx, mods...)
 			if err != nil {
@@ -173,26 +171,11 @@ func (d *daemon) acquire6(ctx context.Context, rec *record, conf *Config) (*leas
 			}
 			return c.Request(ctx, adv, mods...)
 		})
-		if err == nil {
-			l, err := newLease6(reply, time.Now())
-			if err == nil {
-				return l, nil
-			}
-			lastErr = err
-		} else if errors.Is(err, errGone) {
+		if err != nil {
 			return nil, err
-		} else {
-			lastErr = err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("no DHCPv6 lease on %q in %s: %w", rec.IfName, rec.Netns, lastErr)
-		case <-t.C:
-		}
-		wait = min(2*wait, d.opts.ResendMax)
-	}
+		return newLease6(reply, time.Now()) // never errGone: a bad reply is tried again
+	})
 }
 
 // message6 builds a Renew, Rebind or Release for the lease (RFC 8415 18.2):

@@ -140,37 +140,24 @@ func parseDelConfig(stdin []byte) (*Config, error) {
 	if err := result.DecodeConfig(stdin, &in); err != nil {
 		return nil, err
 	}
-	if err := validateNetworkName(in.Name); err != nil {
+	conf, err := baseConfig(&in)
+	if err != nil {
 		return nil, result.InvalidConfig(err)
-	}
-	if in.IPAM == nil {
-		return nil, result.InvalidConfig(errors.New("ipam: missing"))
-	}
-	conf := &Config{CNIVersion: in.CNIVersion, Name: in.Name, DataDir: in.IPAM.DataDir}
-	if conf.DataDir == "" {
-		conf.DataDir = defaultDataDir
-	}
-	if !filepath.IsAbs(conf.DataDir) {
-		return nil, result.InvalidConfig(fmt.Errorf("ipam.dataDir: %q is not an absolute path", conf.DataDir))
 	}
 	return conf, nil
 }
 
-func buildConfig(in *netConf) (*Config, error) {
+// baseConfig checks and defaults what every command needs, and all that
+// DEL of a config that no longer validates needs: the network's name (its
+// folder) and dataDir.
+func baseConfig(in *netConf) (*Config, error) {
 	if err := validateNetworkName(in.Name); err != nil {
 		return nil, err
 	}
 	if in.IPAM == nil {
 		return nil, errors.New("ipam: missing")
 	}
-	conf := &Config{
-		CNIVersion: in.CNIVersion,
-		Name:       in.Name,
-		DataDir:    in.IPAM.DataDir,
-		ResolvConf: in.IPAM.ResolvConf,
-
-		FailStatusWhenFull: in.IPAM.FailStatusWhenFull,
-	}
+	conf := &Config{CNIVersion: in.CNIVersion, Name: in.Name, DataDir: in.IPAM.DataDir}
 	if conf.DataDir == "" {
 		conf.DataDir = defaultDataDir
 	}
@@ -179,6 +166,16 @@ func buildConfig(in *netConf) (*Config, error) {
 	if !filepath.IsAbs(conf.DataDir) {
 		return nil, fmt.Errorf("ipam.dataDir: %q is not an absolute path", conf.DataDir)
 	}
+	return conf, nil
+}
+
+func buildConfig(in *netConf) (*Config, error) {
+	conf, err := baseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	conf.ResolvConf = in.IPAM.ResolvConf
+	conf.FailStatusWhenFull = in.IPAM.FailStatusWhenFull
 
 	// Upstream's order: runtime ranges first, then the legacy single range,
 	// then ipam.ranges. The position decides last_reserved_ip.<index>, so it

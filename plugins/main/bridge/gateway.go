@@ -253,7 +253,7 @@ func (a *attachment) ensureVlanGateway(br *netlink.Bridge, undo *rollback.Stack)
 
 // bridgeInUse reports whether br has ports other than those this ADD made.
 func (a *attachment) bridgeInUse(br *netlink.Bridge) (bool, error) {
-	ports, err := ip.BridgePorts(a.hostH, br.Attrs().Index)
+	ports, err := ip.Ports(a.hostH, br.Attrs().Index)
 	if err != nil {
 		return false, err
 	}

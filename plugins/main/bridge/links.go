@@ -64,14 +64,7 @@ func deleteBridgeIfUnused(h *netlink.Handle, name string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := ip.BridgePorts(h, br.Attrs().Index)
-	if err != nil {
-		return err
-	}
-	if len(ports) > 0 {
-		return nil
-	}
-	return ip.DelLinkByName(h, name)
+	return ip.DelMasterIfUnused(h, br)
 }
 
 // setupVeth creates the veth pair, the container end directly in the

@@ -23,15 +23,11 @@ func (p *hostDevice) check(a *attach.Attachment, c *config, prev *current.Result
 			return nil
 		}
 	}
-	idx, ipcs, err := a.ContainerIface(prev)
+	t, err := a.CheckTarget(prev)
 	if err != nil {
 		return err
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return err
-	}
-	name := a.Args.IfName
+	contNS, contH, name := t.NS, t.H, a.Args.IfName
 	l, err := attach.CheckLink(contNS, contH, name, "", c.HasIPAM())
 	if err != nil {
 		return err
@@ -39,10 +35,10 @@ func (p *hostDevice) check(a *attach.Attachment, c *config, prev *current.Result
 	if l.Attrs().Alias == "" {
 		return fmt.Errorf("%q in %s has no alias: the name to return it under on DEL is lost", name, contNS.Path())
 	}
-	if err := attach.CheckMAC(contNS, l, prev.Interfaces[idx].Mac); err != nil {
+	if err := attach.CheckMAC(contNS, l, t.Iface.Mac); err != nil {
 		return err
 	}
-	if err := attach.CheckAddrs(contNS, contH, l, ipcs); err != nil {
+	if err := attach.CheckAddrs(contNS, contH, l, t.IPs); err != nil {
 		return err
 	}
 	return attach.CheckRoutes(contNS, contH, l, prev.Routes)

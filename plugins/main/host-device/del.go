@@ -1,7 +1,6 @@
 package hostdevice
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
@@ -52,16 +51,9 @@ func (p *hostDevice) delFromContainer(a *attach.Attachment, hostNS *ns.NetNS, ho
 // under the attachment's temporary name tmp the name its alias keeps (ADD
 // writes the alias before the rename), when that name is free.
 func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error {
-	l, err := ip.LinkByName(hostH, tmp)
-	if errors.Is(err, ip.ErrLinkNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
-	}
-	orig := l.Attrs().Alias
-	if orig == tmp || attach.ValidateIfName("alias", orig) != nil {
-		return nil
+	l, orig, err := aliased(hostNS, hostH, tmp)
+	if err != nil || l == nil || orig == tmp {
+		return err
 	}
 	if _, err := ip.LinkByName(hostH, orig); err == nil {
 		return fmt.Errorf("cannot rename %q in %s back to %q: a link of that name exists there", tmp, hostNS.Path(), orig)
@@ -69,11 +61,5 @@ func renameFromAlias(hostNS *ns.NetNS, hostH *netlink.Handle, tmp string) error 
 	if err := hostH.LinkSetDown(l); err != nil {
 		return fmt.Errorf("set %q down in %s: %w", tmp, hostNS.Path(), err)
 	}
-	if err := hostH.LinkSetName(l, orig); err != nil {
-		return fmt.Errorf("rename %q back to %q in %s: %w", tmp, orig, hostNS.Path(), err)
-	}
-	if err := hostH.LinkSetAlias(l, ""); err != nil {
-		return fmt.Errorf("clear the alias of %q in %s: %w", orig, hostNS.Path(), err)
-	}
-	return nil
+	return restoreName(hostNS, hostH, l, tmp, orig)
 }

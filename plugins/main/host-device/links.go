@@ -121,16 +121,9 @@ func moveIn(hostNS *ns.NetNS, hostH *netlink.Handle, contNS *ns.NetNS, contH *ne
 // host, the device stays in the container and the error names both, so a
 // later DEL can finish.
 func moveOut(contNS *ns.NetNS, contH *netlink.Handle, hostNS *ns.NetNS, hostH *netlink.Handle, ifName, tmp string) error {
-	l, err := ip.LinkByName(contH, ifName)
-	if errors.Is(err, ip.ErrLinkNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
-	orig := l.Attrs().Alias
-	if attach.ValidateIfName("alias", orig) != nil {
-		return nil
+	l, orig, err := aliased(contNS, contH, ifName)
+	if err != nil || l == nil {
+		return err
 	}
 	if _, err := ip.LinkByName(hostH, orig); err == nil {
 		return fmt.Errorf("cannot return %q in %s to %s as %q: a link of that name exists there", ifName, contNS.Path(), hostNS.Path(), orig)
@@ -152,10 +145,36 @@ func moveOut(contNS *ns.NetNS, contH *netlink.Handle, hostNS *ns.NetNS, hostH *n
 	if err != nil {
 		return fmt.Errorf("in %s: %w", hostNS.Path(), err)
 	}
-	if err := hostH.LinkSetName(hl, orig); err != nil {
+	return restoreName(hostNS, hostH, hl, tmp, orig)
+}
+
+// aliased looks name up in n (h bound to it) and returns the link with
+// the original name its alias keeps (ADD writes it before the rename). The
+// link is nil when it is gone, or when its alias is not an interface name:
+// not a device this plugin, or upstream's, moved in (a veth another plugin
+// made carries "cni:...").
+func aliased(n *ns.NetNS, h *netlink.Handle, name string) (netlink.Link, string, error) {
+	l, err := ip.LinkByName(h, name)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("in %s: %w", n.Path(), err)
+	}
+	orig := l.Attrs().Alias
+	if attach.ValidateIfName("alias", orig) != nil {
+		return nil, "", nil
+	}
+	return l, orig, nil
+}
+
+// restoreName gives l, in the host under the temporary name tmp, its
+// original name orig back and clears the alias that kept it.
+func restoreName(hostNS *ns.NetNS, hostH *netlink.Handle, l netlink.Link, tmp, orig string) error {
+	if err := hostH.LinkSetName(l, orig); err != nil {
 		return fmt.Errorf("rename %q back to %q in %s: %w", tmp, orig, hostNS.Path(), err)
 	}
-	if err := hostH.LinkSetAlias(hl, ""); err != nil {
+	if err := hostH.LinkSetAlias(l, ""); err != nil {
 		return fmt.Errorf("clear the alias of %q in %s: %w", orig, hostNS.Path(), err)
 	}
 	return nil

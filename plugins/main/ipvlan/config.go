@@ -1,8 +1,6 @@
 package ipvlan
 
 import (
-	"sync"
-
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/vishvananda/netlink"
 
@@ -28,16 +26,6 @@ type config struct {
 	layer3  bool
 }
 
-// modes is built on first use: the multicall binary runs every plugin's
-// package initialisation in every exec.
-var modes = sync.OnceValue(func() map[string]netlink.IPVlanMode {
-	return map[string]netlink.IPVlanMode{
-		"l2":  netlink.IPVLAN_MODE_L2,
-		"l3":  netlink.IPVLAN_MODE_L3,
-		"l3s": netlink.IPVLAN_MODE_L3S,
-	}
-})
-
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData) }
 
 // parseConfig decodes stdin, applies defaults and validates every key, the
@@ -49,7 +37,7 @@ func parseConfig(stdin []byte) (*config, error) {
 		return nil, err
 	}
 	var err error
-	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "l2", modes()); err != nil {
+	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "l2", link.IPVlanModes); err != nil {
 		return nil, err
 	}
 	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {

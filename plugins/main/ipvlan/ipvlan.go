@@ -33,21 +33,12 @@ func add(a *attach.Attachment, c *config) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := link.ResolveMasterOf(a, c.LinkInContainer, name, c.MTU)
-	if err != nil {
-		return nil, err
-	}
-	la := netlink.NewLinkAttrs()
-	la.MTU = c.MTU
-	opts := link.AddOptions{Master: m, DNS: c.DNS}
-	switch {
-	case c.layer3:
-		opts.Addrs = a.IPAMAdd
-	case prev != nil:
+	opts := link.AddOptions{DNS: c.DNS}
+	if prev != nil {
 		// Chained without ipam: the addresses the previous plugin got.
 		opts.Addrs = func() (*current.Result, error) { return prev, nil }
 	}
-	return link.Add(a, &netlink.IPVlan{LinkAttrs: la, Mode: c.mode}, opts)
+	return c.Keys.AddOnMaster(a, name, &netlink.IPVlan{LinkAttrs: netlink.NewLinkAttrs(), Mode: c.mode}, c.layer3, opts)
 }
 
 // check compares the link with prevResult and the config. The master is

@@ -2,7 +2,6 @@ package macvlan
 
 import (
 	"net"
-	"sync"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/vishvananda/netlink"
@@ -34,17 +33,6 @@ type config struct {
 	modeStr string
 }
 
-// modes is built on first use: the multicall binary runs every plugin's
-// package initialisation in every exec.
-var modes = sync.OnceValue(func() map[string]netlink.MacvlanMode {
-	return map[string]netlink.MacvlanMode{
-		"bridge":   netlink.MACVLAN_MODE_BRIDGE,
-		"private":  netlink.MACVLAN_MODE_PRIVATE,
-		"vepa":     netlink.MACVLAN_MODE_VEPA,
-		"passthru": netlink.MACVLAN_MODE_PASSTHRU,
-	}
-})
-
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData, args.Args) }
 
 // parseConfig decodes stdin and CNI_ARGS, applies defaults and validates
@@ -57,7 +45,7 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 		return nil, err
 	}
 	var err error
-	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", modes()); err != nil {
+	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", link.MacvlanModes); err != nil {
 		return nil, err
 	}
 	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {

@@ -10,18 +10,10 @@ import (
 )
 
 func add(a *attach.Attachment, c *config) (types.Result, error) {
-	m, err := link.ResolveMasterOf(a, c.LinkInContainer, c.Master, c.MTU)
-	if err != nil {
-		return nil, err
-	}
 	la := netlink.NewLinkAttrs()
-	la.MTU = c.MTU
 	la.HardwareAddr = c.mac
-	opts := link.AddOptions{Master: m, DNS: c.DNS}
-	if c.layer3 {
-		opts.Addrs = a.IPAMAdd
-	}
-	return link.Add(a, &netlink.Macvlan{LinkAttrs: la, Mode: c.mode, BCQueueLen: c.BCQueueLen}, opts)
+	l := &netlink.Macvlan{LinkAttrs: la, Mode: c.mode, BCQueueLen: c.BCQueueLen}
+	return c.Keys.AddOnMaster(a, c.Master, l, c.layer3, link.AddOptions{DNS: c.DNS})
 }
 
 // check compares the link with prevResult and the config.

@@ -15,18 +15,14 @@ import (
 // multi-queue, MTU and bridge the config asks for, the MAC ADD reported,
 // and the addresses and routes (pkg/link's Check). It changes nothing.
 func check(a *attach.Attachment, c *config, prev *current.Result) error {
-	idx, ipcs, err := a.ContainerIface(prev)
+	tgt, err := a.CheckTarget(prev)
 	if err != nil {
 		return err
 	}
-	contNS, contH, err := a.Container()
-	if err != nil {
-		return err
-	}
-	name := a.Args.IfName
+	contNS, contH, name := tgt.NS, tgt.H, a.Args.IfName
 	// Kind, up, MTU, MAC, addresses and routes.
 	l, err := link.Check(contNS, contH, link.Want{
-		Kind: "tuntap", MTU: c.MTU, Iface: prev.Interfaces[idx], IPs: ipcs, Routes: prev.Routes,
+		Kind: "tuntap", MTU: c.MTU, Iface: tgt.Iface, IPs: tgt.IPs, Routes: prev.Routes,
 	})
 	if err != nil {
 		return err

@@ -14,13 +14,7 @@ import (
 )
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	m, err := link.ResolveMasterOf(a, c.LinkInContainer, c.Master, c.MTU)
-	if err != nil {
-		return nil, err
-	}
-	la := netlink.NewLinkAttrs()
-	la.MTU = c.MTU
-	opts := link.AddOptions{Master: m, DNS: c.DNS, CreateErr: func(err error) error {
+	opts := link.AddOptions{DNS: c.DNS, CreateErr: func(err error, m *link.Master) error {
 		if errors.Is(err, unix.EEXIST) {
 			// The kernel keeps one vlan per ID and real device, wherever
 			// the vlan lives now.
@@ -29,10 +23,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 		}
 		return err
 	}}
-	if c.layer3 {
-		opts.Addrs = a.IPAMAdd
-	}
-	return link.Add(a, &netlink.Vlan{LinkAttrs: la, VlanId: c.id}, opts)
+	return c.Keys.AddOnMaster(a, c.Master, &netlink.Vlan{LinkAttrs: netlink.NewLinkAttrs(), VlanId: c.id}, c.layer3, opts)
 }
 
 func check(a *attach.Attachment, c *netConf, prev *current.Result) error {

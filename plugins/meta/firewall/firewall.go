@@ -81,19 +81,8 @@ func addrsOf(prev *current.Result) []net.IP {
 	return out
 }
 
-func needPrev(c *netConf, verb string) (*current.Result, error) {
-	prev, err := c.Prev()
-	if err != nil {
-		return nil, err
-	}
-	if prev == nil {
-		return nil, result.InvalidConfig(fmt.Errorf("prevResult: missing: firewall runs chained after an interface plugin (%s)", verb))
-	}
-	return prev, nil
-}
-
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	prev, err := needPrev(c, "ADD")
+	prev, err := c.RequirePrev("prevResult: missing: firewall runs chained after an interface plugin (ADD)")
 	if err != nil {
 		return nil, err
 	}

@@ -85,12 +85,9 @@ func owner(a *attach.Attachment) netfilter.Owner {
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	prev, err := a.Conf.Prev()
+	prev, err := a.Conf.RequirePrev("prevResult: missing (portmap must be chained after a plugin that made the attachment)")
 	if err != nil {
 		return nil, err
-	}
-	if prev == nil {
-		return nil, result.InvalidConfig(errors.New("prevResult: missing (portmap must be chained after a plugin that made the attachment)"))
 	}
 	if len(c.mappings) == 0 {
 		return prev, nil
@@ -195,14 +192,19 @@ func enableLocalnet(a *attach.Attachment, ips []net.IPNet) error {
 	return nil
 }
 
-// conntrackHandle opens a conntrack handle in the plugin's host namespace
-// (the attachment's handles speak rtnetlink only).
-func conntrackHandle(a *attach.Attachment) (*netlink.Handle, error) {
+// withConntrack runs flush with a conntrack handle in the plugin's host
+// namespace (the attachment's handles speak rtnetlink only), closed after.
+func withConntrack(a *attach.Attachment, flush func(h *netlink.Handle) error) error {
 	hostNS, _, err := a.Host()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return hostNS.NetfilterHandle()
+	h, err := hostNS.NetfilterHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return flush(h)
 }
 
 // flushUDPPorts deletes the UDP conntrack entries to the mapped host
@@ -226,18 +228,15 @@ func flushUDPPorts(a *attach.Attachment, ms []hostport.PortMapping) error {
 	if len(filters) == 0 {
 		return nil
 	}
-	h, err := conntrackHandle(a)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	var errs []error
-	for _, fam := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
-		if _, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, fam, filters...); err != nil {
-			errs = append(errs, fmt.Errorf("flush UDP conntrack entries of the host ports: %w", err))
+	return withConntrack(a, func(h *netlink.Handle) error {
+		var errs []error
+		for _, fam := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
+			if _, err := h.ConntrackDeleteFilters(netlink.ConntrackTable, fam, filters...); err != nil {
+				errs = append(errs, fmt.Errorf("flush UDP conntrack entries of the host ports: %w", err))
+			}
 		}
-	}
-	return errors.Join(errs...)
+		return errors.Join(errs...)
+	})
 }
 
 // flushTo deletes the conntrack entries whose reply comes from one of ips:
@@ -246,12 +245,7 @@ func flushTo(a *attach.Attachment, ips []net.IP) error {
 	if len(ips) == 0 {
 		return nil
 	}
-	h, err := conntrackHandle(a)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return flushReplies(h, ips)
+	return withConntrack(a, func(h *netlink.Handle) error { return flushReplies(h, ips) })
 }
 
 // flushReplies deletes, through h, the conntrack entries whose reply comes

@@ -20,11 +20,7 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if len(ipcs) == 0 {
 		return nil, result.InvalidConfig(fmt.Errorf("prevResult: no address for interface %q", a.Args.IfName))
 	}
-	contNS, h, err := a.Container()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := contNS.Lock()
+	contNS, h, unlock, err := a.ContainerLocked()
 	if err != nil {
 		return nil, err
 	}

@@ -17,11 +17,7 @@ import (
 )
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
-	contNS, h, err := a.Container()
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := contNS.Lock()
+	contNS, h, unlock, err := a.ContainerLocked()
 	if err != nil {
 		return nil, err
 	}
@@ -213,21 +209,6 @@ func freeTable(h *netlink.Handle) (uint32, error) {
 	return 0, result.TryAgainLater(errors.New("no free routing table"))
 }
 
-// members lists the links whose master is the VRF.
-func members(h *netlink.Handle, vrf netlink.Link) ([]netlink.Link, error) {
-	links, err := ip.LinkList(h)
-	if err != nil {
-		return nil, err
-	}
-	var out []netlink.Link
-	for _, l := range links {
-		if l.Attrs().MasterIndex == vrf.Attrs().Index {
-			out = append(out, l)
-		}
-	}
-	return out, nil
-}
-
 // deleteIfEmpty deletes the VRF when it has no member left; a VRF already
 // gone is success.
 func deleteIfEmpty(h *netlink.Handle, name string) error {
@@ -241,14 +222,7 @@ func deleteIfEmpty(h *netlink.Handle, name string) error {
 	if _, ok := l.(*netlink.Vrf); !ok {
 		return nil
 	}
-	ms, err := members(h, l)
-	if err != nil {
-		return err
-	}
-	if len(ms) > 0 {
-		return nil
-	}
-	return ip.DelLinkByName(h, name)
+	return ip.DelMasterIfUnused(h, l)
 }
 
 // del releases the interface from the VRF and deletes the VRF when no
