@@ -6,13 +6,14 @@
 #   demo      ./build_linux.sh && sudo scripts/demo.sh
 #   dhcp demo sudo scripts/dhcp-demo.sh (named in the README's prose)
 #   install   sudo bin/cniforge install   (with --dir, into a temporary folder
-#             instead of /opt/cni/bin; cniforge, cniforge-light and every
-#             plugin cniforge lists must then be there, each plugin a link to
-#             the binary install picks for it, and print its about text)
+#             instead of /opt/cni/bin; cniforge, its companions
+#             (cniforge-light, cniforge-dhcp) and every plugin they hold must
+#             then be there, each plugin a link to the binary install picks
+#             for it, and print its about text)
 #   release   scripts/release.sh, twice (the second time under another umask
 #             and time zone) into temporary folders: the bytes must match, and
-#             each tarball hold cniforge and cniforge-light, a hardlink per
-#             plugin (the light ones' to cniforge-light), SHA256SUMS and its
+#             each tarball hold cniforge and its companions, a hardlink per
+#             plugin (to the binary install links it to), SHA256SUMS and its
 #             SBOM, which lists every module `go version -m` shows for those
 #             binaries with its h1: sum, and the Go version;
 #             all seven architectures both times (the second build finds the
@@ -129,6 +130,8 @@ done
 # snapshot FILE: what a plugin run must not change on the real host
 # (scripts/host-snapshot.sh, shared with scripts/podman-lane.sh).
 . scripts/host-snapshot.sh
+# shellcheck source=scripts/binaries.sh
+. scripts/binaries.sh
 snapshot() {
 	host_snapshot "$1"
 }
@@ -193,17 +196,15 @@ else
 		sed 's/^/    /' "$work/install.log" >&2
 	else
 		bad=()
-		cmp -s bin/cniforge "$dest/cniforge" || bad+=("cniforge: not installed")
-		cmp -s bin/cniforge-light "$dest/cniforge-light" || bad+=("cniforge-light: not installed")
-		plugins=$(bin/cniforge version | sed -n 's/^plugins: //p')
-		light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
-		for name in $plugins; do
+		for b in $(suite_binaries bin); do
+			cmp -s "bin/$b" "$dest/$b" || bad+=("$b: not installed")
+		done
+		plugins=$(holders bin | cut -d' ' -f1)
+		while read -r name want; do
 			if [ ! -x "$dest/$name" ]; then
 				bad+=("$name: not installed")
 				continue
 			fi
-			want=cniforge
-			[[ "$light" == *" $name "* ]] && want=cniforge-light
 			[ "$(readlink "$dest/$name")" = "$want" ] || bad+=("$name: not a link to $want")
 			# Without CNI_COMMAND a plugin prints its about text on stderr.
 			about=$(env -i "$dest/$name" 2>&1 </dev/null)
@@ -211,9 +212,9 @@ else
 			"CNI $name plugin "*"(cniforge)"*"CNI protocol versions supported:"*) ;;
 			*) bad+=("$name: about text [$about]") ;;
 			esac
-		done
+		done < <(holders bin)
 		if [ ${#bad[@]} -eq 0 ] && [ -n "$plugins" ]; then
-			ok "install: cniforge, cniforge-light and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
+			ok "install: $(suite_binaries bin) and $(wc -w <<<"$plugins") plugins installed by the README's command, each runs"
 		else
 			fail "install: ${bad[*]:-bin/cniforge version lists no plugins}"
 		fi
@@ -247,15 +248,17 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 			bad+=("$f: sbom.cdx.json is not ${f%.tgz}.cdx.json")
 		fi
 		listed=$(jq -r '.components[] | [.name, .version, ((.properties // []) | map(select(.name == "go:sum"))[0].value // "")] | @tsv' "$d/sbom.cdx.json" 2>&1)
-		gov=$(go version -m "$d/cniforge" "$d/cniforge-light" 2>&1)
+		gov=$(go version -m $(printf "$d/%s " $(suite_binaries bin)) 2>&1)
 		mods=$(awk '$1 == "dep" || $1 == "=>" { if ($1 == "dep" && m != "") print m; m = $2 "\t" $3 "\t" $4 } END { if (m != "") print m }' <<<"$gov")
 		[ -n "$mods" ] || bad+=("$f: go version -m lists no modules: $gov")
 		while IFS= read -r m; do
 			grep -qxF -- "$m" <<<"$listed" || bad+=("$f: the SBOM lacks $(tr '\t' ' ' <<<"$m")")
 		done <<<"$mods"
 		gover=$(head -1 <<<"$gov" | awk '{print $2}')
-		grep -qx "cniforge-light" <<<"$(jq -r '.components[] | select(.type == "application") | .name' "$d/sbom.cdx.json" 2>&1)" ||
-			bad+=("$f: the SBOM does not list cniforge-light")
+		apps=$(jq -r '.components[] | select(.type == "application") | .name' "$d/sbom.cdx.json" 2>&1)
+		for b in $(suite_binaries bin); do
+			[ "$b" = cniforge ] || grep -qx "$b" <<<"$apps" || bad+=("$f: the SBOM does not list $b")
+		done
 		grep -qP "^stdlib\t\Q$gover\E\t" <<<"$listed" || bad+=("$f: the SBOM does not name the toolchain $gover")
 		# What a node installs beside the binary: the DaemonSet naming this
 		# version's image, the gc timer.
@@ -264,12 +267,9 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		grep -qx "          image: cniforge:$v" "$d/cniforge-daemonset.yaml" 2>/dev/null || bad+=("$f: cniforge-daemonset.yaml does not name cniforge:$v")
 		grep -q '^ExecStart=/opt/cni/bin/cniforge gc --apply' "$d/systemd/cniforge-gc.service" 2>/dev/null &&
 			grep -q '^OnUnitActiveSec=' "$d/systemd/cniforge-gc.timer" 2>/dev/null || bad+=("$f: no systemd units for cniforge gc")
-		light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
-		for name in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-			b=cniforge
-			[[ "$light" == *" $name "* ]] && b=cniforge-light
+		while read -r name b; do
 			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$(stat -c %i "$d/$b")" ] || bad+=("$f: $name is not a hardlink to $b")
-		done
+		done < <(holders bin)
 	done
 	if [ ${#bad[@]} -eq 0 ] && [ -n "$tgzs" ]; then
 		ok "release.sh: $(wc -w <<<"$tgzs") tarballs and their SBOMs, the same bytes twice, hardlinks, SHA256SUMS and the SBOMs' modules and sums right"
@@ -295,7 +295,9 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		if [ "$(wc -l <<<"$steps")" = 5 ] && (cd "$work/download" && set -e && eval "$steps") >"$work/tarball.log" 2>&1 &&
 			cmp -s "$work/tar-dest/cniforge" "$work/download/cniforge-$version-linux-amd64/cniforge" &&
 			cmp -s "$work/tar-dest/cniforge-light" "$work/download/cniforge-$version-linux-amd64/cniforge-light" &&
-			[ "$(readlink "$work/tar-dest/bridge")" = cniforge ] && [ "$(readlink "$work/tar-dest/loopback")" = cniforge-light ]; then
+			cmp -s "$work/tar-dest/cniforge-dhcp" "$work/download/cniforge-$version-linux-amd64/cniforge-dhcp" &&
+			[ "$(readlink "$work/tar-dest/bridge")" = cniforge ] && [ "$(readlink "$work/tar-dest/loopback")" = cniforge-light ] &&
+			[ "$(readlink "$work/tar-dest/dhcp")" = cniforge-dhcp ]; then
 			ok "$doc's install from a release: sums checked, unpacked, installed"
 		else
 			fail "$doc's install from a release: $(printf '%s; ' "$steps")"

@@ -12,6 +12,9 @@
 #   cnidir                   its plugin dir (plugins_ours)
 # shellcheck shell=bash disable=SC2154 # the variables above are the lane's
 
+# shellcheck source=scripts/binaries.sh
+. "$(dirname "${BASH_SOURCE[0]}")/binaries.sh"
+
 passed=0 failed=0 skipped=0
 ok() {
 	passed=$((passed + 1))
@@ -91,19 +94,17 @@ fetch() {
 }
 
 # plugins_ours CONFLIST [PREFIX]: every plugin CONFLIST names (IPAM ones
-# too) is cniforge's (a link to cniforge or, for the light plugins,
-# cniforge-light in $cnidir) and answers VERSION with
+# too) is cniforge's (a link to cniforge or one of its companions in
+# $cnidir) and answers VERSION with
 # the conflist's cniVersion among those it supports. Its reasons begin
 # with PREFIX.
 plugins_ours() {
-	local conf=$1 prefix=${2:-} ver types t out
+	local conf=$1 prefix=${2:-} ver types t out r
 	ver=$(jq -r .cniVersion "$conf") &&
 		types=$(jq -r '.plugins[].type, (.plugins[].ipam.type // empty)' "$conf" | sort -u) || return 1
 	for t in $types; do
-		case $(readlink -f "$cnidir/$t") in
-		"$cnidir/cniforge" | "$cnidir/cniforge-light") ;;
-		*) false ;;
-		esac || {
+		r=$(readlink -f "$cnidir/$t")
+		[ "$(dirname "$r")" = "$cnidir" ] && [[ " $(suite_binaries "$cnidir") " == *" $(basename "$r") "* ]] || {
 			echo "${prefix}plugin $t is not cniforge's in $cnidir"
 			return 1
 		}
@@ -302,27 +303,23 @@ containerd16_toml() {
 }
 
 # installed_from_image: $cnidir holds the node image's binaries
-# (bin/cniforge and bin/cniforge-light) and a link per plugin, the light
-# plugins' (`cniforge-light version`) to cniforge-light and the others' to
-# cniforge, as install decides, and nothing half-written (the CRI and
-# Kubernetes lanes' DaemonSet checks).
+# (bin/cniforge and its companions) and a link per plugin to the binary
+# that holds it (scripts/binaries.sh's holders), as install decides, and
+# nothing half-written (the CRI and Kubernetes lanes' DaemonSet checks).
 installed_from_image() {
-	local b t want light
-	for b in cniforge cniforge-light; do
+	local b t want
+	for b in $(suite_binaries bin); do
 		cmp -s "$cnidir/$b" "bin/$b" || {
 			echo "$cnidir/$b is not the image's binary"
 			return 1
 		}
 	done
-	light=" $(bin/cniforge-light version | sed -n 's/^plugins: //p') "
-	for t in $(bin/cniforge version | sed -n 's/^plugins: //p'); do
-		want=cniforge
-		[[ "$light" == *" $t "* ]] && want=cniforge-light
+	while read -r t want; do
 		[ "$(readlink "$cnidir/$t")" = "$want" ] || {
 			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1), want a link to $want"
 			return 1
 		}
-	done
+	done < <(holders bin)
 	! ls -A "$cnidir" | grep '^\.' || {
 		echo "temporary files left in $cnidir"
 		return 1

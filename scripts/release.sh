@@ -13,11 +13,11 @@
 #   SHA256SUMS                           (of the tarballs, SBOMs and images)
 #
 # Each tarball holds one folder cniforge-<version>-linux-<arch>/ with the
-# two multicall binaries, `cniforge` (every plugin and the node tool) and
-# `cniforge-light` (only the light plugins, which start cheaper there:
-# plugins/light), every plugin name as a hardlink to one of them (the light
-# plugins' to cniforge-light, as `cniforge install` links them), the
-# SBOM of both as sbom.cdx.json, the DaemonSet manifest naming this version's image
+# multicall binaries, `cniforge` (every plugin but dhcp, and the node tool)
+# and its companions (plugins/companion: `cniforge-light`, the light plugins,
+# which start cheaper there; `cniforge-dhcp`, dhcp and its daemon), every
+# plugin name as a hardlink to one of them (as `cniforge install` links
+# them), the SBOM of all as sbom.cdx.json, the DaemonSet manifest naming this version's image
 # (deploy/cniforge-daemonset.yaml), systemd units that run `cniforge gc
 # --apply` every 10 minutes (systemd/), and a SHA256SUMS of those files. The SBOM
 # (CycloneDX 1.6 JSON, scripts/sbom) lists the Go toolchain and every
@@ -51,17 +51,32 @@ arches=${GOARCHES:-amd64 arm arm64 ppc64le s390x mips64le riscv64}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 
-# The plugin names, and the light ones: from binaries this machine can run.
+# The plugin names, the companions and what each holds: from binaries this
+# machine can run.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-host" ./cmd/cniforge
-CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/cniforge-light-host" ./cmd/cniforge-light
 plugins=$("$stage/cniforge-host" version | sed -n 's/^plugins: //p')
-light=$("$stage/cniforge-light-host" version | sed -n 's/^plugins: //p')
-go build -o "$stage/sbom" ./scripts/sbom
-go build -o "$stage/image" ./scripts/image
-if [ -z "$plugins" ] || [ -z "$light" ]; then
-	echo "release.sh: cniforge version or cniforge-light version listed no plugins" >&2
+companions=$("$stage/cniforge-host" version | sed -n 's/^companions: //p')
+if [ -z "$plugins" ] || [ -z "$companions" ]; then
+	echo "release.sh: cniforge version listed no plugins or no companions" >&2
 	exit 1
 fi
+declare -A holder=()
+for c in $companions; do
+	CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$stage/$c-host" "./cmd/$c"
+	held=$("$stage/$c-host" version | sed -n 's/^plugins: //p')
+	if [ -z "$held" ]; then
+		echo "release.sh: $c version listed no plugins" >&2
+		exit 1
+	fi
+	for p in $held; do
+		holder[$p]=$c
+		[[ " $plugins " == *" $p "* ]] || plugins+=" $p"
+	done
+done
+plugins=$(tr ' ' '\n' <<<"$plugins" | sort | xargs)
+binaries="cniforge $companions"
+go build -o "$stage/sbom" ./scripts/sbom
+go build -o "$stage/image" ./scripts/image
 
 tarballs=()
 for arch in $arches; do
@@ -69,31 +84,27 @@ for arch in $arches; do
 	dir=$stage/$name
 	mkdir "$dir"
 	echo "release.sh: building $name"
-	for b in cniforge cniforge-light; do
+	for b in $binaries; do
 		CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOARM=7 GOAMD64=v1 GOARM64=v8.0 GOPPC64=power8 \
 			GOMIPS64=hardfloat GORISCV64=rva20u64 go build -trimpath -buildvcs=false \
 			-ldflags "-s -w -buildid= -X github.com/cniforge/plugins/pkg/plugin.Version=$version" \
 			-o "$dir/$b" ./cmd/$b
 	done
 	for p in $plugins; do
-		if [[ " $light " == *" $p "* ]]; then
-			ln "$dir/cniforge-light" "$dir/$p"
-		else
-			ln "$dir/cniforge" "$dir/$p"
-		fi
+		ln "$dir/${holder[$p]:-cniforge}" "$dir/$p"
 	done
-	"$stage/sbom" -version "$version" "$dir/cniforge" "$dir/cniforge-light" >"$dir/sbom.cdx.json"
+	"$stage/sbom" -version "$version" $(printf "$dir/%s " $binaries) >"$dir/sbom.cdx.json"
 	mkdir "$dir/systemd"
 	cp deploy/systemd/cniforge-gc.service deploy/systemd/cniforge-gc.timer "$dir/systemd/"
 	sed "s|image: cniforge:VERSION|image: cniforge:$version|" deploy/cniforge-daemonset.yaml >"$dir/cniforge-daemonset.yaml"
-	(cd "$dir" && sha256sum cniforge cniforge-light $plugins sbom.cdx.json cniforge-daemonset.yaml systemd/* | sort -k2 >SHA256SUMS)
-	chmod 0755 "$dir" "$dir/cniforge" "$dir/cniforge-light" "$dir/systemd"
+	(cd "$dir" && sha256sum $binaries $plugins sbom.cdx.json cniforge-daemonset.yaml systemd/* | sort -k2 >SHA256SUMS)
+	chmod 0755 "$dir" $(printf "$dir/%s " $binaries) "$dir/systemd"
 	chmod 0644 "$dir/SHA256SUMS" "$dir/sbom.cdx.json" "$dir/cniforge-daemonset.yaml" "$dir"/systemd/*
 	cp "$dir/sbom.cdx.json" "$out/$name.cdx.json"
 	chmod 0644 "$out/$name.cdx.json"
 	tar -C "$stage" --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$epoch" -cf - "$name" | gzip -9n >"$out/$name.tgz"
-	"$stage/image" -bin "$dir/cniforge" -light "$dir/cniforge-light" -arch "$arch" -version "$version" -epoch "$epoch" \
+	"$stage/image" -bin "$dir/cniforge" -arch "$arch" -version "$version" -epoch "$epoch" \
 		-tag "cniforge:$version" -o "$out/cniforge-$version-image-$arch.tar"
 	chmod 0644 "$out/cniforge-$version-image-$arch.tar"
 	tarballs+=("$name.tgz" "$name.cdx.json" "cniforge-$version-image-$arch.tar")

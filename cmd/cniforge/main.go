@@ -35,7 +35,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -47,11 +46,11 @@ import (
 	"syscall"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/cniforge/plugins/pkg/node"
 	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/plugins/all"
+	"github.com/cniforge/plugins/plugins/companion"
 )
 
 func main() {
@@ -62,33 +61,45 @@ func main() {
 		plugin.Main(p) // exits
 		return
 	}
+	if companion.Holding(name) != "" {
+		os.Exit(runCompanion(name, os.Args[1:]))
+	}
 	if len(os.Args) > 1 {
 		if p, ok := plugin.Lookup(os.Args[1]); ok {
 			plugin.MainArgs(p, os.Args[2:]) // exits
 			return
 		}
+		if companion.Holding(os.Args[1]) != "" {
+			os.Exit(runCompanion(os.Args[1], os.Args[2:]))
+		}
 	}
 	plugins := all.Plugins()
 	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" {
-		os.Exit(noSuchPlugin(name, cmd, plugins, os.Stdout))
+		os.Exit(plugin.NoSuchPlugin(os.Stdout, "cniforge", name, cmd, plugin.Names(plugins), "unset CNI_COMMAND to use its command line"))
 	}
 	os.Exit(run(os.Args[1:], plugins, os.Stdout, os.Stderr))
 }
 
-// noSuchPlugin answers a runtime that ran this binary under a name that
-// is no plugin of it (a config's "type" linked to cniforge, or "cniforge"
-// itself): CNI error JSON on stdout, code 7 (the config's type names
-// nothing this binary holds), exit 1, as a plugin fails.
-func noSuchPlugin(name, cmd string, plugins []plugin.Plugin, stdout io.Writer) int {
-	e := types.NewError(types.ErrInvalidNetworkConfig,
-		fmt.Sprintf("type %q: no such plugin in the cniforge multicall binary (CNI_COMMAND %s)", name, cmd),
-		fmt.Sprintf("it holds: %s; unset CNI_COMMAND to use its command line", strings.Join(names(plugins), " ")))
-	b, err := json.MarshalIndent(e, "", "    ")
-	if err != nil {
-		return 1
+// runCompanion runs a plugin cniforge does not hold (dhcp) from the
+// companion binary beside this executable, as if it had been exec'd under
+// the plugin's name (a link made by hand, or `cniforge dhcp daemon`): the
+// same arguments, environment and descriptors. It returns only when that
+// cannot be done: with CNI_COMMAND set, as a plugin fails (CNI error JSON,
+// code 7); else with the reason on stderr.
+func runCompanion(name string, args []string) int {
+	bin := companion.Holding(name)
+	self, err := os.Executable()
+	if err == nil {
+		path := filepath.Join(filepath.Dir(self), bin)
+		err = syscall.Exec(path, append([]string{name}, args...), os.Environ())
+		err = fmt.Errorf("run %s: %w", path, err)
 	}
-	_, _ = fmt.Fprintf(stdout, "%s\n", b) // nothing else to do if stdout is gone
-	return 1
+	if cmd := os.Getenv("CNI_COMMAND"); cmd != "" {
+		return plugin.NoSuchPlugin(os.Stdout, "cniforge", name, cmd, plugin.Names(all.Plugins()),
+			fmt.Sprintf("%s is in %s, which must be beside cniforge: %v", name, bin, err))
+	}
+	fmt.Fprintf(os.Stderr, "cniforge: %s is in %s, which must be beside cniforge: %v\n", name, bin, err)
+	return 2
 }
 
 // run is the cniforge command line (argv[0] named no plugin); it returns the
@@ -104,9 +115,9 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version", "--version":
-		fmt.Fprintf(stdout, "cniforge %s\n", plugin.SuiteVersion())
-		fmt.Fprintf(stdout, "plugins: %s\n", strings.Join(names(plugins), " "))
-		fmt.Fprintf(stdout, "CNI protocol versions supported: %s\n", strings.Join(plugin.AllVersions.SupportedVersions(), ", "))
+		plugin.PrintVersion(stdout, "cniforge", plugin.Names(plugins))
+		// What scripts (release, lanes) read to find the companions.
+		fmt.Fprintf(stdout, "companions: %s\n", strings.Join(companion.Binaries(), " "))
 		return 0
 	case "install":
 		return install(args[1:], plugins, stdout, stderr)
@@ -139,7 +150,7 @@ func install(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) i
 	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
-	return node.Install(*dir, *force, names(plugins), stdout, stderr)
+	return node.Install(*dir, *force, plugin.Names(plugins), stdout, stderr)
 }
 
 // daemon takes, after its own flags, only a gc loop: `gc ... --every D`.
@@ -163,7 +174,7 @@ func daemon(ctx context.Context, args []string, plugins []plugin.Plugin, stdout,
 		o.GC = then
 		o.RunGC = func() int { return gc(then[1:], stdout, stderr) }
 	}
-	return node.Daemon(ctx, o, names(plugins), stdout, stderr)
+	return node.Daemon(ctx, o, plugin.Names(plugins), stdout, stderr)
 }
 
 func signalContext() context.Context {
@@ -241,14 +252,6 @@ func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) bool {
 	return true
 }
 
-func names(plugins []plugin.Plugin) []string {
-	out := make([]string, len(plugins))
-	for i, p := range plugins {
-		out[i] = p.Name
-	}
-	return out
-}
-
 func usage(w io.Writer, plugins []plugin.Plugin) {
 	fmt.Fprintf(w, `cniforge %s: the cniforge CNI plugins in one binary
 
@@ -297,5 +300,5 @@ usage:
   cannot show it is the host's
 
 plugins: %s
-`, plugin.SuiteVersion(), strings.Join(names(plugins), " "))
+`, plugin.SuiteVersion(), strings.Join(plugin.Names(plugins), " "))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/plugin"
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/all"
 )
@@ -20,7 +21,7 @@ func TestVersionListsEveryPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cniforge version: %v", err)
 	}
-	want := "plugins: " + strings.Join(names(all.Plugins()), " ") + "\n"
+	want := "plugins: " + strings.Join(plugin.Names(all.Plugins()), " ") + "\n"
 	if !strings.Contains(string(out), want) {
 		t.Errorf("cniforge version printed %q, want a line %q", out, want)
 	}
@@ -90,7 +91,8 @@ func TestVerbsRefuseAStrayArgument(t *testing.T) {
 }
 
 // A plugin's subcommands (dhcp's daemon) answer through a link named for the
-// plugin and through `cniforge <plugin>`, as from the separate binary.
+// plugin and through `cniforge <plugin>`, as from the separate binary: dhcp
+// is in cniforge-dhcp, which cniforge runs from beside itself.
 func TestSubcommandsReachThePlugin(t *testing.T) {
 	bin := testutil.Multicall(t)
 	link := filepath.Join(t.TempDir(), "dhcp")
@@ -107,6 +109,45 @@ func TestSubcommandsReachThePlugin(t *testing.T) {
 		if !strings.Contains(string(out), "Usage of dhcp daemon") || !strings.Contains(string(out), "-socketpath") {
 			t.Errorf("%v printed %q, want the dhcp daemon's usage", cmd.Args, out)
 		}
+	}
+}
+
+// Asked for dhcp with no cniforge-dhcp beside it (cniforge copied alone),
+// cniforge says where dhcp is: to a runtime as CNI error JSON (code 7, exit
+// 1), on its command line on stderr (exit 2).
+func TestDHCPWithoutItsCompanion(t *testing.T) {
+	b, err := os.ReadFile(testutil.Multicall(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "cniforge")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "dhcp")
+	if err := os.Symlink("cniforge", link); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(link)
+	cmd.Env = []string{"CNI_COMMAND=VERSION"}
+	cmd.Stdin = strings.NewReader(`{"cniVersion":"1.0.0"}`)
+	out, err := cmd.Output()
+	var e struct {
+		Code    uint   `json:"code"`
+		Details string `json:"details"`
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || json.Unmarshal(out, &e) != nil || e.Code != 7 ||
+		!strings.Contains(e.Details, "dhcp is in cniforge-dhcp, which must be beside cniforge") {
+		t.Errorf("dhcp VERSION without cniforge-dhcp: %v %q, want exit 1 and code 7 saying where dhcp is", err, out)
+	}
+	cmd = exec.Command(bin, "dhcp", "daemon")
+	cmd.Env = []string{}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), "dhcp is in cniforge-dhcp") {
+		t.Errorf("cniforge dhcp daemon without cniforge-dhcp: %v %q, want exit 2 saying where dhcp is", err, stderr.String())
 	}
 }
 

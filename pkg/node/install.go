@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/plugin"
-	"github.com/cniforge/plugins/plugins/light"
+	"github.com/cniforge/plugins/plugins/companion"
 )
 
 // cniforgeMark is in every cniforge binary, the separate plugin binaries
@@ -24,91 +24,115 @@ import (
 // alone unless --force.
 var cniforgeMark = []byte(" (cniforge): ")
 
-// Install copies the running executable to <dir>/cniforge, and the light
-// multicall cniforge-light from beside it to <dir>/cniforge-light, and
-// makes every plugin name in dir a symlink: the plugins cniforge-light
-// holds to it (they start cheaper there, issue 30), every other one to
-// cniforge. Each file is written aside and renamed over its name, so a
-// runtime exec'ing a plugin meanwhile sees the old file or the new one,
-// never half of one; both binaries are in place before any link moves to
-// them. Before anything is written, every name is checked: a file that is
-// not cniforge's stops the install unless force.
+// Install copies the running executable to <dir>/cniforge, and each
+// companion multicall (plugins/companion: cniforge-light, cniforge-dhcp)
+// from beside it to <dir>/<companion>, and makes every plugin name in dir a
+// symlink: the plugins a companion holds to it (they start cheaper there,
+// issue 30), every other one to cniforge. Each file is written aside and
+// renamed over its name, so a runtime exec'ing a plugin meanwhile sees the
+// old file or the new one, never half of one; every binary is in place
+// before any link moves to it. Before anything is written, every name is
+// checked: a file that is not cniforge's stops the install unless force.
 //
-// Without a cniforge-light beside the executable (a cniforge built or
-// copied alone), every plugin is linked to cniforge, which holds them all,
-// and install says so. One that is there but not cniforge's, or not of
-// this version, stops the install: a stale file would otherwise run the
-// light plugins at another version.
-// Plugins are the names to link. It returns the exit status.
+// Without cniforge-light beside the executable (a cniforge built or copied
+// alone), the light plugins are linked to cniforge, which holds them too;
+// without cniforge-dhcp, dhcp (which cniforge does not hold) is not
+// installed; install says so for each. A companion that is there but not
+// cniforge's, or not of this version, stops the install: a stale file
+// would otherwise run its plugins at another version.
+// Plugins are the names cniforge holds. It returns the exit status.
 func Install(dir string, force bool, plugins []string, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "cniforge install: find this executable: %v\n", err)
 		return 1
 	}
-	src := sources{full: self}
-	src.light, src.lightNames, err = findLight(filepath.Join(filepath.Dir(self), light.Binary), plugins)
-	if err != nil {
-		fmt.Fprintf(stderr, "cniforge install: %v; nothing installed\n", err)
-		return 1
+	src := sources{full: self, fullNames: plugins}
+	for _, bin := range companion.Binaries() {
+		c, err := findCompanion(filepath.Join(filepath.Dir(self), bin), bin, plugins)
+		if err != nil {
+			fmt.Fprintf(stderr, "cniforge install: %v; nothing installed\n", err)
+			return 1
+		}
+		if c.path == "" {
+			fmt.Fprintf(stdout, "no %s beside %s: %s\n", bin, self, missingCompanion(bin))
+			continue
+		}
+		src.companions = append(src.companions, c)
 	}
-	if src.light == "" {
-		fmt.Fprintf(stdout, "no %s beside %s: every plugin linked to cniforge (the light plugins start costlier so)\n", light.Binary, self)
-	}
-	if err := runInstall(src, dir, plugins, force, stdout); err != nil {
+	if err := runInstall(src, dir, force, stdout); err != nil {
 		fmt.Fprintf(stderr, "cniforge install: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// sources are the binaries to install: the full multicall, and the light
-// one ("" when there is none) with the plugins it holds.
-type sources struct {
-	full, light string
-	lightNames  []string
+// missingCompanion says what installing without bin means for the plugins
+// it would have held.
+func missingCompanion(bin string) string {
+	held := companion.Only(bin)
+	if len(held) == 0 {
+		return "its plugins linked to cniforge (they start costlier so)"
+	}
+	return fmt.Sprintf("%s not installed (cniforge does not hold it)", strings.Join(held, " "))
 }
 
-// findLight returns the light multicall at path ("" if there is none) and
-// the plugins it holds, as its `version` lists them. It must be
-// cniforge's, of this suite's version, and hold only plugins the full
-// multicall holds too.
-func findLight(path string, all []string) (string, []string, error) {
+// sources are the binaries to install: the full multicall with the
+// plugins it holds, and the companions found beside it.
+type sources struct {
+	full       string
+	fullNames  []string
+	companions []companionBinary
+}
+
+// companionBinary is a companion multicall found beside cniforge.
+type companionBinary struct {
+	name  string   // its file name: cniforge-light, cniforge-dhcp
+	path  string   // where it is ("" when it is not)
+	names []string // the plugins it holds, as its `version` lists them
+}
+
+// findCompanion returns the companion multicall bin at path (path "" if
+// there is none) and the plugins it holds, as its `version` lists them. It
+// must be cniforge's, of this suite's version, and hold only plugins
+// cniforge holds too or that companion.Holding gives to it.
+func findCompanion(path, bin string, full []string) (companionBinary, error) {
+	c := companionBinary{name: bin}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return "", nil, nil
+		return c, nil
 	}
 	ok, err := hasMark(path)
 	if err != nil {
-		return "", nil, err
+		return c, err
 	}
 	if !ok {
-		return "", nil, fmt.Errorf("%s is not cniforge's", path)
+		return c, fmt.Errorf("%s is not cniforge's", path)
 	}
 	cmd := exec.Command(path, "version")
 	cmd.Env = []string{} // no CNI_COMMAND: its command line, not a plugin call
 	out, err := cmd.Output()
 	if err != nil {
-		return "", nil, fmt.Errorf("%s version: %w", path, err)
+		return c, fmt.Errorf("%s version: %w", path, err)
 	}
 	first, rest, _ := strings.Cut(string(out), "\n")
-	if want := light.Binary + " " + plugin.SuiteVersion(); first != want {
-		return "", nil, fmt.Errorf("%s is %q, not %q", path, first, want)
+	if want := bin + " " + plugin.SuiteVersion(); first != want {
+		return c, fmt.Errorf("%s is %q, not %q", path, first, want)
 	}
-	var names []string
 	for _, line := range strings.Split(rest, "\n") {
 		if l, ok := strings.CutPrefix(line, "plugins: "); ok {
-			names = strings.Fields(l)
+			c.names = strings.Fields(l)
 		}
 	}
-	if len(names) == 0 {
-		return "", nil, fmt.Errorf("%s version lists no plugins", path)
+	if len(c.names) == 0 {
+		return c, fmt.Errorf("%s version lists no plugins", path)
 	}
-	for _, n := range names {
-		if !slices.Contains(all, n) {
-			return "", nil, fmt.Errorf("%s holds %q, which cniforge does not", path, n)
+	for _, n := range c.names {
+		if !slices.Contains(full, n) && companion.Holding(n) != bin {
+			return c, fmt.Errorf("%s holds %q, which cniforge does not", path, n)
 		}
 	}
-	return path, names, nil
+	c.path = path
+	return c, nil
 }
 
 // existing describes what a name in the target dir holds now.
@@ -124,11 +148,22 @@ func (e existing) String() string {
 	return [...]string{"new", "replaced cniforge's", "replaced a file not cniforge's (--force)"}[e]
 }
 
-func runInstall(src sources, dir string, pluginNames []string, force bool, out io.Writer) error {
+func runInstall(src sources, dir string, force bool, out io.Writer) error {
 	binaries := []string{"cniforge"}
-	if src.light != "" {
-		binaries = append(binaries, light.Binary)
+	from := map[string]string{"cniforge": src.full}
+	target := map[string]string{}
+	pluginNames := slices.Clone(src.fullNames)
+	for _, c := range src.companions {
+		binaries = append(binaries, c.name)
+		from[c.name] = c.path
+		for _, n := range c.names {
+			target[n] = c.name
+			if !slices.Contains(pluginNames, n) {
+				pluginNames = append(pluginNames, n)
+			}
+		}
 	}
+	slices.Sort(pluginNames)
 	names := append(slices.Clone(binaries), pluginNames...)
 	state := map[string]existing{}
 	var refused []string
@@ -148,26 +183,22 @@ func runInstall(src sources, dir string, pluginNames []string, force bool, out i
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// Both binaries first: a link renamed to one must find it whole.
+	// Every binary first: a link renamed to one must find it whole.
 	for _, b := range binaries {
-		from := src.full
-		if b == light.Binary {
-			from = src.light
-		}
-		if err := copyAside(from, dir, b); err != nil {
+		if err := copyAside(from[b], dir, b); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s: %s\n", filepath.Join(dir, b), state[b])
 	}
 	for _, n := range pluginNames {
-		target := "cniforge"
-		if slices.Contains(src.lightNames, n) {
-			target = light.Binary
+		t := target[n]
+		if t == "" {
+			t = "cniforge"
 		}
-		if err := symlinkAside(target, dir, n); err != nil {
+		if err := symlinkAside(t, dir, n); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s -> %s: %s\n", filepath.Join(dir, n), target, state[n])
+		fmt.Fprintf(out, "%s -> %s: %s\n", filepath.Join(dir, n), t, state[n])
 	}
 	return nil
 }

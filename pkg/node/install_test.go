@@ -16,6 +16,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/all"
+	"github.com/cniforge/plugins/plugins/companion"
 	"github.com/cniforge/plugins/plugins/light"
 )
 
@@ -31,22 +32,35 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	return string(out), 0
 }
 
-// installed checks dir holds cniforge and cniforge-light (the same bytes
-// as the built binaries) and a link per plugin that runs that plugin: a
-// light plugin's to cniforge-light, every other one's to cniforge; and no
-// temp files.
+// installed checks dir holds cniforge and its companions, cniforge-light
+// and cniforge-dhcp (the same bytes as the built binaries), and a link per
+// plugin that runs that plugin: a light plugin's to cniforge-light, dhcp's
+// to cniforge-dhcp, every other one's to cniforge; and no temp files.
 func installed(t *testing.T, dir string) {
 	t.Helper()
 	installedLinks(t, dir, true)
 }
 
-// installedLinks is installed, where withLight says whether the light
-// plugins link to cniforge-light (else to cniforge, as without it).
-func installedLinks(t *testing.T, dir string, withLight bool) {
+// installedLinks is installed, where withCompanions says whether the
+// companions were beside cniforge: without them the light plugins link to
+// cniforge, and dhcp is not there.
+func installedLinks(t *testing.T, dir string, withCompanions bool) {
 	t.Helper()
 	bins := []string{"cniforge"}
-	if withLight {
-		bins = append(bins, light.Binary)
+	type want struct{ name, target string }
+	var links []want
+	for _, p := range all.Plugins() {
+		target := "cniforge"
+		if _, ok := light.Lookup(p.Name); ok && withCompanions {
+			target = light.Binary
+		}
+		links = append(links, want{p.Name, target})
+	}
+	if withCompanions {
+		bins = append(bins, companion.Binaries()...)
+		links = append(links, want{"dhcp", companion.DHCP})
+	} else if _, err := os.Lstat(filepath.Join(dir, "dhcp")); err == nil {
+		t.Errorf("%s/dhcp installed without %s", dir, companion.DHCP)
 	}
 	for _, b := range bins {
 		want, err := os.ReadFile(filepath.Join(filepath.Dir(testutil.Multicall(t)), b))
@@ -58,21 +72,15 @@ func installedLinks(t *testing.T, dir string, withLight bool) {
 			t.Fatalf("%s/%s is not the built binary (%v)", dir, b, err)
 		}
 	}
-	for _, p := range all.Plugins() {
-		want := "cniforge"
-		if _, ok := light.Lookup(p.Name); ok && withLight {
-			want = light.Binary
+	for _, l := range links {
+		if got, err := os.Readlink(filepath.Join(dir, l.name)); err != nil || got != l.target {
+			t.Errorf("%s/%s links to %q (%v), want %q", dir, l.name, got, err, l.target)
 		}
-		if got, err := os.Readlink(filepath.Join(dir, p.Name)); err != nil || got != want {
-			t.Errorf("%s/%s links to %q (%v), want %q", dir, p.Name, got, err, want)
-		}
-	}
-	for _, p := range all.Plugins() {
-		cmd := exec.Command(filepath.Join(dir, p.Name))
+		cmd := exec.Command(filepath.Join(dir, l.name))
 		cmd.Env = []string{}
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.HasPrefix(string(out), "CNI "+p.Name+" plugin ") {
-			t.Errorf("%s/%s: %v %q, want its about text", dir, p.Name, err, out)
+		if err != nil || !strings.HasPrefix(string(out), "CNI "+l.name+" plugin ") {
+			t.Errorf("%s/%s: %v %q, want its about text", dir, l.name, err, out)
 		}
 	}
 	entries, _ := os.ReadDir(dir)
@@ -83,6 +91,12 @@ func installedLinks(t *testing.T, dir string, withLight bool) {
 	}
 }
 
+// installedFiles is how many names a full install writes: cniforge, its
+// companions, and a link per plugin (cniforge's and dhcp).
+func installedFiles() int {
+	return 1 + len(companion.Binaries()) + len(all.Plugins()) + len(companion.Only(companion.DHCP))
+}
+
 func TestInstallFreshThenAgain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "opt", "cni", "bin")
 	out, rc := runCLI(t, "install", "--dir", dir)
@@ -90,15 +104,15 @@ func TestInstallFreshThenAgain(t *testing.T) {
 		t.Fatalf("install: exit %d: %s", rc, out)
 	}
 	installed(t, dir)
-	if n := strings.Count(out, ": new\n"); n != len(all.Plugins())+2 {
-		t.Errorf("first install reported %d new files, want %d:\n%s", n, len(all.Plugins())+2, out)
+	if n := strings.Count(out, ": new\n"); n != installedFiles() {
+		t.Errorf("first install reported %d new files, want %d:\n%s", n, installedFiles(), out)
 	}
 	out, rc = runCLI(t, "install", "--dir", dir)
 	if rc != 0 {
 		t.Fatalf("second install: exit %d: %s", rc, out)
 	}
 	installed(t, dir)
-	if n := strings.Count(out, ": replaced cniforge's\n"); n != len(all.Plugins())+2 {
+	if n := strings.Count(out, ": replaced cniforge's\n"); n != installedFiles() {
 		t.Errorf("second install reported %d replaced files, want all:\n%s", n, out)
 	}
 }
@@ -139,6 +153,8 @@ func TestInstallRefusesForeignFiles(t *testing.T) {
 		filepath.Join(dir, "cniforge") + ": new",
 		filepath.Join(dir, light.Binary) + ": new",
 		filepath.Join(dir, "loopback") + " -> " + light.Binary + ": new",
+		filepath.Join(dir, companion.DHCP) + ": new",
+		filepath.Join(dir, "dhcp") + " -> " + companion.DHCP + ": new",
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("install --force did not report %q:\n%s", line, out)
@@ -196,10 +212,10 @@ func TestInstallReadsOnlyRegularFiles(t *testing.T) {
 	installed(t, dir)
 }
 
-// lonely copies the built cniforge into a folder of its own (and
-// cniforge-light beside it, if light is not nil: light's bytes) and
-// returns the copy's path.
-func lonely(t *testing.T, lightBytes []byte) string {
+// lonely copies the built cniforge into a folder of its own, with the
+// given companions beside it (file name to bytes), and returns the copy's
+// path.
+func lonely(t *testing.T, companions map[string][]byte) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "src")
 	must(t, os.Mkdir(src, 0o755))
@@ -208,8 +224,8 @@ func lonely(t *testing.T, lightBytes []byte) string {
 		t.Fatal(err)
 	}
 	must(t, os.WriteFile(filepath.Join(src, "cniforge"), b, 0o755))
-	if lightBytes != nil {
-		must(t, os.WriteFile(filepath.Join(src, light.Binary), lightBytes, 0o755))
+	for name, b := range companions {
+		must(t, os.WriteFile(filepath.Join(src, name), b, 0o755))
 	}
 	return filepath.Join(src, "cniforge")
 }
@@ -225,18 +241,22 @@ func runBin(t *testing.T, bin string, args ...string) (string, int) {
 	return string(out), 0
 }
 
-// A cniforge with no cniforge-light beside it (built or copied alone)
-// still installs: every plugin linked to it, and it says so. Then, from
-// beside the light binary, the light plugins' links move to it.
-func TestInstallWithoutLight(t *testing.T) {
+// A cniforge with no companion beside it (built or copied alone) still
+// installs: every plugin it holds linked to it, dhcp (which it does not
+// hold) left out, and it says so for each. Then, from beside the
+// companions, the light plugins' links move to cniforge-light and dhcp
+// links to cniforge-dhcp.
+func TestInstallWithoutCompanions(t *testing.T) {
 	dir := t.TempDir()
 	out, rc := runBin(t, lonely(t, nil), "install", "--dir", dir)
-	if rc != 0 || !strings.Contains(out, "no "+light.Binary+" beside ") {
-		t.Fatalf("install without %s: exit %d: %s", light.Binary, rc, out)
+	if rc != 0 || !strings.Contains(out, "no "+light.Binary+" beside ") || !strings.Contains(out, ": dhcp not installed (cniforge does not hold it)\n") {
+		t.Fatalf("install without the companions: exit %d: %s", rc, out)
 	}
 	installedLinks(t, dir, false)
-	if _, err := os.Lstat(filepath.Join(dir, light.Binary)); err == nil {
-		t.Errorf("install without %s wrote one", light.Binary)
+	for _, b := range companion.Binaries() {
+		if _, err := os.Lstat(filepath.Join(dir, b)); err == nil {
+			t.Errorf("install without %s wrote one", b)
+		}
 	}
 	out, rc = runCLI(t, "install", "--dir", dir)
 	if rc != 0 || !strings.Contains(out, filepath.Join(dir, "vrf")+" -> "+light.Binary+": replaced cniforge's\n") {
@@ -245,24 +265,29 @@ func TestInstallWithoutLight(t *testing.T) {
 	installed(t, dir)
 }
 
-// A cniforge-light beside cniforge that is not cniforge's, or of another
-// version, stops the install before anything is written.
-func TestInstallRefusesStrangeLight(t *testing.T) {
+// A companion beside cniforge that is not cniforge's, or of another
+// version, or holding a plugin neither cniforge nor it should, stops the
+// install before anything is written.
+func TestInstallRefusesStrangeCompanions(t *testing.T) {
 	for name, tc := range map[string]struct {
-		script, want string
+		bin, script, want string
 	}{
-		"foreign": {"#!/bin/sh\necho cniforge-light\n", "is not cniforge's; nothing installed"},
-		"stale": {"#!/bin/sh\n# CNI loopback plugin v0 (cniforge): CNI spec\n" +
+		"foreign": {light.Binary, "#!/bin/sh\necho cniforge-light\n", "is not cniforge's; nothing installed"},
+		"stale": {light.Binary, "#!/bin/sh\n# CNI loopback plugin v0 (cniforge): CNI spec\n" +
 			"printf 'cniforge-light v0.0.1\\nplugins: loopback\\n'\n", `is "cniforge-light v0.0.1", not`},
-		"more": {"#!/bin/sh\n# (cniforge): \nprintf '%s\\nplugins: loopback nope\\n' \"cniforge-light $V\"\n",
+		"more": {light.Binary, "#!/bin/sh\n# (cniforge): \nprintf '%s\\nplugins: loopback nope\\n' \"cniforge-light $V\"\n",
 			`holds "nope", which cniforge does not; nothing installed`},
+		"light holding dhcp": {light.Binary, "#!/bin/sh\n# (cniforge): \nprintf '%s\\nplugins: loopback dhcp\\n' \"cniforge-light $V\"\n",
+			`holds "dhcp", which cniforge does not; nothing installed`},
+		"stale dhcp": {companion.DHCP, "#!/bin/sh\n# CNI dhcp plugin v0 (cniforge): CNI spec\n" +
+			"printf 'cniforge-dhcp v0.0.1\\nplugins: dhcp\\n'\n", `is "cniforge-dhcp v0.0.1", not`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			version, _ := runCLI(t, "version")
 			v := strings.TrimPrefix(strings.SplitN(version, "\n", 2)[0], "cniforge ")
 			script := strings.Replace(tc.script, "$V", v, 1)
 			dir := t.TempDir()
-			out, rc := runBin(t, lonely(t, []byte(script)), "install", "--dir", dir)
+			out, rc := runBin(t, lonely(t, map[string][]byte{tc.bin: []byte(script)}), "install", "--dir", dir)
 			if rc != 1 || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, want 1 and %q: %s", rc, tc.want, out)
 			}

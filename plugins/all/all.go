@@ -1,11 +1,11 @@
-// Package all lists every plugin the cniforge multicall binary holds. A new
-// plugin joins the suite with one line here (and its own cmd/<name> for the
-// separate binary).
+// Package all lists every plugin the cniforge multicall binary holds: all
+// of the suite's but dhcp, which is in cniforge-dhcp (plugins/companion).
+// A new plugin joins the suite with one line here (and its own cmd/<name>
+// for the separate binary).
 package all
 
 import (
 	"github.com/cniforge/plugins/pkg/plugin"
-	"github.com/cniforge/plugins/plugins/ipam/dhcp"
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 	"github.com/cniforge/plugins/plugins/ipam/static"
 	"github.com/cniforge/plugins/plugins/main/bridge"
@@ -34,8 +34,6 @@ func Lookup(name string) (plugin.Plugin, bool) {
 		return bandwidth.Plugin, true
 	case "bridge":
 		return bridge.Plugin, true
-	case "dhcp":
-		return dhcp.Plugin, true
 	case "dummy":
 		return dummy.Plugin, true
 	case "firewall":
@@ -76,7 +74,6 @@ func Plugins() []plugin.Plugin {
 	return []plugin.Plugin{
 		bandwidth.Plugin,
 		bridge.Plugin,
-		dhcp.Plugin,
 		dummy.Plugin,
 		firewall.Plugin,
 		hostdevice.Plugin,

@@ -15,7 +15,8 @@ const module = "github.com/cniforge/plugins"
 // TestNothingCostlyAtInit: the multicall binary runs the package
 // initialisation of every package it links in every plugin exec (a
 // loopback exec pays for bridge's, dhcp's, netfilter's), so no package of
-// this module that cmd/cniforge links may build a table (a map literal),
+// this module that a multicall binary (cmd/cniforge, cniforge-light,
+// cniforge-dhcp) links may build a table (a map literal),
 // make a map, compile a regexp or
 // parse a template in a package-level variable. Build it on first use
 // (sync.OnceValue), or use an array or a switch; a func literal is not
@@ -30,7 +31,7 @@ func TestNothingCostlyAtInit(t *testing.T) {
 	ctx.CgoEnabled = false
 
 	seen := map[string]bool{}
-	queue := []string{module + "/cmd/cniforge"}
+	queue := []string{module + "/cmd/cniforge", module + "/cmd/cniforge-light", module + "/cmd/cniforge-dhcp"}
 	fset := token.NewFileSet()
 	for len(queue) > 0 {
 		path := queue[0]

@@ -24,7 +24,8 @@ import (
 )
 
 // Binary is the light multicall's file name, in bin/, the release and
-// /opt/cni/bin.
+// /opt/cni/bin: companion.Light, written again so that cniforge-light links
+// no package for one constant (TestBinaryIsTheCompanion holds them equal).
 const Binary = "cniforge-light"
 
 // Lookup returns the descriptor of the light plugin with that name (a

@@ -4,7 +4,14 @@ import (
 	"testing"
 
 	"github.com/cniforge/plugins/plugins/all"
+	"github.com/cniforge/plugins/plugins/companion"
 )
+
+func TestBinaryIsTheCompanion(t *testing.T) {
+	if Binary != companion.Light {
+		t.Errorf("light.Binary %q, companion.Light %q", Binary, companion.Light)
+	}
+}
 
 // Lookup finds every plugin Plugins lists (cniforge-light version lists
 // those, and install links them to it), each one cniforge holds too.

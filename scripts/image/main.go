@@ -1,6 +1,6 @@
 // Command image writes the cniforge node image: an OCI image holding only
-// the static multicall binary cniforge and the light plugins' small
-// multicall cniforge-light beside it, whose default command installs the plugins
+// the static multicall binary cniforge and its companions beside it
+// (plugins/companion: cniforge-light, cniforge-dhcp), whose default command installs the plugins
 // into the host folder a DaemonSet mounts (deploy/cniforge-daemonset.yaml)
 // and then stays up (reclaiming leaked attachments when asked). It needs
 // no registry and no daemon: the image is written as an archive that
@@ -9,8 +9,9 @@
 //	go run ./scripts/image -bin cniforge -arch amd64 -version v1.2.3 \
 //	    -epoch 1700000000 -tag cniforge:v1.2.3 -o cniforge-image-amd64.tar
 //
-// -light names cniforge-light; by default the one beside -bin, if there is
-// one (an image without it installs every plugin as a link to cniforge).
+// The companions are the files of their names beside -bin, those that are
+// there (an image without cniforge-light installs the light plugins as
+// links to cniforge; one without cniforge-dhcp installs no dhcp).
 //
 // The archive is reproducible: the same binary, arch, version, epoch and
 // tag give the same bytes (the layer's one entry has fixed owner, mode and
@@ -23,8 +24,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,19 +38,22 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/cniforge/plugins/plugins/companion"
 	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 )
 
-// BinPath is where the binary sits in the image; LightPath, the light
-// multicall, beside it, where `cniforge install` looks for it.
-const (
-	BinPath   = "/cniforge"
-	LightPath = "/cniforge-light"
-)
+// BinPath is where the binary sits in the image; each companion sits
+// beside it, at /<name>, where `cniforge install` looks for it.
+const BinPath = "/cniforge"
+
+// File is a companion binary for the image: its name and its bytes.
+type File struct {
+	Name    string
+	Content []byte
+}
 
 func main() {
 	bin := flag.String("bin", "", "the static cniforge binary (for -arch)")
-	lightBin := flag.String("light", "", "the static cniforge-light binary (default: beside -bin, if there)")
 	arch := flag.String("arch", "amd64", "GOARCH of the binary")
 	version := flag.String("version", "", "the suite's version (a label)")
 	epoch := flag.Int64("epoch", 0, "the commit's time, for every timestamp")
@@ -58,30 +64,31 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if *lightBin == "" {
-		beside := filepath.Join(filepath.Dir(*bin), "cniforge-light")
-		if _, err := os.Stat(beside); err == nil {
-			*lightBin = beside
-		}
-	}
-	if err := write(*bin, *lightBin, *arch, *version, *epoch, *tag, *out); err != nil {
+	if err := write(*bin, *arch, *version, *epoch, *tag, *out); err != nil {
 		fmt.Fprintf(os.Stderr, "image: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func write(binPath, lightPath, arch, version string, epoch int64, tag, out string) error {
+// write builds the image of binPath and the companions beside it, and
+// writes it to out as an archive naming tag.
+func write(binPath, arch, version string, epoch int64, tag, out string) error {
 	binary, err := os.ReadFile(binPath)
 	if err != nil {
 		return err
 	}
-	var lightBinary []byte
-	if lightPath != "" {
-		if lightBinary, err = os.ReadFile(lightPath); err != nil {
+	var companions []File
+	for _, c := range companion.Binaries() {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(binPath), c))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
 			return err
 		}
+		companions = append(companions, File{c, b})
 	}
-	img, err := Build(binary, lightBinary, arch, version, time.Unix(epoch, 0).UTC())
+	img, err := Build(binary, companions, arch, version, time.Unix(epoch, 0).UTC())
 	if err != nil {
 		return err
 	}
@@ -100,14 +107,14 @@ func write(binPath, lightPath, arch, version string, epoch int64, tag, out strin
 	return f.Close()
 }
 
-// Build makes the image: one layer holding binary at BinPath (and
-// lightBinary, unless nil, at LightPath), and a config whose entrypoint is
+// Build makes the image: one layer holding binary at BinPath and each
+// companion beside it, and a config whose entrypoint is
 // the binary and whose default command is the DaemonSet's (install into
 // /host/opt/cni/bin, then stay up).
-func Build(binary, lightBinary []byte, arch, version string, when time.Time) (v1.Image, error) {
+func Build(binary []byte, companions []File, arch, version string, when time.Time) (v1.Image, error) {
 	files := []ocilayer.Entry{{Name: BinPath[1:], Content: binary}}
-	if lightBinary != nil {
-		files = append(files, ocilayer.Entry{Name: LightPath[1:], Content: lightBinary})
+	for _, c := range companions {
+		files = append(files, ocilayer.Entry{Name: c.Name, Content: c.Content})
 	}
 	layer, err := ocilayer.Files(files, when)
 	if err != nil {

@@ -15,15 +15,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// archive writes the image of bin (and the companions beside it).
 func archive(t *testing.T, bin string, epoch int64) string {
 	t.Helper()
-	return archiveWith(t, bin, "", epoch)
-}
-
-func archiveWith(t *testing.T, bin, light string, epoch int64) string {
-	t.Helper()
 	out := filepath.Join(t.TempDir(), "image.tar")
-	if err := write(bin, light, "arm64", "v9.9.9", epoch, "cniforge:v9.9.9", out); err != nil {
+	if err := write(bin, "arm64", "v9.9.9", epoch, "cniforge:v9.9.9", out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -159,20 +155,21 @@ func TestDaemonSetMatchesTheImage(t *testing.T) {
 	}
 }
 
-// With cniforge-light, the one layer holds it beside the binary (where
-// cniforge install looks for it), root-owned and executable, and the
-// entrypoint is still cniforge.
-func TestImageCarriesTheLightBinary(t *testing.T) {
+// With the companions beside cniforge (cniforge-light, cniforge-dhcp), the
+// one layer holds them beside the binary (where cniforge install looks for
+// them), root-owned and executable, and the entrypoint is still cniforge.
+func TestImageCarriesTheCompanions(t *testing.T) {
 	dir := t.TempDir()
-	bin, lightBin := filepath.Join(dir, "cniforge"), filepath.Join(dir, "cniforge-light")
-	full, small := []byte("the full multicall"), []byte("the light multicall")
-	if err := os.WriteFile(bin, full, 0o755); err != nil {
-		t.Fatal(err)
+	files := []struct {
+		name    string
+		content []byte
+	}{{"cniforge", []byte("the full multicall")}, {"cniforge-light", []byte("the light multicall")}, {"cniforge-dhcp", []byte("the dhcp multicall")}}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.content, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(lightBin, small, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	img, err := tarball.ImageFromPath(archiveWith(t, bin, lightBin, 1700000000), nil)
+	img, err := tarball.ImageFromPath(archive(t, filepath.Join(dir, "cniforge"), 1700000000), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +187,7 @@ func TestImageCarriesTheLightBinary(t *testing.T) {
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
-	for _, want := range []struct {
-		name    string
-		content []byte
-	}{{"cniforge", full}, {"cniforge-light", small}} {
+	for _, want := range files {
 		hdr, err := tr.Next()
 		if err != nil {
 			t.Fatalf("want %s: %v", want.name, err)
@@ -204,6 +198,6 @@ func TestImageCarriesTheLightBinary(t *testing.T) {
 		}
 	}
 	if _, err := tr.Next(); err != io.EOF {
-		t.Errorf("the layer holds more than the two binaries: %v", err)
+		t.Errorf("the layer holds more than the three binaries: %v", err)
 	}
 }

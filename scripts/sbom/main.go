@@ -7,7 +7,7 @@
 //
 //	go run ./scripts/sbom -version v1.2.3 BINARY [MORE...] >BINARY.cdx.json
 //
-// With more binaries (the release's cniforge-light beside cniforge), the
+// With more binaries (the release's companions beside cniforge), the
 // first is the BOM's subject, each further one a component of type
 // application named for its file, and the modules are listed once: each
 // binary's dependencies say which of them it links.

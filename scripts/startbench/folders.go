@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cniforge/plugins/plugins/companion"
 )
 
 // folder is one way the plugins are built: the multicall's links, the
@@ -35,9 +37,9 @@ func copyFolders(tmp string, folders []folder, plugins []string, evict bool) ([]
 			if b, err := exec.Command(filepath.Join(f.dir, "cniforge"), "install", "--dir", dst).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("%s install --dir %s: %w\n%s", filepath.Join(f.dir, "cniforge"), dst, err, b)
 			}
-			// Both multicalls: cniforge, and cniforge-light (the light
+			// Every multicall: cniforge, and its companions (their
 			// plugins' links) unless that cniforge was alone.
-			for _, bin := range []string{"cniforge", "cniforge-light"} {
+			for _, bin := range append([]string{"cniforge"}, companion.Binaries()...) {
 				err := settle(filepath.Join(dst, bin), evict)
 				if errors.Is(err, os.ErrNotExist) && bin != "cniforge" {
 					continue

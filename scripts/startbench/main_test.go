@@ -97,6 +97,7 @@ func TestCopyFolders(t *testing.T) {
 		pairs := [][2]string{
 			{filepath.Join(multi, "cniforge"), filepath.Join(tmp, "multi", "cniforge")},
 			{filepath.Join(multi, "cniforge-light"), filepath.Join(tmp, "multi", "cniforge-light")},
+			{filepath.Join(multi, "cniforge-dhcp"), filepath.Join(tmp, "multi", "cniforge-dhcp")},
 			{filepath.Join(testutil.BinDir(), "loopback"), filepath.Join(tmp, "sep", "loopback")},
 		}
 		// Before reading them: tmpfs keeps its pages whatever one asks.

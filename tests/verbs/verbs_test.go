@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/companion"
 )
 
 // configs holds a network config for every plugin binary. A plugin built
@@ -48,9 +50,9 @@ func builtPlugins() []string {
 	Expect(err).NotTo(HaveOccurred())
 	var names []string
 	for _, d := range dirs {
-		// The multicalls (cniforge, cniforge-light) are no plugin of
+		// The multicalls (cniforge and its companions) are no plugin of
 		// their own: each answers as the plugin its argv[0] names.
-		if name := filepath.Base(d); name != "cniforge" && name != "cniforge-light" {
+		if name := filepath.Base(d); name != "cniforge" && !slices.Contains(companion.Binaries(), name) {
 			names = append(names, name)
 		}
 	}
