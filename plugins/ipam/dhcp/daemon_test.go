@@ -223,13 +223,11 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 	})
 
 	It("DEL succeeds when the netns is gone, and forgets the lease", func() {
-		gone, cleanup, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cleanup)
+		gone, cleanup := testutil.NewRemovableNS()
 		l.addPort("vh2", gone, "eth0")
 		c := testutil.Call{Command: "ADD", ContainerID: "ctrG", Netns: gone.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))}
 		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
-		Expect(cleanup()).To(Succeed())
+		cleanup()
 		c.Command = "DEL"
 		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
 		Expect(l.records()).To(BeEmpty())

@@ -32,11 +32,7 @@ var _ = Describe("bridge", func() {
 		dataDir        string
 	)
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
-	})
+	BeforeEach(func() { hostNS, contNS, dataDir = testutil.NewAttachNS() })
 
 	call := func(cmd string, stdin []byte) testutil.Call {
 		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin}
@@ -644,14 +640,12 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	It("cleans up on DEL when the netns is gone", func() {
-		gone, cleanup, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+		gone, cleanup := testutil.NewRemovableNS()
 		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(dataDir, "10.26.0.0/24"))
 		c := call("ADD", stdin)
 		c.Netns = gone.Path()
 		Expect(run(hostNS, c).Err).To(BeNil())
-		Expect(cleanup()).To(Succeed())
+		cleanup()
 
 		c.Command = "DEL"
 		Expect(run(hostNS, c).Err).To(BeNil())

@@ -15,11 +15,7 @@ var _ = Describe("GC without a list of valid attachments", func() {
 	var hostNS, contNS *ns.NetNS
 	var dataDir string
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
-	})
+	BeforeEach(func() { hostNS, contNS, dataDir = testutil.NewAttachNS() })
 
 	// cnitool gc and libcni's GCNetworkList(ctx, list, nil) send no key,
 	// after running DEL for every cached attachment: nothing is valid.

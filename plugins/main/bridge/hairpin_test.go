@@ -32,9 +32,7 @@ var _ = Describe("hairpin traffic", Label(kernelfeature.Label), func() {
 
 	BeforeEach(func() {
 		kernelfeature.Require(kernelfeature.BrNetfilter)
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
+		hostNS, contNS, dataDir = testutil.NewAttachNS()
 	})
 
 	// addWithService attaches the container and makes the host DNAT the

@@ -32,10 +32,8 @@ var _ = Describe("host-device", func() {
 	)
 
 	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
+		hostNS, contNS, dataDir = testutil.NewAttachNS()
 		peerNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
 		fs = newSysfs()
 		// The device: veth end "dev0" in the stand-in host, its peer in
 		// peerNS with peerAddr, the far side of the container's traffic.
@@ -291,12 +289,10 @@ var _ = Describe("host-device", func() {
 
 	Describe("DEL", func() {
 		It("succeeds twice when the namespace was destroyed", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)
+			gone, cleanup := testutil.NewRemovableNS()
 			stdin := conf("1.1.0", `"device": "dev0"`, false)
 			mustRun("ADD", gone, stdin)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			mustRun("DEL", gone, stdin)
 			mustRun("DEL", gone, stdin)
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())

@@ -1,7 +1,6 @@
 package ptp_test
 
 import (
-	"encoding/json"
 	"net"
 	"sort"
 	"strings"
@@ -119,5 +118,3 @@ func mustParseCIDR(s string) *net.IPNet {
 	n.IP = ipa
 	return n
 }
-
-func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }

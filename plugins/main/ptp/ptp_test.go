@@ -29,11 +29,7 @@ var _ = Describe("ptp", func() {
 		dataDir        string
 	)
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
-	})
+	BeforeEach(func() { hostNS, contNS, dataDir = testutil.NewAttachNS() })
 
 	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
 		return testutil.NewCall(cmd, id, "eth0", n, stdin)
@@ -41,16 +37,12 @@ var _ = Describe("ptp", func() {
 	// add runs ADD for container id in n and returns the result as current.
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
 		GinkgoHelper()
-		out := testutil.MustRunIn(hostNS, ptpPlugin, call("ADD", id, n, o.json()))
-		return testutil.ParseResult(o.ver, out.Stdout)
+		return testutil.AddResult(hostNS, ptpPlugin, o.ver, call("ADD", id, n, o.json()))
 	}
 	// withPrev returns o carrying res (printed in o.ver) as prevResult.
 	withPrev := func(o netOpts, res *current.Result) netOpts {
 		GinkgoHelper()
-		r, err := res.GetAsVersion(o.ver)
-		Expect(err).NotTo(HaveOccurred())
-		o.prevRes, err = jsonOf(r)
-		Expect(err).NotTo(HaveOccurred())
+		o.prevRes = testutil.PrintResult(res, o.ver)
 		return o
 	}
 
@@ -350,13 +342,11 @@ var _ = Describe("ptp", func() {
 
 	Describe("DEL with the netns gone", func() {
 		It("succeeds when the namespace was destroyed", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 			before := takeSnapshot(hostNS, contNS, dataDir)
 			add(o, "c1", gone)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 
 			c := call("DEL", "c1", gone, o.json())
 			testutil.MustRunIn(hostNS, ptpPlugin, c)
@@ -368,15 +358,13 @@ var _ = Describe("ptp", func() {
 		})
 
 		It("removes a pair the unmounted namespace kept alive", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			held, err := ns.Open(gone.Path()) // a stray reference
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
 			o := netOpts{ver: "1.1.0", dataDir: dataDir}
 			res := add(o, "c1", gone)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			Expect(testutil.LinkNames(hostNS)).To(ContainElement(res.Interfaces[0].Name))
 
 			testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", gone, o.json()))
@@ -388,15 +376,13 @@ var _ = Describe("ptp", func() {
 
 	Describe("DEL deletes only what it owns", func() {
 		It("treats a netns path that is no longer a namespace as gone", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			held, err := ns.Open(gone.Path()) // keeps the pair alive
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
 			o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 			res := add(o, "c1", gone)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			// The runtime unmounted the namespace but left its file.
 			Expect(os.WriteFile(gone.Path(), nil, 0o444)).To(Succeed())
 			DeferCleanup(os.Remove, gone.Path())

@@ -1,7 +1,6 @@
 package tap_test
 
 import (
-	"encoding/json"
 	"net"
 	"time"
 
@@ -23,26 +22,18 @@ var _ = Describe("tap", func() {
 		dataDir        string
 	)
 
-	BeforeEach(func() {
-		hostNS = testutil.NewNS()
-		contNS = testutil.NewNS()
-		dataDir = GinkgoT().TempDir()
-	})
+	BeforeEach(func() { hostNS, contNS, dataDir = testutil.NewAttachNS() })
 
 	call := func(cmd, id string, n *ns.NetNS, stdin []byte) testutil.Call {
 		return testutil.NewCall(cmd, id, "tap0", n, stdin)
 	}
 	add := func(o netOpts, id string, n *ns.NetNS) *current.Result {
 		GinkgoHelper()
-		out := testutil.MustRunIn(hostNS, tap.Plugin, call("ADD", id, n, o.json()))
-		return testutil.ParseResult(o.ver, out.Stdout)
+		return testutil.AddResult(hostNS, tap.Plugin, o.ver, call("ADD", id, n, o.json()))
 	}
 	withPrev := func(o netOpts, res *current.Result) netOpts {
 		GinkgoHelper()
-		r, err := res.GetAsVersion(o.ver)
-		Expect(err).NotTo(HaveOccurred())
-		o.prevRes, err = json.Marshal(r)
-		Expect(err).NotTo(HaveOccurred())
+		o.prevRes = testutil.PrintResult(res, o.ver)
 		return o
 	}
 	snapshot := func() testutil.Snapshot {
@@ -340,12 +331,10 @@ var _ = Describe("tap", func() {
 
 	Describe("DEL", func() {
 		It("succeeds twice when the namespace was destroyed, and releases the address", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)
+			gone, cleanup := testutil.NewRemovableNS()
 			o := netOpts{ver: "1.1.0", dataDir: dataDir}
 			add(o, "c1", gone)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			c := call("DEL", "c1", gone, o.json())
 			testutil.MustRunIn(hostNS, tap.Plugin, c)
 			testutil.MustRunIn(hostNS, tap.Plugin, c)

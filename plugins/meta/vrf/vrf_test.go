@@ -223,11 +223,9 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		must("DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
 		must("DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
 
-		gone, remove, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = remove() }) // best effort: removed below
+		gone, remove := testutil.NewRemovableNS()
 		path := gone.Path()
-		Expect(remove()).To(Succeed())
+		remove()
 		out := testutil.RunIn(hostNS, vrf.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: path, Stdin: conf("1.1.0", `"vrfname": "blue"`, nil)})
 		Expect(out.Err).To(BeNil())
 	})
