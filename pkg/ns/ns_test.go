@@ -127,28 +127,10 @@ var _ = Describe("NetNS", func() {
 		outer := testutil.NewNS()
 		inner := testutil.NewNS()
 		Expect(outer.Do(func() error {
-			if err := inner.Do(func() error {
-				cur, err := ns.Current()
-				if err != nil {
-					return err
-				}
-				defer cur.Close()
-				if same, _ := cur.Same(inner); !same {
-					return errors.New("not in inner")
-				}
-				return nil
-			}); err != nil {
+			if err := inner.Do(func() error { return currentIs(inner, "not in inner") }); err != nil {
 				return err
 			}
-			cur, err := ns.Current()
-			if err != nil {
-				return err
-			}
-			defer cur.Close()
-			if same, _ := cur.Same(outer); !same {
-				return errors.New("not back in outer")
-			}
-			return nil
+			return currentIs(outer, "not back in outer")
 		})).To(Succeed())
 	})
 
@@ -173,3 +155,17 @@ var _ = Describe("NetNS", func() {
 		})).To(HaveOccurred())
 	})
 })
+
+// currentIs returns an error saying msg unless the calling thread is in n.
+// It runs inside Do, so it returns rather than asserts.
+func currentIs(n *ns.NetNS, msg string) error {
+	cur, err := ns.Current()
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	if same, _ := cur.Same(n); !same {
+		return errors.New(msg)
+	}
+	return nil
+}

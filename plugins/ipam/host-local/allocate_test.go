@@ -266,39 +266,36 @@ var _ = Describe("allocation", func() {
 					Command: cmd, ContainerID: fmt.Sprintf("ctr%d", i), IfName: "eth0", Netns: unusedNetns, Stdin: stdin,
 				})
 			}
-			outs := make([]testutil.Output, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					outs[i], errs[i] = exec("ADD", i)
-				}(i)
+			// execAll runs cmd for every container at once, as n plugin
+			// processes, and fails unless each one succeeded.
+			execAll := func(cmd string) []testutil.Output {
+				GinkgoHelper()
+				outs := make([]testutil.Output, n)
+				errs := make([]error, n)
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						outs[i], errs[i] = exec(cmd, i)
+					}(i)
+				}
+				wg.Wait()
+				for i := 0; i < n; i++ {
+					Expect(errs[i]).NotTo(HaveOccurred())
+					Expect(outs[i].Err).To(BeNil(), string(outs[i].Stderr))
+				}
+				return outs
 			}
-			wg.Wait()
 			seen := map[string]bool{}
-			for i := 0; i < n; i++ {
-				Expect(errs[i]).NotTo(HaveOccurred())
-				Expect(outs[i].Err).To(BeNil(), string(outs[i].Stderr))
-				a := addrsOf(testutil.ParseResult("1.0.0", outs[i].Stdout))[0]
+			for _, out := range execAll("ADD") {
+				a := addrsOf(testutil.ParseResult("1.0.0", out.Stdout))[0]
 				Expect(seen).NotTo(HaveKey(a))
 				seen[a] = true
 			}
 			Expect(reservations(dataDir)).To(HaveLen(n))
 
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					outs[i], errs[i] = exec("DEL", i)
-				}(i)
-			}
-			wg.Wait()
-			for i := 0; i < n; i++ {
-				Expect(errs[i]).NotTo(HaveOccurred())
-				Expect(outs[i].Err).To(BeNil())
-			}
+			execAll("DEL")
 			Expect(reservations(dataDir)).To(BeEmpty())
 		})
 	})
