@@ -15,21 +15,7 @@ import (
 //
 //	go test -run '^$' -bench AddCheckDel ./plugins/main/macvlan/
 func BenchmarkAddCheckDel(b *testing.B) {
-	hostNS, cleanupHost, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupHost()
-	peerNS, cleanupPeer, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupPeer()
-	contNS, cleanupCont, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupCont()
+	hostNS, peerNS, contNS := testutil.BenchNS(b), testutil.BenchNS(b), testutil.BenchNS(b)
 	if err := testutil.ConnectNS(testutil.VethEnd{NS: hostNS, Name: "master0"}, testutil.VethEnd{NS: peerNS, Name: "peer0"}); err != nil {
 		b.Fatal(err)
 	}
@@ -45,17 +31,7 @@ func BenchmarkAddCheckDel(b *testing.B) {
 				call.Stdin = withPrev(stdin, added)
 			}
 			start := time.Now()
-			err := hostNS.Do(func() error {
-				out, err := testutil.Run(macvlan.Plugin, call)
-				if err == nil && out.Err != nil {
-					err = out.Err
-				}
-				added = out.Stdout
-				return err
-			})
-			if err != nil {
-				b.Fatalf("%s: %v", cmd, err)
-			}
+			added = testutil.BenchRun(b, hostNS, macvlan.Plugin, call).Stdout
 			ns[i] += time.Since(start).Nanoseconds()
 		}
 	}
