@@ -42,8 +42,7 @@ var _ = Describe("GC without a list of valid attachments", func() {
 			"bridge": "cnibr0", "ipMasq": true, "macspoofchk": true, "ipam": %s,
 			"cni.dev/valid-attachments": [{}]}`, netName, hostLocal(dataDir, "10.31.0.0/24")))}
 		out := run(hostNS, gc)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`cni.dev/valid-attachments[0]: "containerID": missing`))
 		Expect(rulesText(hostNS)).To(Equal(before))
 		Expect(testutil.Reservations(dataDir)).To(HaveLen(1))

@@ -163,8 +163,7 @@ var _ = Describe("host-device", func() {
 		mustRun("ADD", contNS, conf("1.1.0", `"device": "dev0"`, false))
 		edited := conf("1.1.0", `"device": "dev0", "hwaddr": "nope"`, false)
 		out := run("ADD", contNS, edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		mustRun("DEL", contNS, edited)
 		Expect(snapshot()).To(Equal(before))
 		mustRun("DEL", contNS, edited)
@@ -280,8 +279,7 @@ var _ = Describe("host-device", func() {
 				stdin := conf("1.1.0", `"device": "dev0"`, false)
 				p := hostdevice.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}, fs.root())
 				out := testutil.RunIn(hostNS, p, call("ADD", contNS, stdin))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(snapshot()).To(Equal(before))
 			})
 		}
@@ -414,8 +412,7 @@ var _ = Describe("host-device", func() {
 		DescribeTable("rejects with code 7 naming the key",
 			func(keys, errHas string) {
 				out := run("ADD", contNS, conf("1.1.0", keys, false))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(errHas))
 				expectNothingMade()
 			},

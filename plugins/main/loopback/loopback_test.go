@@ -182,8 +182,7 @@ var _ = Describe("loopback", func() {
 		c := call("DEL", "1.1.0")
 		c.Netns = file + "/netns" // ENOTDIR: not "gone", a wrong path
 		out := run(hostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		testutil.ExpectCode(out, types.ErrInvalidNetNS)
 		Expect(out.Err.Msg).To(ContainSubstring(c.Netns))
 	})
 
@@ -192,8 +191,7 @@ var _ = Describe("loopback", func() {
 		c := call("CHECK", "1.1.0")
 		c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "dns": 7}`)
 		out := run(hostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("dns: 7 is not an object"))
 	})
 
@@ -216,16 +214,14 @@ var _ = Describe("loopback", func() {
 			c := call("ADD", "1.1.0")
 			c.Stdin = []byte(`{"cniVersion": "1.1.0", "type": "loopback"}`)
 			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(loUp(contNS)).To(BeFalse())
 		})
 		It("rejects a path that is not a netns with code 8", func() {
 			c := call("ADD", "1.1.0")
 			c.Netns = "/proc/self/status"
 			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
 		})
 	})

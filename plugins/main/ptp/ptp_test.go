@@ -125,8 +125,7 @@ var _ = Describe("ptp", func() {
 		add(o, "c1", contNS)
 		edited := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, backend: "pf", mtu: 5}
 		out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c2", contNS, edited.json()))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, edited.json()))
 		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 		testutil.MustRunIn(hostNS, ptpPlugin, call("DEL", "c1", contNS, edited.json()))
@@ -319,8 +318,7 @@ var _ = Describe("ptp", func() {
 				o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 				before := takeSnapshot(hostNS, contNS, dataDir)
 				out := testutil.RunIn(hostNS, ptp.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", "c1", contNS, o.json()))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(out.Err.Msg).To(ContainSubstring("injected panic"))
 				Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 			})
@@ -539,8 +537,7 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true}
 		before := takeSnapshot(hostNS, contNS, dataDir)
 		out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", hostNS, o.json()))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		testutil.ExpectCode(out, types.ErrInvalidNetNS)
 		Expect(out.Err.Msg).To(ContainSubstring(hostNS.Path()))
 		Expect(takeSnapshot(hostNS, contNS, dataDir)).To(Equal(before))
 		var e types.Error
@@ -583,8 +580,7 @@ var _ = Describe("ptp", func() {
 		DescribeTable("are config errors (code 7) naming the key, and leave nothing",
 			func(body, errHas string) {
 				out := addWith(fakeIPAM(body))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(errHas))
 				Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 				Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
@@ -594,14 +590,12 @@ var _ = Describe("ptp", func() {
 		)
 		It("refuses an ipam.type missing from CNI_PATH with code 7", func() {
 			out := addWith(GinkgoT().TempDir())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "fake-ipam" not found`))
 		})
 		It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
 			out := addWith(fakeIPAM(`echo "pool on fire" >&2; exit 1`))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			testutil.ExpectCode(out, types.ErrInternal)
 			Expect(out.Err.Msg).To(ContainSubstring("pool on fire"))
 		})
 		It("releases the reservation of a result with an incomplete entry", func() {
@@ -618,8 +612,7 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir}
 		add(o, "c1", contNS)
 		out := testutil.RunIn(hostNS, ptpPlugin, call("CHECK", "c1", contNS, o.json()))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
 	})
 
@@ -657,8 +650,7 @@ var _ = Describe("ptp", func() {
 		DescribeTable("rejects invalid values with code 7 naming the key",
 			func(stdin, key string) {
 				out := testutil.RunIn(hostNS, ptpPlugin, call("ADD", "c1", contNS, []byte(stdin)))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(key))
 				expectNothingMade()
 			},
@@ -672,8 +664,7 @@ var _ = Describe("ptp", func() {
 			c := call("ADD", "c1", contNS, o.json())
 			c.Netns = "/proc/self/status"
 			out := testutil.RunIn(hostNS, ptpPlugin, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
 			expectNothingMade()
 		})

@@ -129,8 +129,7 @@ var _ = Describe("tap", func() {
 		add(netOpts{ver: "1.1.0", dataDir: dataDir}, "c1", contNS)
 		edited := netOpts{ver: "1.1.0", dataDir: dataDir, mtu: 5, owner: u32(^uint32(0))}.json()
 		out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c2", contNS, edited))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		testutil.MustRunIn(hostNS, tap.Plugin, call("DEL", "c1", contNS, edited))
 		Expect(snapshot()).To(Equal(before))
 		testutil.MustRunIn(hostNS, tap.Plugin, call("DEL", "c1", contNS, edited))
@@ -251,8 +250,7 @@ var _ = Describe("tap", func() {
 		func(o netOpts, code uint, errHas string) {
 			before := snapshot()
 			out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c1", contNS, o.json()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg).To(ContainSubstring(errHas))
 			Expect(snapshot()).To(Equal(before))
 		},
@@ -268,8 +266,7 @@ var _ = Describe("tap", func() {
 		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "v1"})).To(Succeed())
 		before := snapshot()
 		out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c1", contNS, netOpts{ver: "1.1.0", bridge: "v0", dataDir: dataDir}.json()))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`bridge: "v0" in /run/netns/`))
 		Expect(snapshot()).To(Equal(before))
 	})
@@ -322,8 +319,7 @@ var _ = Describe("tap", func() {
 				o := netOpts{ver: "1.1.0", dataDir: dataDir, bridge: "br0"}
 				before := snapshot()
 				out := testutil.RunIn(hostNS, tap.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", "c1", contNS, o.json()))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(snapshot()).To(Equal(before))
 			})
 		}
@@ -436,15 +432,13 @@ var _ = Describe("tap", func() {
 			expectNothingMade)
 		It("rejects an invalid value with code 7 naming the key", func() {
 			out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c1", contNS, netOpts{ver: "1.1.0", dataDir: dataDir, mtu: 12}.json()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring("mtu: 12"))
 			expectNothingMade()
 		})
 		It("refuses its own namespace as CNI_NETNS with code 8", func() {
 			out := testutil.RunIn(hostNS, tap.Plugin, call("ADD", "c1", hostNS, netOpts{ver: "1.1.0", dataDir: dataDir}.json()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
 			expectNothingMade()
 		})

@@ -244,8 +244,7 @@ var _ = Describe("sbr", func() {
 		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
 		edited := conf("1.1.0", `"gateways": ["nope", "10.6.0.254", "10.6.0.253"]`, prev)
 		out := run(attach.Hooks{}, "ADD", contNS, "net1", edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		must("DEL", contNS, "net1", edited)
 		Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
 		left, err := testutil.Handle(contNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 100}, netlink.RT_FILTER_TABLE)
@@ -345,8 +344,7 @@ var _ = Describe("sbr", func() {
 				Stdin: conf("1.1.0", "", prevFor("1.1.0", contNS, net1))}
 			mutate(&c)
 			out := testutil.RunIn(hostNS, sbr.Plugin, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(state()).To(Equal(before))
 		},
