@@ -1,7 +1,6 @@
 package ipt
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 
@@ -11,12 +10,9 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
-	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
-
-var errInjected = errors.New("injected")
 
 // check --repair, podman's network reload and a runtime's second ADD run
 // Setup over a live attachment: when it fails, or a later step's failure
@@ -29,25 +25,13 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 	chain := pmChain(opts.Owner)
 	state := func() string {
 		GinkgoHelper()
-		return pmtest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "nat"}, []string{"ip6tables-" + variant + "-save", "-t", "nat"})
-	}
-	failIPv6 := func(f nftnl.Family) error {
-		if f == nftnl.IPv6 {
-			return errInjected
-		}
-		return nil
+		return nftest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "nat"}, []string{"ip6tables-" + variant + "-save", "-t", "nat"})
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		p = &iptablesPortMap{m: &iptables.Runner{Variant: variant, NoNFT: noNFT}}
 	})
 	setup := func() error { return nftest.In(n, func() error { return p.Setup(opts) }) }
-	setupUndo := func() func() error {
-		GinkgoHelper()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = p.SetupUndoable(opts); return err })).To(Succeed())
-		return func() error { return nftest.In(n, undo) }
-	}
 	// drift deletes the IPv4 DNAT rule of 8443 from the attachment's chain.
 	drift := func() {
 		GinkgoHelper()
@@ -62,12 +46,12 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 		live := state()
 		Expect(live).To(ContainSubstring(chain))
 
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(live), "IPv4, done before IPv6 failed, is as it was")
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "a later step's undo leaves the rules that were there")
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed())
@@ -78,24 +62,24 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 		drift()
 		drifted := state()
 
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(drifted))
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted), "its undo takes that rule out again, and only it")
 	})
 
 	It("leaves nothing of a fresh attachment, failing or undone", func() {
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).NotTo(ContainSubstring(chain))
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(state()).To(ContainSubstring(chain))
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(chain))
