@@ -29,15 +29,5 @@ func (m *nftablesForward) restoreOwn(o netfilter.Owner, prior []*nftables.Rule) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	n, err := nftnl.QueueRestore(c, fwdNFTTableRef, fwdNFTChain(fwdNFTAllow), nftnl.OwnedRules(s.rules[fwdNFTAllow], o), prior)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
-	}
-	return nil
+	return nftnl.RestoreRules(c, fwdNFTTableRef, fwdNFTChain(fwdNFTAllow), nftnl.OwnedRules(s.rules[fwdNFTAllow], o), prior, what)
 }

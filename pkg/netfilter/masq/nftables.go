@@ -183,17 +183,7 @@ func (m *nftablesMasq) restore(o netfilter.Owner, prior []*nftables.Rule) error 
 		if err != nil {
 			return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
 		}
-		n, err := nftnl.QueueRestore(c.Conn, nftTable, nftMasq(), nftnl.OwnedRules(s.masqRules, o), prior)
-		if err != nil {
-			return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
-		}
-		if n == 0 {
-			return nil
-		}
-		if err := c.Flush(); err != nil {
-			return fmt.Errorf("restore nftables masquerade of %s in inet %s: %w", o, nftTableName, err)
-		}
-		return nil
+		return nftnl.RestoreRules(c.Conn, nftTable, nftMasq(), nftnl.OwnedRules(s.masqRules, o), prior, fmt.Sprintf("restore nftables masquerade of %s", o))
 	})
 }
 

@@ -1,6 +1,7 @@
 package nftnl
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/google/nftables"
@@ -20,13 +21,13 @@ func OwnedRules(rs []*nftables.Rule, o netfilter.Owner) []*nftables.Rule {
 	return out
 }
 
-// QueueRestore queues on c what takes an owner's rules of chain from have
-// (read now) back to prior (read before a change, the undo of a
-// SetupUndoable): a rule of have whose handle is not prior's was added
-// since and goes, a rule of prior no longer there was removed since and
-// comes back (at the chain's end); the others are not touched. It returns
-// how many changes it queued, for the caller to flush when there are any.
-func QueueRestore(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain, have, prior []*nftables.Rule) (int, error) {
+// RestoreRules takes an owner's rules of chain from have (read now) back
+// to prior (read before a change: the undo of a SetupUndoable), in one
+// batch on c: a rule of have whose handle is not prior's was added since
+// and goes, a rule of prior no longer there was removed since and comes
+// back (at the chain's end); the others are not touched. what names the
+// change in errors ("restore nftables masquerade of <owner>").
+func RestoreRules(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain, have, prior []*nftables.Rule, what string) error {
 	handles := func(rs []*nftables.Rule) []uint64 {
 		out := make([]uint64, len(rs))
 		for i, r := range rs {
@@ -39,7 +40,7 @@ func QueueRestore(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain
 	for _, r := range have {
 		if !slices.Contains(was, r.Handle) {
 			if err := c.DelRule(r); err != nil {
-				return n, err
+				return fmt.Errorf("%s: %w", what, err)
 			}
 			n++
 		}
@@ -50,5 +51,11 @@ func QueueRestore(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain
 			n++
 		}
 	}
-	return n, nil
+	if n == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("%s in inet %s: %w", what, table.Name, err)
+	}
+	return nil
 }
