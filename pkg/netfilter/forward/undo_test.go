@@ -29,7 +29,7 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 	r := liveRules()
 	state := func() string {
 		GinkgoHelper()
-		return nftest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "filter"}, []string{"ip6tables-" + variant + "-save", "-t", "filter"})
+		return nftest.IptablesState(n, variant, "filter")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
@@ -56,10 +56,7 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 
 	It("after drift, a failed repair leaves what drift left, and its undo takes back only the rule it added", func() {
 		Expect(setup()).To(Succeed())
-		re := regexp.MustCompile(`(?m)^-A (CNI-FORWARD -d 10\.1\.0\.5/32 .*)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "filter"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "filter", `CNI-FORWARD -d 10\.1\.0\.5/32 .*`)
 		drifted := state()
 		Expect(nftest.In(n, func() error { return m.Check(r) })).NotTo(Succeed())
 
@@ -95,11 +92,7 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(own), "nor does the undo of a fresh one")
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())
 
 var _ = Describe("nftables forward Setup's undo over a live attachment", func() {
 	var n *ns.NetNS

@@ -25,7 +25,7 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 	chain := netfilter.IptablesChain(o)
 	state := func() string {
 		GinkgoHelper()
-		return nftest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "nat"}, []string{"ip6tables-" + variant + "-save", "-t", "nat"})
+		return nftest.IptablesState(n, variant, "nat")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
@@ -47,10 +47,7 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 
 	It("after drift, a failed repair leaves what drift left", func() {
 		Expect(setup()).To(Succeed())
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` -d 10\.1\.0\.0/24 .*-j ACCEPT)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` -d 10\.1\.0\.0/24 .*-j ACCEPT`)
 		drifted := state()
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).NotTo(Succeed())
 		m.failFamily = nftest.FailIPv6
@@ -75,21 +72,14 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 		Expect(nftest.SetupUndo(n, setupUndoable, addrs)()).To(Succeed())
 		Expect(state()).To(Equal(live))
 
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` -d 10\.1\.0\.0/24 .*-j ACCEPT)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` -d 10\.1\.0\.0/24 .*-j ACCEPT`)
 		drifted := state()
 		undo := nftest.SetupUndo(n, setupUndoable, addrs)
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted))
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())
 
 var _ = Describe("nftables SetupUndoable over a live attachment", func() {
 	It("changes nothing over a live attachment, takes back only what a repair added, leaves nothing of a fresh one", func() {

@@ -1,9 +1,6 @@
 package ipt
 
 import (
-	"regexp"
-	"strings"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -25,21 +22,13 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 	chain := pmChain(opts.Owner)
 	state := func() string {
 		GinkgoHelper()
-		return nftest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "nat"}, []string{"ip6tables-" + variant + "-save", "-t", "nat"})
+		return nftest.IptablesState(n, variant, "nat")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		p = &iptablesPortMap{m: &iptables.Runner{Variant: variant, NoNFT: noNFT}}
 	})
 	setup := func() error { return nftest.In(n, func() error { return p.Setup(opts) }) }
-	// drift deletes the IPv4 DNAT rule of 8443 from the attachment's chain.
-	drift := func() {
-		GinkgoHelper()
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` .*--dport 8443 -j DNAT .*)$`)
-		m := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(m).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, strings.Fields(m[1])...)...)
-	}
 
 	It("keeps the live rules when a later family fails, and its undo changes nothing", func() {
 		Expect(setup()).To(Succeed())
@@ -59,7 +48,8 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 
 	It("after drift, a failed repair leaves what drift left, and takes back only the rule it inserted", func() {
 		Expect(setup()).To(Succeed())
-		drift()
+		// Drift: the IPv4 DNAT rule of 8443 goes from the attachment's chain.
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` .*--dport 8443 -j DNAT .*`)
 		drifted := state()
 
 		p.failFamily = nftest.FailIPv6
@@ -85,8 +75,4 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 		Expect(state()).NotTo(ContainSubstring(chain))
 		Expect(state()).NotTo(ContainSubstring("dnat name"))
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())

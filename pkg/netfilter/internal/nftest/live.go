@@ -54,3 +54,31 @@ func StableDump(n *ns.NetNS, cmds ...[]string) string {
 	}
 	return b.String()
 }
+
+// IptablesVariants are the table entries (variant, noNFT) of an iptables
+// backend's ways: iptables-nft over netlink where it can, iptables-nft
+// through iptables-restore and iptables-save alone, iptables-legacy.
+func IptablesVariants() []TableEntry {
+	return []TableEntry{
+		Entry("iptables-nft, netlink ways", "nft", false),
+		Entry("iptables-nft, restore only", "nft", true),
+		Entry("iptables-legacy", "legacy", false),
+	}
+}
+
+// IptablesState is what table holds in n, IPv4 then IPv6, as variant's
+// save tools print it, without comment lines and counters.
+func IptablesState(n *ns.NetNS, variant, table string) string {
+	GinkgoHelper()
+	return StableDump(n, []string{"iptables-" + variant + "-save", "-t", table}, []string{"ip6tables-" + variant + "-save", "-t", table})
+}
+
+// DeleteIPv4Rule deletes from n's IPv4 table, with variant's iptables
+// (behind the backend's back: drift), the rule whose iptables-save line
+// after "-A " matches rule, which must be there.
+func DeleteIPv4Rule(n *ns.NetNS, variant, table, rule string) {
+	GinkgoHelper()
+	m := regexp.MustCompile(`(?m)^-A (` + rule + `)$`).FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", table))
+	Expect(m).NotTo(BeNil(), "no rule matching %s", rule)
+	testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", table, "-D"}, ShellFields(m[1])...)...)
+}
