@@ -265,10 +265,7 @@ func (m *nftablesForward) setup(r ForwardRules) (prior []*nftables.Rule, err err
 		}
 		changed = true
 	}
-	if !changed {
-		return have, nil
-	}
-	if err := c.Flush(); err != nil {
+	if err := nftnl.FlushQueued(c, changed); err != nil {
 		return nil, fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
 	}
 	return have, nil

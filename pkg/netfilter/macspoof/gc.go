@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
 // GCMacSpoofChecks removes the checks of network whose owner is not in keep
@@ -90,10 +91,7 @@ func gcBaseRules(c *nftables.Conn, table *nftables.Table, base *nftables.Chain, 
 		dropChains()
 		n++
 	}
-	if n == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
+	if err := nftnl.FlushQueued(c, n > 0); err != nil {
 		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, table.Name, err)
 	}
 	return nil

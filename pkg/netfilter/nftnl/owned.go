@@ -51,11 +51,17 @@ func RestoreRules(c *nftables.Conn, table *nftables.Table, chain *nftables.Chain
 			n++
 		}
 	}
-	if n == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
+	if err := FlushQueued(c, n > 0); err != nil {
 		return fmt.Errorf("%s in inet %s: %w", what, table.Name, err)
 	}
 	return nil
+}
+
+// FlushQueued sends the batch queued on c when queued says there is one,
+// so that a change that found nothing to do sends nothing.
+func FlushQueued(c *nftables.Conn, queued bool) error {
+	if !queued {
+		return nil
+	}
+	return c.Flush()
 }
