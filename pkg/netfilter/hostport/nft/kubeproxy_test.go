@@ -103,8 +103,10 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 			{HostPort: nodePort, ContainerPort: podPort, Protocol: "tcp"},
 			{HostPort: otherPort, ContainerPort: podPort, Protocol: "tcp"},
 		}}
-	// setUpAfter loads scripts with nft, in order, then sets up opts.
-	setUpAfter := func(scripts ...string) {
+
+	// setupAfter loads scripts with nft in hostNS, in order, then sets opts
+	// up there.
+	setupAfter := func(scripts ...string) {
 		GinkgoHelper()
 		Expect(hostNS.Do(func() error {
 			for _, script := range scripts {
@@ -117,7 +119,7 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 	}
 
 	It("lets kube-proxy's DNAT win over a hostPort on its NodePort made after it", func() {
-		setUpAfter(kubeProxy)
+		setupAfter(kubeProxy)
 		Expect(who(otherPort)).To(Equal("pod"), "the hostPort's forward is live")
 		Expect(who(nodePort)).To(Equal("service"), "kube-proxy's NodePort, not the hostPort equal to it")
 	})
@@ -133,7 +135,7 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 	chain output { type nat hook output priority -100; jump hostip_hostports; fib daddr type local jump hostports; }
 	chain masquerading { type nat hook postrouting priority 100; }
 }`
-		setUpAfter(kubeProxy, upstream)
+		setupAfter(kubeProxy, upstream)
 		Expect(who(nodePort)).To(Equal("service"), "kube-proxy's NodePort, not the hostPort equal to it")
 		Expect(who(otherPort)).To(Equal("pod"), "our forward")
 		Expect(who(30087)).To(Equal("pod"), "upstream's forward")
