@@ -1,12 +1,10 @@
 package ptp_test
 
 import (
-	"net"
 	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -109,12 +107,3 @@ func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) testutil.Snapshot {
 
 // ptpPlugin is the production descriptor.
 var ptpPlugin = ptp.Plugin
-
-// mustParseCIDR returns ip/prefix as an IPNet keeping the address.
-func mustParseCIDR(s string) *net.IPNet {
-	GinkgoHelper()
-	ipa, n, err := net.ParseCIDR(s)
-	Expect(err).NotTo(HaveOccurred())
-	n.IP = ipa
-	return n
-}
