@@ -37,6 +37,17 @@ var _ = Describe("bridge", func() {
 	call := func(cmd string, stdin []byte) testutil.Call {
 		return testutil.Call{Command: cmd, ContainerID: "c1", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin}
 	}
+	// delLeavesNothing runs DEL of stdin and checks that c1 left nothing:
+	// no container link, only the bridge in the host, no reservation, none
+	// of its rules.
+	delLeavesNothing := func(stdin []byte) {
+		GinkgoHelper()
+		Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
+		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
+		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+	}
 	// snapshot is what c1 could leave behind, its netfilter rules included.
 	snapshot := func() testutil.Snapshot {
 		GinkgoHelper()
@@ -79,11 +90,7 @@ var _ = Describe("bridge", func() {
 				Expect(run(hostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 			}
 			Expect(rulesText(hostNS)).To(MatchRegexp(ownerRE("c1")))
-			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
-			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
-			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-			Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+			delLeavesNothing(stdin)
 			Expect(run(hostNS, call("DEL", stdin)).Err).To(BeNil())
 		})
 
@@ -131,11 +138,7 @@ var _ = Describe("bridge", func() {
 		edited := netConf("1.1.0", `"isGateway": true, "ipMasq": true, "ipMasqBackend": "pf", "vlan": 5000, "mtu": 5, "hairpinMode": true, "promiscMode": true`, ipam)
 		out := run(hostNS, call("ADD", edited))
 		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
-		Expect(run(hostNS, call("DEL", edited)).Err).To(BeNil())
-		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
-		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		delLeavesNothing(edited)
 		Expect(run(hostNS, call("DEL", edited)).Err).To(BeNil())
 	})
 
@@ -495,11 +498,7 @@ var _ = Describe("bridge", func() {
 		stdin := netConf("1.1.0", `"isGateway": true, "ipMasq": true, "macspoofchk": true`, hostLocal(dataDir, "10.49.0.0/24"))
 		mustAdd(hostNS, call("ADD", stdin))
 		bad := testutil.WithPrev(stdin, []byte(`{"cniVersion": "9.9.9"}`))
-		Expect(run(hostNS, call("DEL", bad)).Err).To(BeNil())
-		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
-		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "cnibr0"))
-		Expect(testutil.Reservations(dataDir)).To(BeEmpty())
-		Expect(rulesText(hostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		delLeavesNothing(bad)
 		Expect(rulesText(hostNS)).NotTo(ContainSubstring("cni-br-iface-"))
 	})
 
