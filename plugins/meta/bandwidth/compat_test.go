@@ -102,6 +102,18 @@ var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func
 	})
 })
 
+// ingressFilters lists the filters on the ingress hook of link in n,
+// over netlink.
+func ingressFilters(n *ns.NetNS, link string) []netlink.Filter {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(link)
+	Expect(err).NotTo(HaveOccurred())
+	fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	Expect(err).NotTo(HaveOccurred())
+	return fs
+}
+
 // qdiscsOf lists link's qdiscs in n, over netlink.
 func qdiscsOf(n *ns.NetNS, link string) []netlink.Qdisc {
 	GinkgoHelper()
