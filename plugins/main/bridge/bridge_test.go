@@ -590,11 +590,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "type": "bridge", "bridge": "cnibr0", "ipMasq": true,
 			"macspoofchk": true, "cni.dev/valid-attachments": [], "ipam": %s}`, netName, hostLocal(dataDir, "10.53.0.0/24")))
 		for _, cmd := range []string{"GC", "STATUS"} {
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("bridge", testutil.Call{Command: cmd, Stdin: stdin})
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "bridge", testutil.Call{Command: cmd, Stdin: stdin})
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 	})
@@ -877,11 +873,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	It("works as the built binary", func() {
-		var out testutil.Output
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("bridge", call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.37.0.0/24"))))
-			return err
-		})).To(Succeed())
+		out := testutil.ExecIn(hostNS, "bridge", call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(dataDir, "10.37.0.0/24"))))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.Ping(contNS, "10.37.0.1")).To(Succeed())
 	})

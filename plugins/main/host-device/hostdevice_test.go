@@ -442,11 +442,7 @@ var _ = Describe("host-device", func() {
 		// fails unless it succeeded.
 		exec := func(c testutil.Call) {
 			GinkgoHelper()
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("host-device", c)
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "host-device", c)
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", c.Command, out.Stderr)
 		}
 		exec(call("ADD", contNS, stdin))

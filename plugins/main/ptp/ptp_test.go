@@ -547,11 +547,7 @@ var _ = Describe("ptp", func() {
 	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, ipMasq: true, extraKeys: `"cni.dev/valid-attachments": []`}
 		for _, cmd := range []string{"GC", "STATUS"} {
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("ptp", testutil.Call{Command: cmd, Stdin: o.json()})
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "ptp", testutil.Call{Command: cmd, Stdin: o.json()})
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 	})
@@ -680,11 +676,7 @@ var _ = Describe("ptp", func() {
 
 	It("works as the built binary", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, dual: true}
-		var out testutil.Output
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("ptp", call("ADD", "c1", contNS, o.json()))
-			return err
-		})).To(Succeed())
+		out := testutil.ExecIn(hostNS, "ptp", call("ADD", "c1", contNS, o.json()))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		res := testutil.ParseResult("1.1.0", out.Stdout)
 		Expect(testutil.Ping(contNS, gw6)).To(Succeed())

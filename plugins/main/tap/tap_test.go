@@ -446,11 +446,7 @@ var _ = Describe("tap", func() {
 
 	It("works as the built binary, and answers GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 		o := netOpts{ver: "1.1.0", dataDir: dataDir, multiQueue: true, owner: u32(1000)}
-		var out testutil.Output
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("tap", call("ADD", "c1", contNS, o.json()))
-			return err
-		})).To(Succeed())
+		out := testutil.ExecIn(hostNS, "tap", call("ADD", "c1", contNS, o.json()))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(tapLink(contNS, "tap0").Owner).To(BeEquivalentTo(1000))
 		gc := o
