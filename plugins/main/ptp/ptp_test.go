@@ -680,10 +680,7 @@ var _ = Describe("ptp", func() {
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		res := testutil.ParseResult("1.1.0", out.Stdout)
 		Expect(testutil.Ping(contNS, gw6)).To(Succeed())
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("ptp", call("DEL", "c1", contNS, o.json()))
-			return err
-		})).To(Succeed())
+		out = testutil.ExecIn(hostNS, "ptp", call("DEL", "c1", contNS, o.json()))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(res.Interfaces[0].Name))
 	})

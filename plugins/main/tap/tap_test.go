@@ -452,17 +452,11 @@ var _ = Describe("tap", func() {
 		gc := o
 		gc.extraKeys = `"cni.dev/valid-attachments": []`
 		for _, cmd := range []string{"GC", "STATUS"} {
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("tap", testutil.Call{Command: cmd, Stdin: gc.json()})
-				return err
-			})).To(Succeed())
+			out = testutil.ExecIn(hostNS, "tap", testutil.Call{Command: cmd, Stdin: gc.json()})
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 		Expect(testutil.Reservations(dataDir)).To(BeEmpty(), "GC with an empty list releases the address")
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("tap", call("DEL", "c1", contNS, o.json()))
-			return err
-		})).To(Succeed())
+		out = testutil.ExecIn(hostNS, "tap", call("DEL", "c1", contNS, o.json()))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 	})
