@@ -23,12 +23,7 @@ import (
 // A mistyped --cache-dir would make every reservation look leaked.
 func TestGCRefusesAnEmptyCache(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	lost, rmLost := testutil.NewTestNS(t)
-	ipLive := n.add("ctr-live", live)
-	ipLost := n.add("ctr-lost", lost)
-	must(t, rmLost())
-	n.waitLinks(3) // lo, cnode0, the live container's veth
+	ipLive, ipLost := n.liveAndLost()
 	n.age(ipLive)
 	n.age(ipLost)
 	noResults := t.TempDir()
@@ -183,13 +178,8 @@ func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 // kept while younger than --min-age, and while the network's lock is held.
 func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	lost, rmLost := testutil.NewTestNS(t)
-	ipLive := n.add("ctr-live", live)
-	ipLost := n.add("ctr-lost", lost)
-	must(t, rmLost())
+	ipLive, ipLost := n.liveAndLost()
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
-	n.waitLinks(3)
 	reserved := func() bool {
 		_, err := os.Stat(filepath.Join(n.ipamData, "nodenet", ipLost))
 		return err == nil

@@ -74,6 +74,20 @@ func (n *node) liveAndGone() (live, gone *ns.NetNS, rmGone func() error) {
 	return live, gone, rmGone
 }
 
+// liveAndLost attaches ctr-live and ctr-lost, removes ctr-lost's netns
+// behind the runtime's back, and waits until the kernel has destroyed it;
+// it returns both containers' addresses.
+func (n *node) liveAndLost() (ipLive, ipLost string) {
+	n.t.Helper()
+	live, _ := testutil.NewTestNS(n.t)
+	lost, rmLost := testutil.NewTestNS(n.t)
+	ipLive = n.add("ctr-live", live)
+	ipLost = n.add("ctr-lost", lost)
+	must(n.t, rmLost())
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+	return ipLive, ipLost
+}
+
 // replaceInConf replaces old with new, once, in nodenet's conflist in the
 // conf dir: an admin's edit after the ADDs (n.list keeps what they used).
 func (n *node) replaceInConf(old, new string) {
