@@ -117,14 +117,7 @@ mu_check_install_multus() {
 # mu_mpod NAME NETWORKS: a pod running httpd with the network-selection
 # annotation NETWORKS (JSON).
 mu_mpod() {
-	jq -n --arg name "$1" --arg nets "$2" '{apiVersion: "v1", kind: "Pod",
-	  metadata: {name: $name, namespace: "default",
-	    annotations: {"k8s.v1.cni.cncf.io/networks": $nets}},
-	  spec: {terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
-	    containers: [{name: "main", image: "localhost/cniforge-lane:1",
-	      imagePullPolicy: "Never", command: ["httpd", "-f", "-p", "80", "-h", "/www"]}]}}' >"$pw/$1.json"
-	k apply -f "$pw/$1.json" >/dev/null && k wait --for=condition=Ready "pod/$1" --timeout 120s >/dev/null || {
-		k describe pod "$1" | tail -n 20
+	pod "$1" --annotation "k8s.v1.cni.cncf.io/networks=$2" -- httpd -f -p 80 -h /www || {
 		tail -n 20 "$pw/multus.log"
 		return 1
 	}

@@ -5,7 +5,7 @@
 # shellcheck shell=bash disable=SC2154 # set by kube-lane.sh
 
 check_web() {
-	pod web 8083 10M -- httpd -f -p 80 -h /www || return 1
+	pod web --hostport 8083 --bandwidth 10M -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8083/" client
 }
 
@@ -37,7 +37,7 @@ check_bandwidth() {
 
 check_pod2pod() {
 	local ip
-	pod other "" "" -- sleep 3600 || return 1
+	pod other -- sleep 3600 || return 1
 	ip=$(pod_ip web)
 	in_pod other "http://$ip/"
 }
@@ -63,7 +63,7 @@ check_delete() {
 # same_state: the node holds what it held before the first pod.
 check_rollout() {
 	local ino1 ino2 loop rc=0
-	pod keep "" "" -- httpd -f -p 80 -h /www || return 1
+	pod keep -- httpd -f -p 80 -h /www || return 1
 	ino1=$(stat -c %i "$cnidir/cniforge")
 	# A runtime exec'ing a plugin all through the rollout never fails.
 	rm -f "$pw/rollout.stop" "$pw/rollout.execfail"
@@ -101,7 +101,7 @@ check_rollout() {
 		sort "$pw/rollout.execfail" | uniq -c
 		return 1
 	}
-	pod after 8084 "" -- httpd -f -p 80 -h /www || return 1
+	pod after --hostport 8084 -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8084/" client &&
 		fetch "http://$(pod_ip keep)/" || return 1
 	echo "cniforge replaced (inode $ino1 -> $ino2)"
