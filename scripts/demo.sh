@@ -31,6 +31,17 @@ fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
+# add_shown CONFLIST NET IFNAME [ENV=VALUE...]: print CONFLIST, then ADD
+# IFNAME to NET through cnitool (shown); the attachment is remembered, so
+# a demo stopped half-way DELs it.
+add_shown() {
+	local conf=$1 net=$2 ifname=$3
+	shift 3
+	cat "$conf"
+	added+=("$net $ifname")
+	show cni add "$net" "$ifname" "$@"
+}
+
 hostns=cniforge-demo-host-$$
 ctrns=cniforge-demo-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-demo.XXXXXX)
@@ -101,9 +112,7 @@ cat >"$tmp/net.d/10-demo-lo.conflist" <<EOF
   "plugins": [{"type": "loopback"}]
 }
 EOF
-cat "$tmp/net.d/10-demo-lo.conflist"
-added+=("demo-lo lo")
-show cni add demo-lo lo
+add_shown "$tmp/net.d/10-demo-lo.conflist" demo-lo lo
 echo
 show ip -n "$ctrns" addr show lo
 step "loopback: CHECK, STATUS, DEL"
@@ -173,9 +182,7 @@ else
   }]
 }
 EOF
-	cat "$tmp/net.d/25-demo-macvlan.conflist"
-	added+=("demo-macvlan net1")
-	show cni add demo-macvlan net1
+	add_shown "$tmp/net.d/25-demo-macvlan.conflist" demo-macvlan net1
 	echo
 	step "the container's macvlan, with a MAC of its own on demomaster0's wire"
 	show ip -n "$ctrns" -d link show net1
@@ -221,9 +228,7 @@ else
   }]
 }
 EOF
-	cat "$tmp/net.d/30-demo-bridge.conflist"
-	added+=("demo-bridge eth0")
-	show cni add demo-bridge eth0
+	add_shown "$tmp/net.d/30-demo-bridge.conflist" demo-bridge eth0
 	echo
 	step "what the container got"
 	show ip -n "$ctrns" addr show eth0
@@ -265,9 +270,7 @@ EOF
   ]
 }
 EOF
-		cat "$tmp/net.d/40-demo-pm.conflist"
-		added+=("demo-pm eth1")
-		show cni add demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
+		add_shown "$tmp/net.d/40-demo-pm.conflist" demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
 		echo
 		echo "a listener in the container on port 80:"
 		ip netns exec "$ctrns" python3 -c '
@@ -356,10 +359,8 @@ else
   ]
 }
 EOF
-	cat "$tmp/net.d/40-demo-chain.conflist"
-	added+=("demo-chain eth0")
 	caps='{"bandwidth": {"ingressRate": 4000000, "ingressBurst": 400000, "egressRate": 8000000, "egressBurst": 800000}, "mac": "02:42:0a:62:00:99", "portMappings": [{"hostPort": 8090, "containerPort": 80, "protocol": "tcp"}]}'
-	show cni add demo-chain eth0 CAP_ARGS="$caps"
+	add_shown "$tmp/net.d/40-demo-chain.conflist" demo-chain eth0 CAP_ARGS="$caps"
 	echo
 	step "bandwidth: tbf on the host end of the veth (into the container), an ifb with tbf (out of it)"
 	show ip netns exec "$hostns" tc qdisc show
