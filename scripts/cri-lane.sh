@@ -482,11 +482,7 @@ check_daemonset() {
 		return 1
 	}
 	ino1=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino0" != "$ino1" ] || {
-		echo "$cnidir/cniforge was not replaced (inode $ino0)"
-		return 1
-	}
-	installed_from_image || return 1
+	replaced_from_image "the DaemonSet pod" "$ino0" "$ino1" || return 1
 	# A kubelet stops the containers (SIGTERM, then SIGKILL after the
 	# grace period) before it stops the sandbox, which kills at once.
 	cri stop --timeout 5 "$(cat "$pw/ds1.ctrid")" >/dev/null &&
@@ -521,10 +517,7 @@ check_daemonset() {
 		return 1
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino1" != "$ino2" ] && installed_from_image || {
-		echo "the second pod did not replace $cnidir/cniforge (inode $ino1, now $ino2)"
-		return 1
-	}
+	replaced_from_image "the second pod" "$ino1" "$ino2" || return 1
 	[ ! -s "$pw/ds.execfail" ] || {
 		echo "a plugin exec failed while the DaemonSet replaced the files:"
 		sort "$pw/ds.execfail" | uniq -c

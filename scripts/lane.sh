@@ -325,3 +325,14 @@ installed_from_image() {
 		return 1
 	}
 }
+
+# replaced_from_image WHO OLD NEW: WHO replaced $cnidir/cniforge (its
+# inode went from OLD to NEW: an install replaces the files, never edits
+# them in place), and $cnidir holds the image's binaries.
+replaced_from_image() {
+	[ "$2" != "$3" ] || {
+		echo "$1 did not replace $cnidir/cniforge (inode $2)"
+		return 1
+	}
+	installed_from_image
+}

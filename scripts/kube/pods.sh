@@ -91,11 +91,7 @@ check_rollout() {
 		return 1
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino1" != "$ino2" ] || {
-		echo "the new image's pod did not replace $cnidir/cniforge (inode $ino1)"
-		return 1
-	}
-	installed_from_image || return 1
+	replaced_from_image "the new image's pod" "$ino1" "$ino2" || return 1
 	[ ! -s "$pw/rollout.execfail" ] || {
 		echo "a plugin exec failed while the rollout replaced the files:"
 		sort "$pw/rollout.execfail" | uniq -c
