@@ -274,14 +274,8 @@ func (n *node) startGCLoop(args ...string) (*syncBuffer, *exec.Cmd, chan error) 
 // rounds, SIGTERM ends it.
 func TestGCLoop(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	bad, rmBad := testutil.NewTestNS(t)
-	gone1, rm1 := testutil.NewTestNS(t)
-	gone2, rm2 := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-bad", bad)
-	n.add("ctr-gone1", gone1)
-	n.add("ctr-gone2", gone2)
+	n.attach("ctr-live")
+	bad, gone1, gone2 := n.attach("ctr-bad"), n.attach("ctr-gone1"), n.attach("ctr-gone2")
 	// ctr-bad's cached config names a plugin that does not exist: its DEL
 	// fails in every round.
 	cached := filepath.Join(n.cache, "results", "nodenet-ctr-bad-eth0")
@@ -295,8 +289,8 @@ func TestGCLoop(t *testing.T) {
 	b, err = json.Marshal(entry)
 	must(t, err)
 	must(t, os.WriteFile(cached, b, 0o600))
-	must(t, rmBad())
-	must(t, rm1())
+	must(t, bad.rm())
+	must(t, gone1.rm())
 
 	out, cmd, exited := n.startGCLoop("--every", "100ms")
 	waitFor := func(what string) {
@@ -309,11 +303,11 @@ func TestGCLoop(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)")
+	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.ns.Path() + " is gone)")
 	waitFor("nodenet: DEL ctr-bad eth0 failed: ")
 	// A later round still acts.
-	must(t, rm2())
-	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.Path() + " is gone)")
+	must(t, gone2.rm())
+	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.ns.Path() + " is gone)")
 	must(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-exited:
@@ -355,14 +349,10 @@ func TestGCLoop(t *testing.T) {
 // container ID: their reservations are Multus's, not leaked.
 func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	podM, _ := testutil.NewTestNS(t)
-	podS, _ := testutil.NewTestNS(t)
-	podG, rmG := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.addAs(n.multus, "pod-g", "net1", podG)
-	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
-	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
+	n.attach("ctr-live")
+	podG := n.attachAs(n.multus, "pod-g", "net1")
+	ipM := n.attachAs(n.multus, "pod-m", "net1").ip
+	ipS := n.attachAs(n.multus, "pod-s", "net2").ip
 	// pod-s is known only by the delegate list Multus keeps for its DEL.
 	must(t, os.Remove(filepath.Join(n.multus, "results", "nodenet-pod-s-net2")))
 	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
@@ -394,7 +384,7 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 		}
 	}
 	h.Close()
-	must(t, rmG()) // Multus's to DEL, with the pod's DEL
+	must(t, podG.rm()) // Multus's to DEL, with the pod's DEL
 	n.age(ipM)
 	n.age(ipS)
 
