@@ -60,18 +60,14 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-passed=0 failed=0
 work=$(mktemp -d /tmp/cniforge-frontdoor.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-ok() {
-	passed=$((passed + 1))
-	echo "frontdoor: ok: $*"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "frontdoor: FAILED: $*" >&2
-}
+# ok, fail and the closing count are the lanes' (scripts/lane.sh, which
+# brings scripts/binaries.sh too), with the front door's own prefixes.
+lane=frontdoor ok_prefix="frontdoor: ok: " fail_prefix="frontdoor: FAILED: "
+# shellcheck source=scripts/lane.sh
+. scripts/lane.sh
 
 # fail_showing FILE MESSAGE...: fail MESSAGE, then FILE, indented.
 fail_showing() {
@@ -138,8 +134,6 @@ done
 # snapshot FILE: what a plugin run must not change on the real host
 # (scripts/host-snapshot.sh, shared with scripts/podman-lane.sh).
 . scripts/host-snapshot.sh
-# shellcheck source=scripts/binaries.sh
-. scripts/binaries.sh
 snapshot() {
 	host_snapshot "$1"
 }
@@ -461,5 +455,5 @@ else
 	fail_showing "$work/golist.log" "go list ./pkg/...:"
 fi
 
-echo "frontdoor: $passed passed, $failed failed"
+summary
 [ "$failed" = 0 ]
