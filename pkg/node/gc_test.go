@@ -147,10 +147,7 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	if err := <-exited; err != nil {
-		t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
-	}
+	n.stopGCLoop(out, cmd, exited)
 	t.Logf("gc --every with a failing round:\n%s", out.String())
 }
 
@@ -270,6 +267,22 @@ func (n *node) startGCLoop(args ...string) (*syncBuffer, *exec.Cmd, chan error) 
 	return out, cmd, exited
 }
 
+// stopGCLoop ends what startGCLoop started with SIGTERM: it must exit 0
+// (within a minute, so that a hang fails here rather than at the
+// suite's timeout).
+func (n *node) stopGCLoop(out *syncBuffer, cmd *exec.Cmd, exited chan error) {
+	n.t.Helper()
+	must(n.t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			n.t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		n.t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
+	}
+}
+
 // gc --every: one line per action, a failing DEL does not stop later
 // rounds, SIGTERM ends it.
 func TestGCLoop(t *testing.T) {
@@ -308,15 +321,7 @@ func TestGCLoop(t *testing.T) {
 	// A later round still acts.
 	must(t, gone2.rm())
 	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.ns.Path() + " is gone)")
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("gc --every after SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
-	}
+	n.stopGCLoop(out, cmd, exited)
 	text := out.String()
 	t.Logf("gc --apply --every 100ms:\n%s", text)
 	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `)
@@ -502,15 +507,7 @@ func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("gc --every after SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("gc --every did not stop on SIGTERM")
-	}
+	n.stopGCLoop(out, cmd, exited)
 	text := out.String()
 	t.Logf("gc --apply --every 10ms:\n%s", text)
 
