@@ -42,6 +42,18 @@ add_shown() {
 	show cni add "$net" "$ifname" "$@"
 }
 
+# check_then_del_twice NET IFNAME [ENV=VALUE...]: CHECK, then DEL twice
+# (a second DEL must succeed too), shown; the attachment is forgotten.
+check_then_del_twice() {
+	show cni check "$@"
+	echo "check: ok"
+	show cni del "$@"
+	echo "del: ok"
+	show cni del "$@"
+	echo "second del: ok"
+	added=("${added[@]/$1 $2/}")
+}
+
 hostns=cniforge-demo-host-$$
 ctrns=cniforge-demo-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-demo.XXXXXX)
@@ -190,13 +202,7 @@ EOF
 	step "the container reaches the neighbour 10.98.0.1 on the master's wire"
 	show ip netns exec "$ctrns" ping -c1 -W2 10.98.0.1
 	step "macvlan: CHECK, then DEL twice"
-	show cni check demo-macvlan net1
-	echo "check: ok"
-	show cni del demo-macvlan net1
-	echo "del: ok"
-	show cni del demo-macvlan net1
-	echo "second del: ok"
-	added=("${added[@]/demo-macvlan net1/}")
+	check_then_del_twice demo-macvlan net1
 	show ip -n "$ctrns" -br link show
 	ip -n "$hostns" link del demomaster0
 fi
@@ -246,13 +252,7 @@ EOF
 		printf '%s holds %q\n' "$(basename "$f")" "$(cat "$f")"
 	done
 	step "bridge + host-local: CHECK, then DEL twice"
-	show cni check demo-bridge eth0
-	echo "check: ok"
-	show cni del demo-bridge eth0
-	echo "del: ok"
-	show cni del demo-bridge eth0
-	echo "second del: ok"
-	added=("${added[@]/demo-bridge eth0/}")
+	check_then_del_twice demo-bridge eth0
 	show ip -n "$ctrns" -br link show
 	show ls "$tmp/host-local/demo-bridge"
 
@@ -374,14 +374,8 @@ EOF
 	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
 	show ip netns exec "$hostns" iptables -S CNI-FORWARD
 	step "chain: CHECK, then DEL twice"
-	show cni check demo-chain eth0 CAP_ARGS="$caps"
-	echo "check: ok"
-	show cni del demo-chain eth0 CAP_ARGS="$caps" # a runtime sends the mappings on DEL too
-	echo "del: ok"
-	show cni del demo-chain eth0 CAP_ARGS="$caps"
-	echo "second del: ok"
+	check_then_del_twice demo-chain eth0 CAP_ARGS="$caps" # a runtime sends the mappings on DEL too
 	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
-	added=("${added[@]/demo-chain eth0/}")
 	show ip -n "$hostns" -br link show
 	show ls "$tmp/tuning"
 fi
