@@ -494,13 +494,7 @@ check_daemonset() {
 	}
 	rmpod "$pod1" || return 1
 
-	rm -f "$pw/ds.stop" "$pw/ds.execfail"
-	(
-		while [ ! -e "$pw/ds.stop" ]; do
-			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.0.0"}' >/dev/null 2>&1 ||
-				echo "exec of $cnidir/loopback failed" >>"$pw/ds.execfail"
-		done
-	) &
+	exec_while_replaced ds
 	loop=$!
 	pod2=$(dspod ds2) || {
 		touch "$pw/ds.stop"

@@ -326,6 +326,20 @@ installed_from_image() {
 	}
 }
 
+# exec_while_replaced TAG: in the background (its pid in $!), execs
+# $cnidir/loopback (VERSION) over and over, as a runtime does while the
+# plugins are being replaced, until $pw/TAG.stop exists; each failed exec
+# adds a line to $pw/TAG.execfail.
+exec_while_replaced() {
+	rm -f "$pw/$1.stop" "$pw/$1.execfail"
+	(
+		while [ ! -e "$pw/$1.stop" ]; do
+			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.0.0"}' >/dev/null 2>&1 ||
+				echo "exec of $cnidir/loopback failed" >>"$pw/$1.execfail"
+		done
+	) &
+}
+
 # replaced_from_image WHO OLD NEW: WHO replaced $cnidir/cniforge (its
 # inode went from OLD to NEW: an install replaces the files, never edits
 # them in place), and $cnidir holds the image's binaries.

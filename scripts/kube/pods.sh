@@ -66,13 +66,7 @@ check_rollout() {
 	pod keep -- httpd -f -p 80 -h /www || return 1
 	ino1=$(stat -c %i "$cnidir/cniforge")
 	# A runtime exec'ing a plugin all through the rollout never fails.
-	rm -f "$pw/rollout.stop" "$pw/rollout.execfail"
-	(
-		while [ ! -e "$pw/rollout.stop" ]; do
-			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.1.0"}' >/dev/null 2>&1 ||
-				echo "exec of $cnidir/loopback failed" >>"$pw/rollout.execfail"
-		done
-	) &
+	exec_while_replaced rollout
 	loop=$!
 	k -n kube-system set image ds/cniforge cniforge=localhost/cniforge-node:lane2 >/dev/null &&
 		k -n kube-system rollout status ds/cniforge --timeout 180s >/dev/null &&
