@@ -512,11 +512,7 @@ check_daemonset() {
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
 	replaced_from_image "the second pod" "$ino1" "$ino2" || return 1
-	[ ! -s "$pw/ds.execfail" ] || {
-		echo "a plugin exec failed while the DaemonSet replaced the files:"
-		sort "$pw/ds.execfail" | uniq -c
-		return 1
-	}
+	no_exec_failed ds "the DaemonSet" || return 1
 
 	web=$(runp dsweb) || return 1
 	ip=$(pod_ip "$web")

@@ -340,6 +340,16 @@ exec_while_replaced() {
 	) &
 }
 
+# no_exec_failed TAG WHO: no exec of exec_while_replaced TAG failed while
+# WHO replaced the files (read once its loop has ended).
+no_exec_failed() {
+	[ ! -s "$pw/$1.execfail" ] || {
+		echo "a plugin exec failed while $2 replaced the files:"
+		sort "$pw/$1.execfail" | uniq -c
+		return 1
+	}
+}
+
 # replaced_from_image WHO OLD NEW: WHO replaced $cnidir/cniforge (its
 # inode went from OLD to NEW: an install replaces the files, never edits
 # them in place), and $cnidir holds the image's binaries.

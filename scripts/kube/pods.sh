@@ -86,11 +86,7 @@ check_rollout() {
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
 	replaced_from_image "the new image's pod" "$ino1" "$ino2" || return 1
-	[ ! -s "$pw/rollout.execfail" ] || {
-		echo "a plugin exec failed while the rollout replaced the files:"
-		sort "$pw/rollout.execfail" | uniq -c
-		return 1
-	}
+	no_exec_failed rollout "the rollout" || return 1
 	pod after --hostport 8084 -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8084/" client &&
 		fetch "http://$(pod_ip keep)/" || return 1
