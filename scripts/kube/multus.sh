@@ -286,8 +286,12 @@ mu_check_gc_live() {
 		diff <(echo "$before") <(mu_state)
 		return 1
 	}
-	mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir" | grep -q "attachments Multus delegated (.*pods: 2)" || {
-		mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir"
+	# A here-string, not a pipe: under pipefail, grep -q's early exit
+	# would fail the check on ls's EPIPE.
+	local ls
+	ls=$(mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir") &&
+		grep -q "attachments Multus delegated (.*pods: 2)" <<<"$ls" || {
+		echo "$ls"
 		return 1
 	}
 	mu_check_traffic >/dev/null
