@@ -31,6 +31,19 @@ fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
+# built PART PLUGIN...: every PLUGIN is in bin/; if not, PART is shown
+# as skipped, naming the binaries missing.
+built() {
+	local part=$1 p missing=()
+	shift
+	for p in "$@"; do
+		[ -x "bin/$p" ] || missing+=("bin/$p")
+	done
+	[ ${#missing[@]} = 0 ] && return 0
+	step "$part: SKIPPED, ${missing[*]} missing (not built yet)"
+	return 1
+}
+
 # add_shown CONFLIST NET IFNAME [ENV=VALUE...]: print CONFLIST, then ADD
 # IFNAME to NET through cnitool (shown); the attachment is remembered, so
 # a demo stopped half-way DELs it.
@@ -168,9 +181,7 @@ show cni del demo-static eth9
 echo "del: ok"
 
 # --- macvlan + host-local --------------------------------------------------
-if [ ! -x bin/macvlan ] || [ ! -x bin/host-local ]; then
-	step "macvlan + host-local: SKIPPED, bin/macvlan or bin/host-local missing (not built yet)"
-else
+if built "macvlan + host-local" macvlan host-local; then
 	step "macvlan: a veth in the stand-in host serves as the master's wire"
 	# demomaster0 is the master; its peer demowire0, in the same stand-in
 	# host, plays the neighbour on the wire at 10.98.0.1.
@@ -208,13 +219,7 @@ EOF
 fi
 
 # --- bridge + host-local ---------------------------------------------------
-missing=()
-for p in bridge host-local; do
-	[ -x "bin/$p" ] || missing+=("bin/$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	step "bridge + host-local: SKIPPED, ${missing[*]} missing (not built yet)"
-else
+if built "bridge + host-local" bridge host-local; then
 	step "bridge + host-local: ADD through cnitool"
 	cat >"$tmp/net.d/30-demo-bridge.conflist" <<EOF
 {
@@ -333,13 +338,7 @@ print(c.recv(100).decode(), end="")' "$1"
 fi
 
 # --- the full chain: bridge → portmap → bandwidth → tuning → firewall ------
-missing=()
-for p in bridge host-local portmap bandwidth tuning firewall; do
-	[ -x "bin/$p" ] || missing+=("bin/$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	step "chain bridge → portmap → bandwidth → tuning → firewall: SKIPPED, ${missing[*]} missing (not built yet)"
-else
+if built "chain bridge → portmap → bandwidth → tuning → firewall" bridge host-local portmap bandwidth tuning firewall; then
 	step "chain bridge → portmap → bandwidth → tuning → firewall: ADD through cnitool"
 	ip netns add "$ctrns" 2>/dev/null || true # the GC part above removed it
 	ip -n "$ctrns" link set dev lo up
