@@ -189,10 +189,7 @@ same_state() {
 	[ -z "$(ip -o link show type ifb)" ] || bad+=("ifb left")
 	[ -z "$(ls -A /var/lib/cni/results 2>/dev/null | grep -Ev "$ignore")" ] || bad+=("libcni cache entries left: $(ls /var/lib/cni/results)")
 	[ -z "$(ls /var/lib/cni/networks/$net | grep '^[0-9]')" ] || bad+=("host-local reservations left: $(ls /var/lib/cni/networks/$net | grep '^[0-9]')")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 # crash_and_drop_netns POD: containerd killed, then the pod's netns file

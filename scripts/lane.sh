@@ -37,6 +37,16 @@ summary() {
 	echo "$lane: $passed passed, $failed failed"
 }
 
+# all_clear FINDING...: true when nothing was found; else each FINDING on
+# its line, and false (the end of a check that collects what it found
+# wrong in an array: all_clear "${bad[@]}").
+all_clear() {
+	[ $# = 0 ] || {
+		printf '%s\n' "$@"
+		return 1
+	}
+}
+
 # bail WHY: the lane cannot run. Loud: a lane that cannot run must not
 # look like a pass.
 bail() {

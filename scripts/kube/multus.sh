@@ -306,10 +306,7 @@ mu_left() {
 	ip link show "$hd_dev" >/dev/null 2>&1 || bad+=("$hd_dev did not come back to the node")
 	[ -z "$(ip -o addr show dev "$hd_dev" 2>/dev/null | grep inet)" ] || bad+=("$hd_dev came back with an address")
 	[ -z "$(ls -A /run/netns | grep -vx client)" ] || bad+=("netns files: $(ls /run/netns)")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 mu_check_delete() {
