@@ -1,11 +1,11 @@
 package ptp_test
 
 import (
-	"encoding/json"
 	"net"
 	"sort"
 	"strings"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -120,4 +120,9 @@ func mustParseCIDR(s string) *net.IPNet {
 	return n
 }
 
-func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }
+// withPrev returns o carrying res (printed in o.ver) as prevResult.
+func (o netOpts) withPrev(res *current.Result) netOpts {
+	GinkgoHelper()
+	o.prevRes = testutil.PrintResult(res, o.ver)
+	return o
+}
