@@ -40,6 +40,17 @@ var _ = Describe("bridge", func() {
 		GinkgoHelper()
 		return env.Snapshot(func() []string { return ownedRules(env.HostNS, "c1") })
 	}
+	// delTwice runs DEL with stdin twice; the first must leave nothing of c1
+	// but the bridge, the second must succeed too.
+	delTwice := func(stdin []byte) {
+		GinkgoHelper()
+		Expect(run(env.HostNS, call("DEL", stdin)).Err).To(BeNil())
+		Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
+		Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo", "cnibr0"))
+		Expect(testutil.Reservations(env.DataDir)).To(BeEmpty())
+		Expect(rulesText(env.HostNS)).NotTo(MatchRegexp(ownerRE("c1")))
+		Expect(run(env.HostNS, call("DEL", stdin)).Err).To(BeNil())
+	}
 
 	DescribeTableSubtree("every spec version", func(ver string) {
 		var stdin []byte
@@ -77,12 +88,7 @@ var _ = Describe("bridge", func() {
 				Expect(run(env.HostNS, call("CHECK", testutil.WithPrev(stdin, out.Stdout))).Err).To(BeNil())
 			}
 			Expect(rulesText(env.HostNS)).To(MatchRegexp(ownerRE("c1")))
-			Expect(run(env.HostNS, call("DEL", stdin)).Err).To(BeNil())
-			Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
-			Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo", "cnibr0"))
-			Expect(testutil.Reservations(env.DataDir)).To(BeEmpty())
-			Expect(rulesText(env.HostNS)).NotTo(MatchRegexp(ownerRE("c1")))
-			Expect(run(env.HostNS, call("DEL", stdin)).Err).To(BeNil())
+			delTwice(stdin)
 		})
 
 		It("succeeds on DEL without a netns and releases the address", func() {
@@ -130,12 +136,7 @@ var _ = Describe("bridge", func() {
 		out := run(env.HostNS, call("ADD", edited))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
-		Expect(run(env.HostNS, call("DEL", edited)).Err).To(BeNil())
-		Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
-		Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo", "cnibr0"))
-		Expect(testutil.Reservations(env.DataDir)).To(BeEmpty())
-		Expect(rulesText(env.HostNS)).NotTo(MatchRegexp(ownerRE("c1")))
-		Expect(run(env.HostNS, call("DEL", edited)).Err).To(BeNil())
+		delTwice(edited)
 	})
 
 	It("ends in the same state after ADD, DEL, ADD", func() {
