@@ -8,10 +8,9 @@ import (
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
-// AttachEnv is one spec's ground for a plugin that attaches IfName in a
+// AttachEnv is each spec's ground for a plugin that attaches IfName in a
 // container: a stand-in host namespace the plugin runs in, a container
-// namespace and a data folder for host-local. Make it in a BeforeEach with
-// NewAttachEnv; the namespaces and the folder are removed after the spec.
+// namespace and a data folder for host-local. Get it from UseAttachEnv.
 type AttachEnv struct {
 	HostNS, ContNS *ns.NetNS
 	DataDir        string
@@ -19,10 +18,17 @@ type AttachEnv struct {
 	IfName         string
 }
 
-// NewAttachEnv makes fresh namespaces and a data folder for p attaching
-// ifName, each cleaned up after the spec.
-func NewAttachEnv(p plugin.Plugin, ifName string) *AttachEnv {
-	return &AttachEnv{HostNS: NewNS(), ContNS: NewNS(), DataDir: ginkgo.GinkgoT().TempDir(), Plugin: p, IfName: ifName}
+// UseAttachEnv returns the AttachEnv of p attaching ifName, for the specs
+// of the container node it is called in: it registers a BeforeEach that
+// gives the env fresh namespaces and a fresh data folder for each spec,
+// removed after it. A BeforeEach registered before it runs first (a
+// kernelfeature.Require, say).
+func UseAttachEnv(p plugin.Plugin, ifName string) *AttachEnv {
+	e := &AttachEnv{Plugin: p, IfName: ifName}
+	ginkgo.BeforeEach(func() {
+		e.HostNS, e.ContNS, e.DataDir = NewNS(), NewNS(), ginkgo.GinkgoT().TempDir()
+	})
+	return e
 }
 
 // Call is cmd for container id's attachment of IfName in n (nil: no

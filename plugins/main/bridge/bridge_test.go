@@ -27,10 +27,7 @@ import (
 )
 
 var _ = Describe("bridge", func() {
-	var env *testutil.AttachEnv
-	BeforeEach(func() {
-		env = testutil.NewAttachEnv(bridge.Plugin, "eth0")
-	})
+	env := testutil.UseAttachEnv(bridge.Plugin, "eth0")
 
 	call := func(cmd string, stdin []byte) testutil.Call {
 		return env.Call(cmd, "c1", env.ContNS, stdin)

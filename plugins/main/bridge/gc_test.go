@@ -12,10 +12,7 @@ import (
 )
 
 var _ = Describe("GC without a list of valid attachments", func() {
-	var env *testutil.AttachEnv
-	BeforeEach(func() {
-		env = testutil.NewAttachEnv(bridge.Plugin, "eth0")
-	})
+	env := testutil.UseAttachEnv(bridge.Plugin, "eth0")
 
 	// cnitool gc and libcni's GCNetworkList(ctx, list, nil) send no key,
 	// after running DEL for every cached attachment: nothing is valid.

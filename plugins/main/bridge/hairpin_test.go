@@ -27,11 +27,8 @@ import (
 // whose guest preloads it, when the host lacks it.
 var _ = Describe("hairpin traffic", Label(kernelfeature.Label), func() {
 	const service = "10.200.0.1"
-	var env *testutil.AttachEnv
-	BeforeEach(func() {
-		kernelfeature.Require(kernelfeature.BrNetfilter)
-		env = testutil.NewAttachEnv(bridge.Plugin, "eth0")
-	})
+	BeforeEach(func() { kernelfeature.Require(kernelfeature.BrNetfilter) })
+	env := testutil.UseAttachEnv(bridge.Plugin, "eth0")
 
 	// addWithService attaches the container and makes the host DNAT the
 	// service address to it (and masquerade the hairpinned packet); it

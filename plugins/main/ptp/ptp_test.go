@@ -24,10 +24,7 @@ import (
 )
 
 var _ = Describe("ptp", func() {
-	var env *testutil.AttachEnv
-	BeforeEach(func() {
-		env = testutil.NewAttachEnv(ptpPlugin, "eth0")
-	})
+	env := testutil.UseAttachEnv(ptpPlugin, "eth0")
 
 	DescribeTableSubtree("every spec version", func(ver string) {
 		It("wires the container to the host and reports it in the requested version", func() {

@@ -17,10 +17,7 @@ import (
 )
 
 var _ = Describe("tap", func() {
-	var env *testutil.AttachEnv
-	BeforeEach(func() {
-		env = testutil.NewAttachEnv(tap.Plugin, "tap0")
-	})
+	env := testutil.UseAttachEnv(tap.Plugin, "tap0")
 
 	tapLink := func(n *ns.NetNS, name string) *netlink.Tuntap {
 		GinkgoHelper()
