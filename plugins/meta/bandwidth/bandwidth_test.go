@@ -490,11 +490,7 @@ var _ = Describe("bandwidth", func() {
 			}
 			c := testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(),
 				Stdin: conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h"))}
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("bandwidth", c)
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "bandwidth", c)
 			Expect(out.Err).To(BeNil())
 			if clamped {
 				Expect(string(out.Stderr)).To(And(ContainSubstring("burst clamped"), ContainSubstring("Burst")))
