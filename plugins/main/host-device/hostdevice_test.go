@@ -398,7 +398,7 @@ var _ = Describe("host-device", func() {
 			Expect(testutil.Handle(contNS).LinkSetHardwareAddr(linkIn(contNS, "net1"), net.HardwareAddr{2, 0xde, 0xad, 0, 0, 9})).To(Succeed())
 		}, "prevResult says"),
 		Entry("a deleted address", func() {
-			Expect(testutil.Handle(contNS).AddrDel(linkIn(contNS, "net1"), &netlink.Addr{IPNet: mustCIDR("10.1.4.10/24")})).To(Succeed())
+			Expect(testutil.Handle(contNS).AddrDel(linkIn(contNS, "net1"), &netlink.Addr{IPNet: testutil.MustCIDR("10.1.4.10/24")})).To(Succeed())
 		}, "lacks address 10.1.4.10/24"),
 		Entry("a device that is down", func() {
 			Expect(testutil.Handle(contNS).LinkSetDown(linkIn(contNS, "net1"))).To(Succeed())
@@ -486,12 +486,4 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func mustCIDR(s string) *net.IPNet {
-	GinkgoHelper()
-	ipa, n, err := net.ParseCIDR(s)
-	Expect(err).NotTo(HaveOccurred())
-	n.IP = ipa
-	return n
 }

@@ -1,13 +1,11 @@
 package ptp_test
 
 import (
-	"net"
 	"sort"
 	"strings"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -110,15 +108,6 @@ func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) testutil.Snapshot {
 
 // ptpPlugin is the production descriptor.
 var ptpPlugin = ptp.Plugin
-
-// mustParseCIDR returns ip/prefix as an IPNet keeping the address.
-func mustParseCIDR(s string) *net.IPNet {
-	GinkgoHelper()
-	ipa, n, err := net.ParseCIDR(s)
-	Expect(err).NotTo(HaveOccurred())
-	n.IP = ipa
-	return n
-}
 
 // withPrev returns o carrying res (printed in o.ver) as prevResult.
 func (o netOpts) withPrev(res *current.Result) netOpts {

@@ -471,7 +471,7 @@ var _ = Describe("ptp", func() {
 			h := testutil.Handle(env.HostNS)
 			l, err := h.LinkByName(res.Interfaces[0].Name)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(h.AddrDel(l, &netlink.Addr{IPNet: mustParseCIDR(gw6 + "/128")})).To(Succeed())
+			Expect(h.AddrDel(l, &netlink.Addr{IPNet: testutil.MustCIDR(gw6 + "/128")})).To(Succeed())
 		}, "lacks address "+gw6+"/128"),
 		Entry("a container end that is down", func(res *current.Result) {
 			h := testutil.Handle(env.ContNS)

@@ -19,14 +19,6 @@ import (
 var _ = Describe("tap", func() {
 	env := testutil.UseAttachEnv(tap.Plugin, "tap0")
 
-	tapLink := func(n *ns.NetNS, name string) *netlink.Tuntap {
-		GinkgoHelper()
-		l, err := testutil.Handle(n).LinkByName(name)
-		Expect(err).NotTo(HaveOccurred())
-		t, ok := l.(*netlink.Tuntap)
-		Expect(ok).To(BeTrue(), "%s is a %s", name, l.Type())
-		return t
-	}
 	// bridgeIn makes bridge br0 in n, up.
 	bridgeIn := func(n *ns.NetNS) *netlink.Bridge {
 		GinkgoHelper()
@@ -61,7 +53,7 @@ var _ = Describe("tap", func() {
 			res := env.Add(o.ver, "c1", env.ContNS, o.json())
 			Expect(res.IPs).To(HaveLen(1))
 			Expect(res.IPs[0].Address.String()).To(MatchRegexp(`^10\.1\.2\.\d+/24$`))
-			t := tapLink(env.ContNS, "tap0")
+			t := testutil.LinkAs[*netlink.Tuntap](env.ContNS, "tap0")
 			Expect(t.Mode).To(Equal(netlink.TUNTAP_MODE_TAP))
 			Expect(t.NonPersist).To(BeFalse())
 			Expect(t.Flags & netlink.TUNTAP_MULTI_QUEUE).To(BeZero())
@@ -118,7 +110,7 @@ var _ = Describe("tap", func() {
 	It("carries owner, group and multi-queue as the kernel reports them", func() {
 		o := netOpts{ver: "1.1.0", multiQueue: true, owner: u32(1000), group: u32(2000), mtu: 1400, mac: "02:11:22:33:44:55"}
 		res := env.Add(o.ver, "c1", env.ContNS, o.json())
-		t := tapLink(env.ContNS, "tap0")
+		t := testutil.LinkAs[*netlink.Tuntap](env.ContNS, "tap0")
 		Expect(t.Owner).To(BeEquivalentTo(1000))
 		Expect(t.Group).To(BeEquivalentTo(2000))
 		Expect(t.Flags & netlink.TUNTAP_MULTI_QUEUE).NotTo(BeZero())
@@ -177,7 +169,7 @@ var _ = Describe("tap", func() {
 	It("takes runtimeConfig.mac over the mac key", func() {
 		o := netOpts{ver: "1.1.0", mac: "02:11:22:33:44:55", extraKeys: `"runtimeConfig": {"mac": "02:aa:bb:cc:dd:ee"}`}
 		res := env.Add(o.ver, "c1", env.ContNS, o.json())
-		Expect(tapLink(env.ContNS, "tap0").HardwareAddr.String()).To(Equal("02:aa:bb:cc:dd:ee"))
+		Expect(testutil.LinkAs[*netlink.Tuntap](env.ContNS, "tap0").HardwareAddr.String()).To(Equal("02:aa:bb:cc:dd:ee"))
 		Expect(res.Interfaces[0].Mac).To(Equal("02:aa:bb:cc:dd:ee"))
 	})
 
@@ -213,7 +205,7 @@ var _ = Describe("tap", func() {
 
 		o := netOpts{ver: "1.1.0", bridge: "br0"}
 		res := env.Add(o.ver, "c1", env.ContNS, o.json())
-		Expect(tapLink(env.ContNS, "tap0").MasterIndex).To(Equal(br.Index))
+		Expect(testutil.LinkAs[*netlink.Tuntap](env.ContNS, "tap0").MasterIndex).To(Equal(br.Index))
 		env.Must("CHECK", "c1", env.ContNS, o.withPrev(res).json())
 
 		v := openTap(env.ContNS, "tap0", false)
@@ -439,7 +431,7 @@ var _ = Describe("tap", func() {
 			return err
 		})).To(Succeed())
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
-		Expect(tapLink(env.ContNS, "tap0").Owner).To(BeEquivalentTo(1000))
+		Expect(testutil.LinkAs[*netlink.Tuntap](env.ContNS, "tap0").Owner).To(BeEquivalentTo(1000))
 		gc := o
 		gc.extraKeys = `"cni.dev/valid-attachments": []`
 		for _, cmd := range []string{"GC", "STATUS"} {

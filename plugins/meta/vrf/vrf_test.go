@@ -99,11 +99,7 @@ func tableRoutes(n *ns.NetNS, table int) []string {
 
 func vrfOf(n *ns.NetNS, name string) *netlink.Vrf {
 	GinkgoHelper()
-	l, err := testutil.Handle(n).LinkByName(name)
-	Expect(err).NotTo(HaveOccurred())
-	v, ok := l.(*netlink.Vrf)
-	Expect(ok).To(BeTrue(), "%s is a %s", name, l.Type())
-	return v
+	return testutil.LinkAs[*netlink.Vrf](n, name)
 }
 
 func masterOf(n *ns.NetNS, name string) int {
