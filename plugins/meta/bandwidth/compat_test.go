@@ -1,10 +1,7 @@
 package bandwidth_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,27 +12,11 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
 )
 
-// upstreamBin is Debian's build of upstream's bandwidth (1.1.1), installed
-// with podman. A spec that needs it fails when it is missing: it is the
-// second source of upstream-made state (issue 22), never skipped.
-const upstreamBin = "/usr/lib/cni/bandwidth"
-
 // runUpstream runs upstream's bandwidth in hostNS with cmd and returns
-// what it printed.
+// what it printed (testutil.RunUpstream: the spec fails without it).
 func runUpstream(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) []byte {
 	GinkgoHelper()
-	_, err := os.Stat(upstreamBin)
-	Expect(err).NotTo(HaveOccurred(), "upstream's bandwidth (Debian's containernetworking-plugins) is needed here")
-	var out, stderr bytes.Buffer
-	err = hostNS.Do(func() error {
-		c := exec.Command(upstreamBin)
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=ctr1",
-			"CNI_NETNS=" + contNS.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
-		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
-		return c.Run()
-	})
-	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
-	return out.Bytes()
+	return testutil.RunUpstream(hostNS, "bandwidth", testutil.NewCall(cmd, "ctr1", "eth0", contNS, stdin))
 }
 
 var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
