@@ -272,25 +272,28 @@ var _ = Describe("bridge", func() {
 		Expect(l.Attrs().Flags & net.FlagUp).To(BeZero())
 	})
 
-	It("sets hairpin mode and port isolation on the port", func() {
-		stdin := netConf("1.1.0", `"hairpinMode": true, "portIsolation": true`, hostLocal(env.DataDir, "10.21.0.0/24"))
-		res := mustAdd(env.HostNS, call("ADD", stdin))
+	// portInfo is the bridge port settings of the host end res reports.
+	portInfo := func(res *current.Result) netlink.Protinfo {
+		GinkgoHelper()
 		h := testutil.Handle(env.HostNS)
 		port, err := h.LinkByName(res.Interfaces[1].Name)
 		Expect(err).NotTo(HaveOccurred())
 		pi, err := h.LinkGetProtinfo(port)
 		Expect(err).NotTo(HaveOccurred())
+		return pi
+	}
+
+	It("sets hairpin mode and port isolation on the port", func() {
+		stdin := netConf("1.1.0", `"hairpinMode": true, "portIsolation": true`, hostLocal(env.DataDir, "10.21.0.0/24"))
+		res := mustAdd(env.HostNS, call("ADD", stdin))
+		pi := portInfo(res)
 		Expect(pi.Hairpin).To(BeTrue())
 		Expect(pi.Isolated).To(BeTrue())
 	})
 
 	It("leaves hairpin off by default", func() {
 		res := mustAdd(env.HostNS, call("ADD", netConf("1.1.0", "", hostLocal(env.DataDir, "10.22.0.0/24"))))
-		h := testutil.Handle(env.HostNS)
-		port, err := h.LinkByName(res.Interfaces[1].Name)
-		Expect(err).NotTo(HaveOccurred())
-		pi, err := h.LinkGetProtinfo(port)
-		Expect(err).NotTo(HaveOccurred())
+		pi := portInfo(res)
 		Expect(pi.Hairpin).To(BeFalse())
 	})
 
