@@ -176,15 +176,8 @@ var _ = Describe("bandwidth beside another tool's clsact", func() {
 			must("CHECK", conf("1.1.0", limits, out.Stdout))
 			must("DEL", conf("1.1.0", limits, out.Stdout))
 			Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
-			h := testutil.Handle(hostNS)
-			l, err := h.LinkByName("veth-h")
-			Expect(err).NotTo(HaveOccurred())
-			fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(fs).To(HaveLen(2), "only the tool's programs are left on the ingress hook")
-			qs, err := h.QdiscList(l)
-			Expect(err).NotTo(HaveOccurred())
-			for _, q := range qs {
+			Expect(ingressFilters(hostNS, "veth-h")).To(HaveLen(2), "only the tool's programs are left on the ingress hook")
+			for _, q := range qdiscsOf(hostNS, "veth-h") {
 				Expect(q.Type()).NotTo(Equal("tbf"))
 			}
 			Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
@@ -207,12 +200,7 @@ var _ = Describe("bandwidth beside another tool's clsact", func() {
 					Netns: contNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))})
 				Expect(out.Err).NotTo(BeNil())
 				Expect(state()).To(Equal(before))
-				h := testutil.Handle(hostNS)
-				l, err := h.LinkByName("veth-h")
-				Expect(err).NotTo(HaveOccurred())
-				fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
-				Expect(err).NotTo(HaveOccurred())
-				Expect(fs).To(HaveLen(2), "no redirect of bandwidth's left")
+				Expect(ingressFilters(hostNS, "veth-h")).To(HaveLen(2), "no redirect of bandwidth's left")
 			}
 		}, testutil.StepEntries(bandwidth.AddSteps))
 })

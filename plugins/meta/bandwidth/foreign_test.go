@@ -136,20 +136,26 @@ func toolRedirect(n *ns.NetNS, link string, prio uint16) {
 // ingress hook of link in n.
 func redirectsTo(n *ns.NetNS, link, target string) []uint16 {
 	GinkgoHelper()
-	h := testutil.Handle(n)
-	l, err := h.LinkByName(link)
-	Expect(err).NotTo(HaveOccurred())
-	t, err := h.LinkByName(target)
-	Expect(err).NotTo(HaveOccurred())
-	fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	t, err := testutil.Handle(n).LinkByName(target)
 	Expect(err).NotTo(HaveOccurred())
 	var prios []uint16
-	for _, f := range fs {
+	for _, f := range ingressFilters(n, link) {
 		if u, ok := f.(*netlink.U32); ok && u.RedirIndex == t.Attrs().Index {
 			prios = append(prios, f.Attrs().Priority)
 		}
 	}
 	return prios
+}
+
+// ingressFilters lists the filters on link's ingress hook in n.
+func ingressFilters(n *ns.NetNS, link string) []netlink.Filter {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(link)
+	Expect(err).NotTo(HaveOccurred())
+	fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	Expect(err).NotTo(HaveOccurred())
+	return fs
 }
 
 var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
