@@ -58,15 +58,7 @@ var _ = Describe("iptables-nft forward rules appended over netlink", func() {
 
 			// iptables finds every rule by its spec, as upstream's DEL
 			// and iptables -D do.
-			for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
-				for _, l := range strings.Split(testutil.NetfilterOutput(viaNetlink, tool+"-save", "-t", "filter"), "\n") {
-					if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, `id: \"ctr-a\"`) {
-						continue
-					}
-					spec := append([]string{tool, "-t", "filter", "-C"}, nftest.ShellFields(strings.TrimPrefix(l, "-A "))...)
-					testutil.NetfilterOutput(viaNetlink, spec...)
-				}
-			}
+			nftest.CheckEachBySpec(viaNetlink, "filter", func(l string) bool { return strings.Contains(l, `id: \"ctr-a\"`) })
 			Expect(nftest.In(viaNetlink, func() error { return fw(&iptables.Runner{Variant: "nft"}).Check(r) })).To(Succeed())
 			for _, n := range []*ns.NetNS{viaNetlink, viaRestore} {
 				Expect(nftest.In(n, func() error { return fw(&iptables.Runner{Variant: "nft"}).Teardown(o, r.Addrs) })).To(Succeed())
@@ -122,16 +114,10 @@ var _ = Describe("iptables-nft forward Check over netlink", func() {
 	// jumps to them, per tool, but not the other attachment's.
 	cniRules := func(n *ns.NetNS) map[string][]string {
 		GinkgoHelper()
-		out := map[string][]string{}
-		for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", "filter"), "\n") {
-				if strings.HasPrefix(l, "-A ") && strings.Contains(l, "CNI") && !strings.Contains(l, `ctr-b`) &&
-					!strings.Contains(l, "10.1.0.6/") && !strings.Contains(l, "fd00:1::6/") {
-					out[tool] = append(out[tool], l)
-				}
-			}
-		}
-		return out
+		return nftest.SavedRules(n, "filter", func(l string) bool {
+			return strings.Contains(l, "CNI") && !strings.Contains(l, `ctr-b`) &&
+				!strings.Contains(l, "10.1.0.6/") && !strings.Contains(l, "fd00:1::6/")
+		})
 	}
 
 	DescribeTable("agrees with iptables-save, rule by rule",

@@ -144,16 +144,6 @@ func wantKeys(rs []fwdRule) []string {
 	return out
 }
 
-func ownedFwd(rs []*nftables.Rule, o netfilter.Owner) []*nftables.Rule {
-	var out []*nftables.Rule
-	for _, r := range rs {
-		if c, ok := netfilter.ParseNFTComment(nftnl.NftRuleFrom(r).Comment); ok && c.Owns(o) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 func addrFamilies(addrs []net.IP) []nftnl.Family {
 	var out []nftnl.Family
 	for _, f := range nftnl.Families {
@@ -256,7 +246,7 @@ func (m *nftablesForward) setup(r ForwardRules) (prior []*nftables.Rule, err err
 		changed = true
 	}
 	want := fwdNFTAllowRules(r)
-	have := ownedFwd(s.rules[fwdNFTAllow], r.Owner)
+	have := nftnl.OwnedRules(s.rules[fwdNFTAllow], r.Owner)
 	if haveKeys, wantKeys := keysOf(have), wantKeys(want); !slices.Equal(haveKeys, wantKeys) {
 		// In place: a rule of r's that is there stays (a repeated ADD,
 		// check --repair: issue 29), only stale ones go and missing ones
@@ -275,10 +265,7 @@ func (m *nftablesForward) setup(r ForwardRules) (prior []*nftables.Rule, err err
 		}
 		changed = true
 	}
-	if !changed {
-		return have, nil
-	}
-	if err := c.Flush(); err != nil {
+	if err := nftnl.FlushQueued(c, changed); err != nil {
 		return nil, fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
 	}
 	return have, nil
@@ -392,7 +379,7 @@ func (m *nftablesForward) Check(r ForwardRules) error {
 	for _, l := range r.nftMissingShared(s) {
 		miss = append(miss, fmt.Errorf("%w: %s", netfilter.ErrMissing, l))
 	}
-	have := keysOf(ownedFwd(s.rules[fwdNFTAllow], r.Owner))
+	have := keysOf(nftnl.OwnedRules(s.rules[fwdNFTAllow], r.Owner))
 	for _, w := range fwdNFTAllowRules(r) {
 		if !slices.Contains(have, w.key()) {
 			miss = append(miss, fmt.Errorf("%w: inet %s %s: %s", netfilter.ErrMissing, fwdNFTTable, fwdNFTAllow, w))

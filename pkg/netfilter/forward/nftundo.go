@@ -2,7 +2,6 @@ package forward
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/google/nftables"
 
@@ -30,35 +29,5 @@ func (m *nftablesForward) restoreOwn(o netfilter.Owner, prior []*nftables.Rule) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	handles := func(rs []*nftables.Rule) []uint64 {
-		out := make([]uint64, len(rs))
-		for i, r := range rs {
-			out[i] = r.Handle
-		}
-		return out
-	}
-	have := ownedFwd(s.rules[fwdNFTAllow], o)
-	was, now := handles(prior), handles(have)
-	n := 0
-	for _, r := range have {
-		if !slices.Contains(was, r.Handle) {
-			if err := c.DelRule(r); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			n++
-		}
-	}
-	for _, r := range prior {
-		if !slices.Contains(now, r.Handle) {
-			c.AddRule(&nftables.Rule{Table: fwdNFTTableRef, Chain: fwdNFTChain(fwdNFTAllow), Exprs: r.Exprs, UserData: r.UserData})
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("%s in inet %s: %w", what, fwdNFTTable, err)
-	}
-	return nil
+	return nftnl.RestoreRules(c, fwdNFTTableRef, fwdNFTChain(fwdNFTAllow), nftnl.OwnedRules(s.rules[fwdNFTAllow], o), prior, what)
 }

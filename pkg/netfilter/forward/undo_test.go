@@ -1,10 +1,8 @@
 package forward
 
 import (
-	"errors"
 	"net"
 	"regexp"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,32 +10,13 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
-	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
 
-var errInjected = errors.New("injected")
-
 func liveRules() ForwardRules {
 	return ForwardRules{Owner: netfilter.Owner{Network: "fw", ContainerID: "live", IfName: "eth0"}, Policy: IngressOpen,
 		Addrs: []net.IP{net.ParseIP("10.1.0.5"), net.ParseIP("fd00:1::5")}, MarkBit: DefaultMarkBit}
-}
-
-var counterRE = regexp.MustCompile(`\[\d+:\d+\]|counter packets \d+ bytes \d+`)
-
-// stableDump is cmds' output in n without comment lines and counters.
-func stableDump(n *ns.NetNS, cmds ...[]string) string {
-	GinkgoHelper()
-	var b strings.Builder
-	for _, cmd := range cmds {
-		for _, l := range strings.Split(testutil.NetfilterOutput(n, cmd...), "\n") {
-			if !strings.HasPrefix(l, "#") {
-				b.WriteString(counterRE.ReplaceAllString(l, "") + "\n")
-			}
-		}
-	}
-	return b.String()
 }
 
 // check --repair and a runtime's second ADD run Setup over a live
@@ -50,25 +29,13 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 	r := liveRules()
 	state := func() string {
 		GinkgoHelper()
-		return stableDump(n, []string{"iptables-" + variant + "-save", "-t", "filter"}, []string{"ip6tables-" + variant + "-save", "-t", "filter"})
-	}
-	failIPv6 := func(f nftnl.Family) error {
-		if f == nftnl.IPv6 {
-			return errInjected
-		}
-		return nil
+		return nftest.IptablesState(n, variant, "filter")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		m = &iptablesForward{ipt: &iptables.Runner{Variant: variant, NoNFT: noNFT}}
 	})
 	setup := func() error { return nftest.In(n, func() error { return m.Setup(r) }) }
-	setupUndo := func() func() error {
-		GinkgoHelper()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(r); return err })).To(Succeed())
-		return func() error { return nftest.In(n, undo) }
-	}
 	own := `id: \"live\"`
 
 	It("keeps the live rules when a later family fails, and its undo changes nothing", func() {
@@ -76,12 +43,12 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 		live := state()
 		Expect(live).To(ContainSubstring("-s 10.1.0.5/32"))
 
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(live), "IPv4, done before IPv6 failed, is as it was")
 
 		m.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, m.SetupUndoable, r)
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "a later step's undo leaves the rules that were there")
 		Expect(nftest.In(n, func() error { return m.Check(r) })).To(Succeed())
@@ -89,19 +56,16 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 
 	It("after drift, a failed repair leaves what drift left, and its undo takes back only the rule it added", func() {
 		Expect(setup()).To(Succeed())
-		re := regexp.MustCompile(`(?m)^-A (CNI-FORWARD -d 10\.1\.0\.5/32 .*)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "filter"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "filter", `CNI-FORWARD -d 10\.1\.0\.5/32 .*`)
 		drifted := state()
 		Expect(nftest.In(n, func() error { return m.Check(r) })).NotTo(Succeed())
 
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(drifted))
 
 		m.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, m.SetupUndoable, r)
 		Expect(nftest.In(n, func() error { return m.Check(r) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted), "its undo takes that rule out again, and only it")
@@ -112,28 +76,23 @@ var _ = DescribeTableSubtree("iptables forward Setup over a live attachment", fu
 		live := state()
 		moved := r
 		moved.Addrs = []net.IP{net.ParseIP("10.1.0.9"), net.ParseIP("fd00:1::5")}
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(moved); return err })).To(Succeed())
+		undo := nftest.SetupUndo(n, m.SetupUndoable, moved)
 		Expect(state()).NotTo(ContainSubstring("10.1.0.5/32"))
-		Expect(nftest.In(n, undo)).To(Succeed())
+		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "the rules the replacing Setup removed are back")
 
 		Expect(nftest.In(n, func() error { return m.Teardown(r.Owner, nil) })).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(own))
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).NotTo(ContainSubstring(own), "a failed fresh Setup leaves nothing")
 		m.failFamily = nil
-		undo = setupUndo()
+		undo = nftest.SetupUndo(n, m.SetupUndoable, r)
 		Expect(state()).To(ContainSubstring(own))
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(own), "nor does the undo of a fresh one")
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())
 
 var _ = Describe("nftables forward Setup's undo over a live attachment", func() {
 	var n *ns.NetNS
@@ -141,25 +100,19 @@ var _ = Describe("nftables forward Setup's undo over a live attachment", func() 
 	r := liveRules()
 	state := func() string {
 		GinkgoHelper()
-		return stableDump(n, []string{"nft", "-a", "list", "ruleset"})
+		return nftest.StableDump(n, []string{"nft", "-a", "list", "ruleset"})
 	}
 	BeforeEach(func() { n = testutil.NewNS() })
-	setupUndo := func(r ForwardRules) func() error {
-		GinkgoHelper()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(r); return err })).To(Succeed())
-		return func() error { return nftest.In(n, undo) }
-	}
 
 	It("changes nothing over a live attachment, takes back only what a repair added, puts back what a replacing Setup removed", func() {
 		Expect(nftest.In(n, func() error { return m.Setup(r) })).To(Succeed())
 		live := state()
-		Expect(setupUndo(r)()).To(Succeed())
+		Expect(nftest.SetupUndo(n, m.SetupUndoable, r)()).To(Succeed())
 		Expect(state()).To(Equal(live), "same rules, same handles")
 
 		moved := r
 		moved.Addrs = []net.IP{net.ParseIP("10.1.0.9"), net.ParseIP("fd00:1::5")}
-		undo := setupUndo(moved)
+		undo := nftest.SetupUndo(n, m.SetupUndoable, moved)
 		Expect(state()).NotTo(ContainSubstring("10.1.0.5 "))
 		Expect(undo()).To(Succeed())
 		Expect(nftest.In(n, func() error { return m.Check(r) })).To(Succeed(), "the rules the replacing Setup removed are back")
@@ -169,14 +122,14 @@ var _ = Describe("nftables forward Setup's undo over a live attachment", func() 
 		Expect(handle).NotTo(BeNil())
 		testutil.NetfilterOutput(n, "nft", "delete", "rule", "inet", fwdNFTTable, fwdNFTAllow, "handle", handle[1])
 		drifted := state()
-		undo = setupUndo(r)
+		undo = nftest.SetupUndo(n, m.SetupUndoable, r)
 		Expect(nftest.In(n, func() error { return m.Check(r) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted), "its undo takes that rule out again, and only it")
 	})
 
 	It("leaves nothing of a fresh attachment", func() {
-		undo := setupUndo(r)
+		undo := nftest.SetupUndo(n, m.SetupUndoable, r)
 		Expect(state()).To(ContainSubstring("10.1.0.5"))
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring("10.1.0.5"))

@@ -8,6 +8,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
+	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 )
 
 // GCMacSpoofChecks removes the checks of network whose owner is not in keep
@@ -41,43 +42,57 @@ func gcMacspoof(c *nftables.Conn, network, bridge string, keep []netfilter.Owner
 	if err := gcLegacyMacspoof(c, network, kept); err != nil {
 		return err
 	}
-	chains, err := bridgeChains(c, macspoofTableName)
-	if err != nil || chains[macspoofBaseChain] == nil {
-		return err
-	}
-	rules, err := c.GetRules(macspoofTable, macspoofBase())
-	if err != nil {
-		return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, macspoofBaseChain, err)
-	}
-	dead := 0
-	for _, r := range rules {
+	return gcBaseRules(c, macspoofTable, macspoofBase(), network, func(r *nftables.Rule, chains map[string]*nftables.Chain) (func(), error) {
 		com := ruleComment(r)
 		ref := macspoofRefOf(com)
 		if !isMacspoofComment(com) || keptRef[ref] {
-			continue
+			return nil, nil
 		}
 		var port string
 		if chains["cni-br-iface-"+ref] != nil {
 			rs, err := c.GetRules(macspoofTable, chainIn("cni-br-iface-"+ref))
 			if err != nil {
-				return fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, "cni-br-iface-"+ref, err)
+				return nil, fmt.Errorf("list rules of bridge %s %s: %w", macspoofTableName, "cni-br-iface-"+ref, err)
 			}
 			port = macspoofPort(rs)
 		}
 		if !portGoneOrOn(port, bridge) {
+			return nil, nil
+		}
+		return func() { queueMacspoofChainsDelete(c, chains, ref) }, nil
+	})
+}
+
+// gcBaseRules removes, in one batch, the rules of table's base chain that
+// dead picks, in either layout: dead returns, for a rule to remove, what
+// queues the removal of the rule's own chains once the rule's is queued
+// (the rule jumps to them). A table without its base chain holds none.
+func gcBaseRules(c *nftables.Conn, table *nftables.Table, base *nftables.Chain, network string, dead func(r *nftables.Rule, chains map[string]*nftables.Chain) (func(), error)) error {
+	chains, err := bridgeChains(c, table.Name)
+	if err != nil || chains[base.Name] == nil {
+		return err
+	}
+	rules, err := c.GetRules(table, base)
+	if err != nil {
+		return fmt.Errorf("list rules of bridge %s %s: %w", table.Name, base.Name, err)
+	}
+	n := 0
+	for _, r := range rules {
+		dropChains, err := dead(r, chains)
+		if err != nil {
+			return err
+		}
+		if dropChains == nil {
 			continue
 		}
 		if err := c.DelRule(r); err != nil {
 			return err
 		}
-		queueMacspoofChainsDelete(c, chains, ref)
-		dead++
+		dropChains()
+		n++
 	}
-	if dead == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, macspoofTableName, err)
+	if err := nftnl.FlushQueued(c, n > 0); err != nil {
+		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, table.Name, err)
 	}
 	return nil
 }

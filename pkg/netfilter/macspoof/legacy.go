@@ -101,35 +101,17 @@ func (m MacSpoofCheck) checkLegacy(c *nftables.Conn) error {
 // gcLegacyMacspoof removes the legacy checks of network whose owner is not
 // in kept (all of network).
 func gcLegacyMacspoof(c *nftables.Conn, network string, kept []netfilter.Owner) error {
-	chains, err := bridgeChains(c, LegacyMacspoofTableName)
-	if err != nil || chains[legacyMacspoofBaseChain] == nil {
-		return err
-	}
-	rules, err := c.GetRules(legacyMacspoofTable, legacyMacspoofBase())
-	if err != nil {
-		return fmt.Errorf("list rules of bridge %s %s: %w", LegacyMacspoofTableName, legacyMacspoofBaseChain, err)
-	}
-	dead := 0
-	for _, r := range rules {
+	return gcBaseRules(c, legacyMacspoofTable, legacyMacspoofBase(), network, func(r *nftables.Rule, chains map[string]*nftables.Chain) (func(), error) {
 		oc, ok := legacyMacspoofOwner(r)
 		if !ok || !oc.InNetwork(network) || slices.ContainsFunc(kept, oc.Owns) {
-			continue
+			return nil, nil
 		}
-		if err := c.DelRule(r); err != nil {
-			return err
-		}
-		if name := "cni-br-iface-" + oc.Hash; chains[name] != nil {
-			ch := &nftables.Chain{Name: name, Table: legacyMacspoofTable}
-			c.FlushChain(ch)
-			c.DelChain(ch)
-		}
-		dead++
-	}
-	if dead == 0 {
-		return nil
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("collect mac spoof checks of network %q in bridge %s: %w", network, LegacyMacspoofTableName, err)
-	}
-	return nil
+		return func() {
+			if name := "cni-br-iface-" + oc.Hash; chains[name] != nil {
+				ch := &nftables.Chain{Name: name, Table: legacyMacspoofTable}
+				c.FlushChain(ch)
+				c.DelChain(ch)
+			}
+		}, nil
+	})
 }

@@ -59,54 +59,26 @@ func (m *iptablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (und
 		return nil, fmt.Errorf("set up masquerade for %s: %w", o, err)
 	}
 	defer unlock()
-	var done []nftnl.Family
-	prior := map[nftnl.Family]iptables.ChainSnapshot{}
+	byFam := nftnl.ByFamily(addrs)
+	var fams []nftnl.Family
 	for _, f := range nftnl.Families {
-		as := nftnl.ByFamily(addrs)[f]
-		if len(as) == 0 {
-			continue
+		if len(byFam[f]) > 0 {
+			fams = append(fams, f)
 		}
-		var was iptables.ChainSnapshot
-		if m.failFamily != nil {
-			err = m.failFamily(f)
-		}
-		if err == nil {
-			was, err = m.setupFamily(o, f, as)
-		}
-		if err != nil {
-			// Leave no family half set up, and a live attachment as it
-			// was (check --repair runs Setup over one): each family done
-			// so far goes back to what its chain held before, or, where
-			// there was no chain, loses o's rules (teardownFamily removes
-			// only o's).
-			for _, df := range done {
-				if uerr := m.restoreFamily(o, df, prior[df]); uerr != nil {
-					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
-				}
-			}
-			return nil, err
-		}
-		prior[f] = was
-		done = append(done, f)
 	}
-	return func() error { return m.restore(o, done, prior) }, nil
-}
-
-// restore takes o's rules in fams back to prior under the chain's lock
-// (the undo of SetupUndoable).
-func (m *iptablesMasq) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]iptables.ChainSnapshot) error {
-	unlock, err := m.LockChains(netfilter.IptablesChain(o))
+	// A family done before another failed goes back to what its chain
+	// held, or, where there was no chain, loses o's rules (teardownFamily
+	// removes only o's).
+	restore := func(f nftnl.Family, w iptables.ChainSnapshot) error { return m.restoreFamily(o, f, w) }
+	done, err := iptables.FamilyStep{Fail: m.failFamily, Restore: restore,
+		Setup: func(f nftnl.Family) (iptables.ChainSnapshot, error) { return m.setupFamily(o, f, byFam[f]) },
+	}.SetupFamilies(fams)
 	if err != nil {
-		return fmt.Errorf("restore masquerade of %s: %w", o, err)
+		return nil, err
 	}
-	defer unlock()
-	var errs []error
-	for _, f := range fams {
-		if err := m.restoreFamily(o, f, prior[f]); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s masquerade of %s: %w", f, o, err))
-		}
-	}
-	return errors.Join(errs...)
+	return func() error {
+		return m.RestoreFamilies([]string{netfilter.IptablesChain(o)}, "masquerade of "+o.String(), done, restore)
+	}, nil
 }
 
 // restoreFamily takes f's nat table back to w for o's chain; the caller

@@ -47,19 +47,7 @@ var _ = Describe("iptables-nft masquerade written over netlink", func() {
 
 			// iptables finds every rule by its spec, as upstream's DEL
 			// deletes the POSTROUTING jumps.
-			for _, f := range nftnl.Families {
-				tool := "iptables-nft"
-				if f == nftnl.IPv6 {
-					tool = "ip6tables-nft"
-				}
-				for _, l := range strings.Split(testutil.NetfilterOutput(viaNetlink, tool+"-save", "-t", "nat"), "\n") {
-					if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, `id: \"ctr-a\"`) {
-						continue
-					}
-					spec := append([]string{tool, "-t", "nat", "-C"}, nftest.ShellFields(strings.TrimPrefix(l, "-A "))...)
-					testutil.NetfilterOutput(viaNetlink, spec...)
-				}
-			}
+			nftest.CheckEachBySpec(viaNetlink, "nat", func(l string) bool { return strings.Contains(l, `id: \"ctr-a\"`) })
 			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Check(o, mustCIDRs(addrs...)) })).To(Succeed())
 			calls = nil
 			Expect(nftest.In(viaNetlink, func() error { return countingMasq(&calls).Teardown(o) })).To(Succeed())
@@ -147,15 +135,7 @@ var _ = Describe("iptables-nft masquerade Check over netlink", func() {
 	// with its table tool: "-A <chain> <spec>".
 	ownRules := func(n *ns.NetNS) map[string][]string {
 		GinkgoHelper()
-		out := map[string][]string{}
-		for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", "nat"), "\n") {
-				if strings.HasPrefix(l, "-A ") && strings.Contains(l, `id: \"ctr-a\"`) {
-					out[tool] = append(out[tool], l)
-				}
-			}
-		}
-		return out
+		return nftest.SavedRules(n, "nat", func(l string) bool { return strings.Contains(l, `id: \"ctr-a\"`) })
 	}
 
 	checkEach := func(n *ns.NetNS, addrs []string) {

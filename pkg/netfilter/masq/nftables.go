@@ -138,18 +138,6 @@ func renderRules(rs []nftnl.NftRule) []string {
 	return out
 }
 
-// ownedBy returns the rules of the masquerade chain whose comment is o's,
-// in upstream's form or our earlier one.
-func ownedBy(rs []*nftables.Rule, o netfilter.Owner) []*nftables.Rule {
-	var out []*nftables.Rule
-	for _, r := range rs {
-		if c, ok := netfilter.ParseNFTComment(nftnl.NftRuleFrom(r).Comment); ok && c.Owns(o) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 func (m *nftablesMasq) Setup(o netfilter.Owner, addrs []*net.IPNet) error {
 	_, err := m.SetupUndoable(o, addrs)
 	return err
@@ -166,7 +154,7 @@ func (m *nftablesMasq) SetupUndoable(o netfilter.Owner, addrs []*net.IPNet) (und
 		if err != nil {
 			return fmt.Errorf("set up nftables masquerade for %s: %w", o, err)
 		}
-		prior = ownedBy(s.masqRules, o)
+		prior = nftnl.OwnedRules(s.masqRules, o)
 		err = m.setup(c, o, s, want)
 		if err != nil && (s.base || s.masq) {
 			// A chain seen a moment ago may have gone since (the table
@@ -195,29 +183,7 @@ func (m *nftablesMasq) restore(o netfilter.Owner, prior []*nftables.Rule) error 
 		if err != nil {
 			return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
 		}
-		have := ownedBy(s.masqRules, o)
-		n := 0
-		for _, r := range have {
-			if !slices.ContainsFunc(prior, func(p *nftables.Rule) bool { return p.Handle == r.Handle }) {
-				if err := c.DelRule(r); err != nil {
-					return fmt.Errorf("restore nftables masquerade of %s: %w", o, err)
-				}
-				n++
-			}
-		}
-		for _, p := range prior {
-			if !slices.ContainsFunc(have, func(r *nftables.Rule) bool { return r.Handle == p.Handle }) {
-				c.AddRule(&nftables.Rule{Table: nftTable, Chain: nftMasq(), Exprs: p.Exprs, UserData: p.UserData})
-				n++
-			}
-		}
-		if n == 0 {
-			return nil
-		}
-		if err := c.Flush(); err != nil {
-			return fmt.Errorf("restore nftables masquerade of %s in inet %s: %w", o, nftTableName, err)
-		}
-		return nil
+		return nftnl.RestoreRules(c.Conn, nftTable, nftMasq(), nftnl.OwnedRules(s.masqRules, o), prior, fmt.Sprintf("restore nftables masquerade of %s", o))
 	})
 }
 
@@ -233,7 +199,7 @@ func (m *nftablesMasq) restore(o netfilter.Owner, prior []*nftables.Rule) error 
 // the others' commits and veth creations for about 10 ms. A commit that
 // only adds rules leaves no such work.
 func (m *nftablesMasq) setup(c *nftnl.NftConn, o netfilter.Owner, s nftState, want []nftnl.NftRule) error {
-	have := ownedBy(s.masqRules, o)
+	have := nftnl.OwnedRules(s.masqRules, o)
 	for _, r := range have {
 		if r.Handle == 0 { // before anything is queued: nothing is left for a retry to send
 			return fmt.Errorf("delete stale rule: the kernel reported it without a handle")
@@ -277,7 +243,7 @@ func (m *nftablesMasq) teardown(c *nftnl.NftConn, o netfilter.Owner) error {
 	}
 	// The table and the base chain stay: other attachments (and upstream's
 	// plugins) share them, and an empty masquerade chain costs nothing.
-	have := ownedBy(s.masqRules, o)
+	have := nftnl.OwnedRules(s.masqRules, o)
 	if len(have) == 0 {
 		return nil
 	}
@@ -316,7 +282,7 @@ func (m *nftablesMasq) Check(o netfilter.Owner, addrs []*net.IPNet) error {
 		}
 		// A rule of our earlier releases (legacy comment) passes too: pods
 		// set up before the switch to upstream's names stay checkable.
-		have := renderAll(ownedBy(s.masqRules, o))
+		have := renderAll(nftnl.OwnedRules(s.masqRules, o))
 		for _, r := range nftMasqRules(o, addrs, m.exclude...) {
 			legacy := nftnl.NftRule{Exprs: r.Exprs, Comment: netfilter.NftLegacyComment(o)}
 			if !slices.Contains(have, r.String()) && !slices.Contains(have, legacy.String()) {

@@ -1,10 +1,8 @@
 package masq
 
 import (
-	"errors"
 	"net"
 	"regexp"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,12 +10,9 @@ import (
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
-	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
-
-var counterRE = regexp.MustCompile(`\[\d+:\d+\]`)
 
 // check --repair runs Setup over a live attachment (pkg/node's repairMasq):
 // when a later family fails, the masquerade rules that were there stay
@@ -30,34 +25,21 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 	chain := netfilter.IptablesChain(o)
 	state := func() string {
 		GinkgoHelper()
-		var b strings.Builder
-		for _, tool := range []string{"iptables-" + variant + "-save", "ip6tables-" + variant + "-save"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool, "-t", "nat"), "\n") {
-				if !strings.HasPrefix(l, "#") {
-					b.WriteString(counterRE.ReplaceAllString(l, "") + "\n")
-				}
-			}
-		}
-		return b.String()
-	}
-	failIPv6 := func(f nftnl.Family) error {
-		if f == nftnl.IPv6 {
-			return errors.New("injected")
-		}
-		return nil
+		return nftest.IptablesState(n, variant, "nat")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		m = &iptablesMasq{Runner: &iptables.Runner{Variant: variant, NoNFT: noNFT}}
 	})
 	setup := func() error { return nftest.In(n, func() error { return m.Setup(o, addrs) }) }
+	setupUndoable := func(addrs []*net.IPNet) (func() error, error) { return m.SetupUndoable(o, addrs) }
 
 	It("keeps the live rules when a later family fails", func() {
 		Expect(setup()).To(Succeed())
 		live := state()
 		Expect(live).To(ContainSubstring(chain))
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError("injected"))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(live), "IPv4, done before IPv6 failed, is as it was")
 		m.failFamily = nil
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).To(Succeed())
@@ -65,52 +47,39 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 
 	It("after drift, a failed repair leaves what drift left", func() {
 		Expect(setup()).To(Succeed())
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` -d 10\.1\.0\.0/24 .*-j ACCEPT)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` -d 10\.1\.0\.0/24 .*-j ACCEPT`)
 		drifted := state()
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).NotTo(Succeed())
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError("injected"))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(drifted))
 	})
 
 	It("leaves nothing of a fresh attachment", func() {
-		m.failFamily = failIPv6
-		Expect(setup()).To(MatchError("injected"))
+		m.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).NotTo(ContainSubstring(chain))
 		m.failFamily = nil
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(o, addrs); return err })).To(Succeed())
+		undo := nftest.SetupUndo(n, setupUndoable, addrs)
 		Expect(state()).To(ContainSubstring(chain))
-		Expect(nftest.In(n, undo)).To(Succeed())
+		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(chain), "nor does the undo of a fresh one")
 	})
 
 	It("undoes a repair over drift back to what drift left, and changes nothing over a live attachment", func() {
 		Expect(setup()).To(Succeed())
 		live := state()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(o, addrs); return err })).To(Succeed())
-		Expect(nftest.In(n, undo)).To(Succeed())
+		Expect(nftest.SetupUndo(n, setupUndoable, addrs)()).To(Succeed())
 		Expect(state()).To(Equal(live))
 
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` -d 10\.1\.0\.0/24 .*-j ACCEPT)$`)
-		rule := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(rule).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, nftest.ShellFields(rule[1])...)...)
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` -d 10\.1\.0\.0/24 .*-j ACCEPT`)
 		drifted := state()
-		Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(o, addrs); return err })).To(Succeed())
+		undo := nftest.SetupUndo(n, setupUndoable, addrs)
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).To(Succeed(), "the repair put the rule back")
-		Expect(nftest.In(n, undo)).To(Succeed())
+		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted))
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())
 
 var _ = Describe("nftables SetupUndoable over a live attachment", func() {
 	It("changes nothing over a live attachment, takes back only what a repair added, leaves nothing of a fresh one", func() {
@@ -120,22 +89,17 @@ var _ = Describe("nftables SetupUndoable over a live attachment", func() {
 		addrs := []*net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}, {IP: net.ParseIP("fd00:1::5"), Mask: net.CIDRMask(64, 128)}}
 		state := func() string {
 			GinkgoHelper()
-			return counterRE.ReplaceAllString(testutil.NetfilterOutput(n, "nft", "-a", "list", "ruleset"), "")
+			return nftest.StableDump(n, []string{"nft", "-a", "list", "ruleset"})
 		}
-		setupUndo := func() func() error {
-			GinkgoHelper()
-			var undo func() error
-			Expect(nftest.In(n, func() (err error) { undo, err = m.SetupUndoable(o, addrs); return err })).To(Succeed())
-			return func() error { return nftest.In(n, undo) }
-		}
-		fresh := setupUndo()
+		setupUndoable := func(addrs []*net.IPNet) (func() error, error) { return m.SetupUndoable(o, addrs) }
+		fresh := nftest.SetupUndo(n, setupUndoable, addrs)
 		Expect(state()).To(ContainSubstring("10.1.0.0/24"))
 		Expect(fresh()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring("10.1.0.0/24"))
 
 		Expect(nftest.In(n, func() error { return m.Setup(o, addrs) })).To(Succeed())
 		live := state()
-		Expect(setupUndo()()).To(Succeed())
+		Expect(nftest.SetupUndo(n, setupUndoable, addrs)()).To(Succeed())
 		Expect(state()).To(Equal(live), "same rules, same handles")
 
 		handle := regexp.MustCompile(`(?m)^\s*ip saddr 10\.1\.0\.5 .* # handle (\d+)$`).FindStringSubmatch(live)
@@ -148,7 +112,7 @@ var _ = Describe("nftables SetupUndoable over a live attachment", func() {
 			return testutil.NetfilterOutput(n, "nft", "list", "ruleset")
 		}
 		drifted := rules()
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, setupUndoable, addrs)
 		Expect(nftest.In(n, func() error { return m.Check(o, addrs) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(rules()).To(Equal(drifted))

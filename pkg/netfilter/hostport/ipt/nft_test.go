@@ -52,15 +52,7 @@ var _ = Describe("iptables-nft port forwards written over netlink", func() {
 
 			// iptables finds every rule by its spec, as upstream's DEL
 			// deletes the entries.
-			for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
-				for _, l := range strings.Split(testutil.NetfilterOutput(viaNetlink, tool+"-save", "-t", "nat"), "\n") {
-					if !strings.HasPrefix(l, "-A ") || !strings.Contains(l, chain) {
-						continue
-					}
-					spec := append([]string{tool, "-t", "nat", "-C"}, nftest.ShellFields(strings.TrimPrefix(l, "-A "))...)
-					testutil.NetfilterOutput(viaNetlink, spec...)
-				}
-			}
+			nftest.CheckEachBySpec(viaNetlink, "nat", func(l string) bool { return strings.Contains(l, chain) })
 			calls = nil
 			Expect(nftest.In(viaNetlink, func() error { return pm(nftest.Counting(&calls)).Check(a) })).To(Succeed())
 			Expect(calls).To(BeEmpty(), "Check finds every rule over netlink")
@@ -110,15 +102,9 @@ var _ = Describe("iptables-nft portmap Check over netlink", func() {
 	// the other attachment's (ctr-b).
 	natRules := func(n *ns.NetNS, a hostport.PortMapOptions) map[string][]string {
 		GinkgoHelper()
-		out := map[string][]string{}
-		for _, tool := range []string{"iptables-nft", "ip6tables-nft"} {
-			for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", "nat"), "\n") {
-				if strings.HasPrefix(l, "-A ") && strings.Contains(l, "CNI-") && !strings.Contains(l, pmChain(netfilter.Owner{Network: "n", ContainerID: "ctr-b"})) {
-					out[tool] = append(out[tool], l)
-				}
-			}
-		}
-		return out
+		return nftest.SavedRules(n, "nat", func(l string) bool {
+			return strings.Contains(l, "CNI-") && !strings.Contains(l, pmChain(netfilter.Owner{Network: "n", ContainerID: "ctr-b"}))
+		})
 	}
 
 	DescribeTable("agrees with iptables-save, rule by rule",

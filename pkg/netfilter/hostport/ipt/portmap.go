@@ -81,31 +81,23 @@ func (p *iptablesPortMap) SetupUndoable(opts hostport.PortMapOptions) (undo func
 		return nil, fmt.Errorf("set up port forwards for %s: %w", o, err)
 	}
 	defer unlock()
-	prior := map[nftnl.Family]iptables.ChainSnapshot{}
-	var done []nftnl.Family
+	var fams []nftnl.Family
 	for _, f := range nftnl.Families {
-		if len(opts.MappingsFor(f)) == 0 {
-			continue
+		if len(opts.MappingsFor(f)) > 0 {
+			fams = append(fams, f)
 		}
-		var was iptables.ChainSnapshot
-		if p.failFamily != nil {
-			err = p.failFamily(f)
-		}
-		if err == nil {
-			was, err = p.setupFamily(opts, f)
-		}
-		if err != nil {
-			for _, df := range done {
-				if uerr := p.restoreFamily(o, df, prior[df]); uerr != nil {
-					err = errors.Join(err, fmt.Errorf("undo %s: %w", df, uerr))
-				}
-			}
-			return nil, err
-		}
-		prior[f] = was
-		done = append(done, f)
 	}
-	return func() error { return p.restore(o, done, prior) }, nil
+	restore := func(f nftnl.Family, w iptables.ChainSnapshot) error { return p.restoreFamily(o, f, w) }
+	done, err := iptables.FamilyStep{Fail: p.failFamily, Restore: restore,
+		Setup: func(f nftnl.Family) (iptables.ChainSnapshot, error) { return p.setupFamily(opts, f) },
+	}.SetupFamilies(fams)
+	if err != nil {
+		return nil, err
+	}
+	// The undo takes o's forwards back to done, under the chains' locks.
+	return func() error {
+		return p.m.RestoreFamilies([]string{pmChain(o), pmDNATChain}, "port forwards of "+o.String(), done, restore)
+	}, nil
 }
 
 // setupFamily makes f's nat table hold opts and returns what the

@@ -1,9 +1,6 @@
 package ipt
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
 	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
@@ -22,23 +19,6 @@ import (
 
 // On iptables the snapshot is iptables.ChainSnapshot: the CNI-DN chain's
 // rules and its CNI-HOSTPORT-DNAT entries (hostport/nft/undo.go has nftables').
-
-// restore takes o's forwards of fams back to prior, under the chains'
-// locks (the undo of SetupUndoable).
-func (p *iptablesPortMap) restore(o netfilter.Owner, fams []nftnl.Family, prior map[nftnl.Family]iptables.ChainSnapshot) error {
-	unlock, err := p.m.LockChains(pmChain(o), pmDNATChain)
-	if err != nil {
-		return fmt.Errorf("restore port forwards of %s: %w", o, err)
-	}
-	defer unlock()
-	var errs []error
-	for _, f := range fams {
-		if err := p.restoreFamily(o, f, prior[f]); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s port forwards of %s: %w", f, o, err))
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // restoreFamily takes o's forwards of f back to w; the caller holds the
 // locks. Nothing before is a teardown (netlink's short way on

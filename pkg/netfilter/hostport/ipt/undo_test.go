@@ -1,22 +1,15 @@
 package ipt
 
 import (
-	"errors"
-	"regexp"
-	"strings"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/netfilter/hostport/internal/pmtest"
 	"github.com/cniforge/plugins/pkg/netfilter/internal/nftest"
 	"github.com/cniforge/plugins/pkg/netfilter/iptables"
-	"github.com/cniforge/plugins/pkg/netfilter/nftnl"
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
 )
-
-var errInjected = errors.New("injected")
 
 // check --repair, podman's network reload and a runtime's second ADD run
 // Setup over a live attachment: when it fails, or a later step's failure
@@ -29,45 +22,25 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 	chain := pmChain(opts.Owner)
 	state := func() string {
 		GinkgoHelper()
-		return pmtest.StableDump(n, []string{"iptables-" + variant + "-save", "-t", "nat"}, []string{"ip6tables-" + variant + "-save", "-t", "nat"})
-	}
-	failIPv6 := func(f nftnl.Family) error {
-		if f == nftnl.IPv6 {
-			return errInjected
-		}
-		return nil
+		return nftest.IptablesState(n, variant, "nat")
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		p = &iptablesPortMap{m: &iptables.Runner{Variant: variant, NoNFT: noNFT}}
 	})
 	setup := func() error { return nftest.In(n, func() error { return p.Setup(opts) }) }
-	setupUndo := func() func() error {
-		GinkgoHelper()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = p.SetupUndoable(opts); return err })).To(Succeed())
-		return func() error { return nftest.In(n, undo) }
-	}
-	// drift deletes the IPv4 DNAT rule of 8443 from the attachment's chain.
-	drift := func() {
-		GinkgoHelper()
-		re := regexp.MustCompile(`(?m)^-A (` + chain + ` .*--dport 8443 -j DNAT .*)$`)
-		m := re.FindStringSubmatch(testutil.NetfilterOutput(n, "iptables-"+variant+"-save", "-t", "nat"))
-		Expect(m).NotTo(BeNil())
-		testutil.NetfilterOutput(n, append([]string{"iptables-" + variant, "-w", "-t", "nat", "-D"}, strings.Fields(m[1])...)...)
-	}
 
 	It("keeps the live rules when a later family fails, and its undo changes nothing", func() {
 		Expect(setup()).To(Succeed())
 		live := state()
 		Expect(live).To(ContainSubstring(chain))
 
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(live), "IPv4, done before IPv6 failed, is as it was")
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "a later step's undo leaves the rules that were there")
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed())
@@ -75,34 +48,31 @@ var _ = DescribeTableSubtree("iptables Setup over a live attachment", func(varia
 
 	It("after drift, a failed repair leaves what drift left, and takes back only the rule it inserted", func() {
 		Expect(setup()).To(Succeed())
-		drift()
+		// Drift: the IPv4 DNAT rule of 8443 goes from the attachment's chain.
+		nftest.DeleteIPv4Rule(n, variant, "nat", chain+` .*--dport 8443 -j DNAT .*`)
 		drifted := state()
 
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).To(Equal(drifted))
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed(), "the repair put the rule back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted), "its undo takes that rule out again, and only it")
 	})
 
 	It("leaves nothing of a fresh attachment, failing or undone", func() {
-		p.failFamily = failIPv6
-		Expect(setup()).To(MatchError(errInjected))
+		p.failFamily = nftest.FailIPv6
+		Expect(setup()).To(MatchError(nftest.ErrInjected))
 		Expect(state()).NotTo(ContainSubstring(chain))
 
 		p.failFamily = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(state()).To(ContainSubstring(chain))
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring(chain))
 		Expect(state()).NotTo(ContainSubstring("dnat name"))
 	})
-},
-	Entry("iptables-nft, netlink ways", "nft", false),
-	Entry("iptables-nft, restore only", "nft", true),
-	Entry("iptables-legacy", "legacy", false),
-)
+}, nftest.IptablesVariants())

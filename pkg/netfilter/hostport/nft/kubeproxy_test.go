@@ -104,13 +104,22 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 			{HostPort: otherPort, ContainerPort: podPort, Protocol: "tcp"},
 		}}
 
-	It("lets kube-proxy's DNAT win over a hostPort on its NodePort made after it", func() {
+	// setupAfter loads scripts with nft in hostNS, in order, then sets opts
+	// up there.
+	setupAfter := func(scripts ...string) {
+		GinkgoHelper()
 		Expect(hostNS.Do(func() error {
-			if _, err := nftest.NftRun(kubeProxy, "-f", "-"); err != nil {
-				return err
+			for _, script := range scripts {
+				if _, err := nftest.NftRun(script, "-f", "-"); err != nil {
+					return err
+				}
 			}
 			return newNFTablesPortMap().Setup(opts)
 		})).To(Succeed())
+	}
+
+	It("lets kube-proxy's DNAT win over a hostPort on its NodePort made after it", func() {
+		setupAfter(kubeProxy)
 		Expect(who(otherPort)).To(Equal("pod"), "the hostPort's forward is live")
 		Expect(who(nodePort)).To(Equal("service"), "kube-proxy's NodePort, not the hostPort equal to it")
 	})
@@ -126,15 +135,7 @@ var _ = Describe("nftables port forwards beside kube-proxy's nat chains", func()
 	chain output { type nat hook output priority -100; jump hostip_hostports; fib daddr type local jump hostports; }
 	chain masquerading { type nat hook postrouting priority 100; }
 }`
-		Expect(hostNS.Do(func() error {
-			if _, err := nftest.NftRun(kubeProxy, "-f", "-"); err != nil {
-				return err
-			}
-			if _, err := nftest.NftRun(upstream, "-f", "-"); err != nil {
-				return err
-			}
-			return newNFTablesPortMap().Setup(opts)
-		})).To(Succeed())
+		setupAfter(kubeProxy, upstream)
 		Expect(who(nodePort)).To(Equal("service"), "kube-proxy's NodePort, not the hostPort equal to it")
 		Expect(who(otherPort)).To(Equal("pod"), "our forward")
 		Expect(who(30087)).To(Equal("pod"), "upstream's forward")

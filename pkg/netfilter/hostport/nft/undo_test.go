@@ -18,19 +18,13 @@ var _ = Describe("nftables Setup over a live attachment", func() {
 	opts := pmtest.LiveOpts()
 	state := func() string {
 		GinkgoHelper()
-		return pmtest.StableDump(n, []string{"nft", "list", "ruleset"})
+		return nftest.StableDump(n, []string{"nft", "list", "ruleset"})
 	}
 	BeforeEach(func() {
 		n = testutil.NewNS()
 		p = newNFTablesPortMap()
 	})
 	setup := func() error { return nftest.In(n, func() error { return p.Setup(opts) }) }
-	setupUndo := func() func() error {
-		GinkgoHelper()
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = p.SetupUndoable(opts); return err })).To(Succeed())
-		return func() error { return nftest.In(n, undo) }
-	}
 
 	It("keeps the live elements when the batch is refused, and its undo changes nothing", func() {
 		Expect(setup()).To(Succeed())
@@ -42,7 +36,7 @@ var _ = Describe("nftables Setup over a live attachment", func() {
 		Expect(state()).To(Equal(live))
 
 		p.failBatch = nil
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "a later step's undo leaves the elements that were there")
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed())
@@ -54,7 +48,7 @@ var _ = Describe("nftables Setup over a live attachment", func() {
 		drifted := state()
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).NotTo(Succeed())
 
-		undo := setupUndo()
+		undo := nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(nftest.In(n, func() error { return p.Check(opts) })).To(Succeed(), "the repair put the element back")
 		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(drifted))
@@ -65,14 +59,13 @@ var _ = Describe("nftables Setup over a live attachment", func() {
 		live := state()
 		other := opts
 		other.Mappings = opts.Mappings[:1]
-		var undo func() error
-		Expect(nftest.In(n, func() (err error) { undo, err = p.SetupUndoable(other); return err })).To(Succeed())
+		undo := nftest.SetupUndo(n, p.SetupUndoable, other)
 		Expect(state()).NotTo(Equal(live))
-		Expect(nftest.In(n, undo)).To(Succeed())
+		Expect(undo()).To(Succeed())
 		Expect(state()).To(Equal(live), "the mappings the replacing Setup removed are back")
 
 		Expect(nftest.In(n, func() error { _, err := p.Teardown(opts.Owner); return err })).To(Succeed())
-		undo = setupUndo()
+		undo = nftest.SetupUndo(n, p.SetupUndoable, opts)
 		Expect(state()).To(ContainSubstring("id: live"))
 		Expect(undo()).To(Succeed())
 		Expect(state()).NotTo(ContainSubstring("id: live"))

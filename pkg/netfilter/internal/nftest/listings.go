@@ -59,3 +59,35 @@ func NftListings(n *ns.NetNS, saveArgs ...string) string {
 	b.WriteString(testutil.NetfilterOutput(n, "nft", "--debug=netlink", "list", "ruleset"))
 	return b.String()
 }
+
+// nftSaveTools are iptables-nft's tools, IPv4 then IPv6.
+var nftSaveTools = []string{"iptables-nft", "ip6tables-nft"}
+
+// SavedRules lists, per tool (iptables-nft, ip6tables-nft), the rules of
+// n's table as tool-save prints them ("-A <chain> <spec>") that keep
+// picks.
+func SavedRules(n *ns.NetNS, table string, keep func(line string) bool) map[string][]string {
+	GinkgoHelper()
+	out := map[string][]string{}
+	for _, tool := range nftSaveTools {
+		for _, l := range strings.Split(testutil.NetfilterOutput(n, tool+"-save", "-t", table), "\n") {
+			if strings.HasPrefix(l, "-A ") && keep(l) {
+				out[tool] = append(out[tool], l)
+			}
+		}
+	}
+	return out
+}
+
+// CheckEachBySpec has iptables find, by its spec (tool -C, as upstream's
+// DEL and iptables -D look a rule up), each rule of n's table that keep
+// picks; a rule not found fails the spec.
+func CheckEachBySpec(n *ns.NetNS, table string, keep func(line string) bool) {
+	GinkgoHelper()
+	rules := SavedRules(n, table, keep)
+	for _, tool := range nftSaveTools {
+		for _, l := range rules[tool] {
+			testutil.NetfilterOutput(n, append([]string{tool, "-t", table, "-C"}, ShellFields(strings.TrimPrefix(l, "-A "))...)...)
+		}
+	}
+}

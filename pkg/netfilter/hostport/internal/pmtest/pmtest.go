@@ -4,15 +4,9 @@ package pmtest
 
 import (
 	"net"
-	"regexp"
-	"strings"
-
-	"github.com/onsi/ginkgo/v2"
 
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/hostport"
-	"github.com/cniforge/plugins/pkg/ns"
-	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // ManyMappings is n tcp mappings of host ports first, first+1, ... to
@@ -49,21 +43,4 @@ func LiveOpts() hostport.PortMapOptions {
 		Mappings: []hostport.PortMapping{{HostPort: 8080, ContainerPort: 80, Protocol: "tcp"}, {HostPort: 8443, ContainerPort: 443, Protocol: "tcp"},
 			{HostPort: 5353, ContainerPort: 53, Protocol: "udp"}},
 		ContainerIPs: []net.IPNet{{IP: net.ParseIP("10.1.0.5"), Mask: net.CIDRMask(24, 32)}, {IP: net.ParseIP("fd00:1::5"), Mask: net.CIDRMask(64, 128)}}}
-}
-
-var counterRE = regexp.MustCompile(`\[\d+:\d+\]|counter packets \d+ bytes \d+`)
-
-// StableDump is cmds' output in n without comment lines and counters
-// (which time and traffic move).
-func StableDump(n *ns.NetNS, cmds ...[]string) string {
-	ginkgo.GinkgoHelper()
-	var b strings.Builder
-	for _, cmd := range cmds {
-		for _, l := range strings.Split(testutil.NetfilterOutput(n, cmd...), "\n") {
-			if !strings.HasPrefix(l, "#") {
-				b.WriteString(counterRE.ReplaceAllString(l, "") + "\n")
-			}
-		}
-	}
-	return b.String()
 }
