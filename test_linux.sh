@@ -52,43 +52,46 @@ echo "== VM lane (kernel specs under Debian's kernel in qemu)"
 # watching the lane, kills qemu) instead of running on to its timeout.
 setpriv --pdeathsig TERM scripts/vm/kernel-lane.sh | tee "$work/lane"
 
+# run_lane KEY SCRIPT [ARG...]: runs SCRIPT (its output teed to $work/KEY)
+# and adds the counts of its closing "NAME: P passed, F failed" line (NAME:
+# SCRIPT's name without .sh) to KEY_passed and KEY_failed; a failing exit
+# is kept in KEY_rc. A run that prints no count ends this script.
+run_lane() {
+	local key=$1 script=$2 rc=0 p f
+	shift 2
+	"$script" "$@" | tee "$work/$key" || rc=$?
+	[ "$rc" = 0 ] || printf -v "${key}_rc" %s "$rc"
+	read -r p f < <(awk -v n="$(basename "$script" .sh)" '$0 ~ "^" n ": [0-9]+ passed, [0-9]+ failed$" {print $2, $4}' "$work/$key")
+	if [ -z "${p:-}" ]; then
+		echo "test_linux.sh: $script${*:+ $*} printed no count (exit $rc)" >&2
+		exit 1
+	fi
+	printf -v "${key}_passed" %s $((${key}_passed + p))
+	printf -v "${key}_failed" %s $((${key}_failed + f))
+}
+
 # The front door: every command the README and docs/ tell a reader to run (the
 # demo, the install, the benchmarks in a short mode), with the real host
 # compared before and after. See scripts/frontdoor.sh.
 echo "== the commands of the README and docs/ (scripts/frontdoor.sh)"
-frontdoor_rc=0
-scripts/frontdoor.sh | tee "$work/frontdoor" || frontdoor_rc=$?
-read -r fd_passed fd_failed < <(awk '/^frontdoor: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/frontdoor")
-if [ -z "${fd_passed:-}" ]; then
-	echo "test_linux.sh: scripts/frontdoor.sh printed no count (exit $frontdoor_rc)" >&2
-	exit 1
-fi
+fd_rc=0 fd_passed=0 fd_failed=0
+run_lane fd scripts/frontdoor.sh
 
 # The Podman lane: a real runtime (Podman with the CNI network backend)
 # against a `cniforge install` in a temporary plugin dir, inside namespaces
 # and private mounts it makes, the real host compared before and after.
 # See scripts/podman-lane.sh.
 echo "== the Podman lane (scripts/podman-lane.sh)"
-podman_rc=0
-scripts/podman-lane.sh | tee "$work/podman" || podman_rc=$?
-read -r pl_passed pl_failed < <(awk '/^podman-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/podman")
-if [ -z "${pl_passed:-}" ]; then
-	echo "test_linux.sh: scripts/podman-lane.sh printed no count (exit $podman_rc)" >&2
-	exit 1
-fi
+pl_rc=0 pl_passed=0 pl_failed=0
+run_lane pl scripts/podman-lane.sh
 
 # The CRI lane: containerd 1.6 (Debian's) and 2.x driven by crictl as a
 # kubelet drives them, with a Kubernetes-shaped conflist over a `cniforge
 # install`, in namespaces and private mounts it makes, the real host
 # compared before and after. See scripts/cri-lane.sh.
 echo "== the CRI lane (scripts/cri-lane.sh)"
-cri_rc=0
-scripts/cri-lane.sh | tee "$work/cri" || cri_rc=$?
-read -r cl_passed cl_failed < <(awk '/^cri-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/cri")
-if [ -z "${cl_passed:-}" ]; then
-	echo "test_linux.sh: scripts/cri-lane.sh printed no count (exit $cri_rc)" >&2
-	exit 1
-fi
+cl_rc=0 cl_passed=0 cl_failed=0
+run_lane cl scripts/cri-lane.sh
 
 # The Kubernetes lane: etcd, the API server, controller manager, scheduler
 # and a kubelet over containerd 2.x (every stage), over Debian's
@@ -96,20 +99,11 @@ fi
 # the pods and what CRI-O does differently), in namespaces and private
 # mounts it makes; our DaemonSet installs the plugins, pods run through the
 # kubelet, the real host compared before and after. See scripts/kube-lane.sh.
-kube_rc=0 kl_passed=0 kl_failed=0
+kl_rc=0 kl_passed=0 kl_failed=0
 for kube_run in "--runtime containerd2" "--runtime containerd1 --stages pods" "--runtime crio --stages pods,crio"; do
 	echo "== the Kubernetes lane (scripts/kube-lane.sh $kube_run)"
-	rc=0
 	# shellcheck disable=SC2086 # one word per argument
-	scripts/kube-lane.sh $kube_run | tee "$work/kube" || rc=$?
-	[ "$rc" = 0 ] || kube_rc=$rc
-	read -r p f < <(awk '/^kube-lane: [0-9]+ passed, [0-9]+ failed$/ {print $2, $4}' "$work/kube")
-	if [ -z "${p:-}" ]; then
-		echo "test_linux.sh: scripts/kube-lane.sh $kube_run printed no count (exit $rc)" >&2
-		exit 1
-	fi
-	kl_passed=$((kl_passed + p)) kl_failed=$((kl_failed + f))
-	unset p f
+	run_lane kl scripts/kube-lane.sh $kube_run
 done
 
 # The closing count: host results, with the kernel specs that skipped on the
@@ -125,4 +119,4 @@ if [ "$credited" -gt "$lane" ]; then
 fi
 echo "== all tests (host + VM lane: $lane kernel specs ran in the guest, $credited of them skipped on this host; $fd_passed README and docs/ commands; $pl_passed Podman lane checks; $cl_passed CRI lane checks; $kl_passed Kubernetes lane checks)"
 echo "total: $((passed + credited + fd_passed + pl_passed + cl_passed + kl_passed)) passed, $((failed + fd_failed + pl_failed + cl_failed + kl_failed)) failed, $((skipped - credited)) skipped"
-[ "$frontdoor_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$podman_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cri_rc" = 0 ] && [ "$cl_failed" = 0 ] && [ "$kube_rc" = 0 ] && [ "$kl_failed" = 0 ]
+[ "$fd_rc" = 0 ] && [ "$fd_failed" = 0 ] && [ "$pl_rc" = 0 ] && [ "$pl_failed" = 0 ] && [ "$cl_rc" = 0 ] && [ "$cl_failed" = 0 ] && [ "$kl_rc" = 0 ] && [ "$kl_failed" = 0 ]

@@ -189,10 +189,7 @@ same_state() {
 	[ -z "$(ip -o link show type ifb)" ] || bad+=("ifb left")
 	[ -z "$(ls -A /var/lib/cni/results 2>/dev/null | grep -Ev "$ignore")" ] || bad+=("libcni cache entries left: $(ls /var/lib/cni/results)")
 	[ -z "$(ls /var/lib/cni/networks/$net | grep '^[0-9]')" ] || bad+=("host-local reservations left: $(ls /var/lib/cni/networks/$net | grep '^[0-9]')")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 # crash_and_drop_netns POD: containerd killed, then the pod's netns file
@@ -482,11 +479,7 @@ check_daemonset() {
 		return 1
 	}
 	ino1=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino0" != "$ino1" ] || {
-		echo "$cnidir/cniforge was not replaced (inode $ino0)"
-		return 1
-	}
-	installed_from_image || return 1
+	replaced_from_image "the DaemonSet pod" "$ino0" "$ino1" || return 1
 	# A kubelet stops the containers (SIGTERM, then SIGKILL after the
 	# grace period) before it stops the sandbox, which kills at once.
 	cri stop --timeout 5 "$(cat "$pw/ds1.ctrid")" >/dev/null &&
@@ -498,13 +491,7 @@ check_daemonset() {
 	}
 	rmpod "$pod1" || return 1
 
-	rm -f "$pw/ds.stop" "$pw/ds.execfail"
-	(
-		while [ ! -e "$pw/ds.stop" ]; do
-			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.0.0"}' >/dev/null 2>&1 ||
-				echo "exec of $cnidir/loopback failed" >>"$pw/ds.execfail"
-		done
-	) &
+	exec_while_replaced ds
 	loop=$!
 	pod2=$(dspod ds2) || {
 		touch "$pw/ds.stop"
@@ -521,15 +508,8 @@ check_daemonset() {
 		return 1
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino1" != "$ino2" ] && installed_from_image || {
-		echo "the second pod did not replace $cnidir/cniforge (inode $ino1, now $ino2)"
-		return 1
-	}
-	[ ! -s "$pw/ds.execfail" ] || {
-		echo "a plugin exec failed while the DaemonSet replaced the files:"
-		sort "$pw/ds.execfail" | uniq -c
-		return 1
-	}
+	replaced_from_image "the second pod" "$ino1" "$ino2" || return 1
+	no_exec_failed ds "the DaemonSet" || return 1
 
 	web=$(runp dsweb) || return 1
 	ip=$(pod_ip "$web")

@@ -31,6 +31,42 @@ fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
+# built PART PLUGIN...: every PLUGIN is in bin/; if not, PART is shown
+# as skipped, naming the binaries missing.
+built() {
+	local part=$1 p missing=()
+	shift
+	for p in "$@"; do
+		[ -x "bin/$p" ] || missing+=("bin/$p")
+	done
+	[ ${#missing[@]} = 0 ] && return 0
+	step "$part: SKIPPED, ${missing[*]} missing (not built yet)"
+	return 1
+}
+
+# add_shown CONFLIST NET IFNAME [ENV=VALUE...]: print CONFLIST, then ADD
+# IFNAME to NET through cnitool (shown); the attachment is remembered, so
+# a demo stopped half-way DELs it.
+add_shown() {
+	local conf=$1 net=$2 ifname=$3
+	shift 3
+	cat "$conf"
+	added+=("$net $ifname")
+	show cni add "$net" "$ifname" "$@"
+}
+
+# check_then_del_twice NET IFNAME [ENV=VALUE...]: CHECK, then DEL twice
+# (a second DEL must succeed too), shown; the attachment is forgotten.
+check_then_del_twice() {
+	show cni check "$@"
+	echo "check: ok"
+	show cni del "$@"
+	echo "del: ok"
+	show cni del "$@"
+	echo "second del: ok"
+	added=("${added[@]/$1 $2/}")
+}
+
 hostns=cniforge-demo-host-$$
 ctrns=cniforge-demo-ctr-$$
 tmp=$(mktemp -d /tmp/cniforge-demo.XXXXXX)
@@ -101,9 +137,7 @@ cat >"$tmp/net.d/10-demo-lo.conflist" <<EOF
   "plugins": [{"type": "loopback"}]
 }
 EOF
-cat "$tmp/net.d/10-demo-lo.conflist"
-added+=("demo-lo lo")
-show cni add demo-lo lo
+add_shown "$tmp/net.d/10-demo-lo.conflist" demo-lo lo
 echo
 show ip -n "$ctrns" addr show lo
 step "loopback: CHECK, STATUS, DEL"
@@ -147,9 +181,7 @@ show cni del demo-static eth9
 echo "del: ok"
 
 # --- macvlan + host-local --------------------------------------------------
-if [ ! -x bin/macvlan ] || [ ! -x bin/host-local ]; then
-	step "macvlan + host-local: SKIPPED, bin/macvlan or bin/host-local missing (not built yet)"
-else
+if built "macvlan + host-local" macvlan host-local; then
 	step "macvlan: a veth in the stand-in host serves as the master's wire"
 	# demomaster0 is the master; its peer demowire0, in the same stand-in
 	# host, plays the neighbour on the wire at 10.98.0.1.
@@ -173,9 +205,7 @@ else
   }]
 }
 EOF
-	cat "$tmp/net.d/25-demo-macvlan.conflist"
-	added+=("demo-macvlan net1")
-	show cni add demo-macvlan net1
+	add_shown "$tmp/net.d/25-demo-macvlan.conflist" demo-macvlan net1
 	echo
 	step "the container's macvlan, with a MAC of its own on demomaster0's wire"
 	show ip -n "$ctrns" -d link show net1
@@ -183,25 +213,13 @@ EOF
 	step "the container reaches the neighbour 10.98.0.1 on the master's wire"
 	show ip netns exec "$ctrns" ping -c1 -W2 10.98.0.1
 	step "macvlan: CHECK, then DEL twice"
-	show cni check demo-macvlan net1
-	echo "check: ok"
-	show cni del demo-macvlan net1
-	echo "del: ok"
-	show cni del demo-macvlan net1
-	echo "second del: ok"
-	added=("${added[@]/demo-macvlan net1/}")
+	check_then_del_twice demo-macvlan net1
 	show ip -n "$ctrns" -br link show
 	ip -n "$hostns" link del demomaster0
 fi
 
 # --- bridge + host-local ---------------------------------------------------
-missing=()
-for p in bridge host-local; do
-	[ -x "bin/$p" ] || missing+=("bin/$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	step "bridge + host-local: SKIPPED, ${missing[*]} missing (not built yet)"
-else
+if built "bridge + host-local" bridge host-local; then
 	step "bridge + host-local: ADD through cnitool"
 	cat >"$tmp/net.d/30-demo-bridge.conflist" <<EOF
 {
@@ -221,9 +239,7 @@ else
   }]
 }
 EOF
-	cat "$tmp/net.d/30-demo-bridge.conflist"
-	added+=("demo-bridge eth0")
-	show cni add demo-bridge eth0
+	add_shown "$tmp/net.d/30-demo-bridge.conflist" demo-bridge eth0
 	echo
 	step "what the container got"
 	show ip -n "$ctrns" addr show eth0
@@ -241,13 +257,7 @@ EOF
 		printf '%s holds %q\n' "$(basename "$f")" "$(cat "$f")"
 	done
 	step "bridge + host-local: CHECK, then DEL twice"
-	show cni check demo-bridge eth0
-	echo "check: ok"
-	show cni del demo-bridge eth0
-	echo "del: ok"
-	show cni del demo-bridge eth0
-	echo "second del: ok"
-	added=("${added[@]/demo-bridge eth0/}")
+	check_then_del_twice demo-bridge eth0
 	show ip -n "$ctrns" -br link show
 	show ls "$tmp/host-local/demo-bridge"
 
@@ -265,9 +275,7 @@ EOF
   ]
 }
 EOF
-		cat "$tmp/net.d/40-demo-pm.conflist"
-		added+=("demo-pm eth1")
-		show cni add demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
+		add_shown "$tmp/net.d/40-demo-pm.conflist" demo-pm eth1 CAP_ARGS='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}'
 		echo
 		echo "a listener in the container on port 80:"
 		ip netns exec "$ctrns" python3 -c '
@@ -330,13 +338,7 @@ print(c.recv(100).decode(), end="")' "$1"
 fi
 
 # --- the full chain: bridge → portmap → bandwidth → tuning → firewall ------
-missing=()
-for p in bridge host-local portmap bandwidth tuning firewall; do
-	[ -x "bin/$p" ] || missing+=("bin/$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	step "chain bridge → portmap → bandwidth → tuning → firewall: SKIPPED, ${missing[*]} missing (not built yet)"
-else
+if built "chain bridge → portmap → bandwidth → tuning → firewall" bridge host-local portmap bandwidth tuning firewall; then
 	step "chain bridge → portmap → bandwidth → tuning → firewall: ADD through cnitool"
 	ip netns add "$ctrns" 2>/dev/null || true # the GC part above removed it
 	ip -n "$ctrns" link set dev lo up
@@ -356,10 +358,8 @@ else
   ]
 }
 EOF
-	cat "$tmp/net.d/40-demo-chain.conflist"
-	added+=("demo-chain eth0")
 	caps='{"bandwidth": {"ingressRate": 4000000, "ingressBurst": 400000, "egressRate": 8000000, "egressBurst": 800000}, "mac": "02:42:0a:62:00:99", "portMappings": [{"hostPort": 8090, "containerPort": 80, "protocol": "tcp"}]}'
-	show cni add demo-chain eth0 CAP_ARGS="$caps"
+	add_shown "$tmp/net.d/40-demo-chain.conflist" demo-chain eth0 CAP_ARGS="$caps"
 	echo
 	step "bandwidth: tbf on the host end of the veth (into the container), an ifb with tbf (out of it)"
 	show ip netns exec "$hostns" tc qdisc show
@@ -373,14 +373,8 @@ EOF
 	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
 	show ip netns exec "$hostns" iptables -S CNI-FORWARD
 	step "chain: CHECK, then DEL twice"
-	show cni check demo-chain eth0 CAP_ARGS="$caps"
-	echo "check: ok"
-	show cni del demo-chain eth0 CAP_ARGS="$caps" # a runtime sends the mappings on DEL too
-	echo "del: ok"
-	show cni del demo-chain eth0 CAP_ARGS="$caps"
-	echo "second del: ok"
+	check_then_del_twice demo-chain eth0 CAP_ARGS="$caps" # a runtime sends the mappings on DEL too
 	show ip netns exec "$hostns" iptables -t nat -S CNI-HOSTPORT-DNAT
-	added=("${added[@]/demo-chain eth0/}")
 	show ip -n "$hostns" -br link show
 	show ls "$tmp/tuning"
 fi

@@ -60,17 +60,21 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-passed=0 failed=0
 work=$(mktemp -d /tmp/cniforge-frontdoor.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-ok() {
-	passed=$((passed + 1))
-	echo "frontdoor: ok: $*"
-}
-fail() {
-	failed=$((failed + 1))
-	echo "frontdoor: FAILED: $*" >&2
+# ok, fail and the closing count are the lanes' (scripts/lane.sh, which
+# brings scripts/binaries.sh too), with the front door's own prefixes.
+lane=frontdoor ok_prefix="frontdoor: ok: " fail_prefix="frontdoor: FAILED: "
+# shellcheck source=scripts/lane.sh
+. scripts/lane.sh
+
+# fail_showing FILE MESSAGE...: fail MESSAGE, then FILE, indented.
+fail_showing() {
+	local file=$1
+	shift
+	fail "$@"
+	sed 's/^/    /' "$file" >&2
 }
 
 # The documents a reader is told to run commands from.
@@ -130,8 +134,6 @@ done
 # snapshot FILE: what a plugin run must not change on the real host
 # (scripts/host-snapshot.sh, shared with scripts/podman-lane.sh).
 . scripts/host-snapshot.sh
-# shellcheck source=scripts/binaries.sh
-. scripts/binaries.sh
 snapshot() {
 	host_snapshot "$1"
 }
@@ -146,13 +148,11 @@ host_untouched() {
 	"$@" >"$work/$name.log" 2>&1 || rc=$?
 	snapshot "$work/$name.after"
 	if [ "$rc" != 0 ]; then
-		fail "$name exited $rc; its output:"
-		sed 's/^/    /' "$work/$name.log" >&2
+		fail_showing "$work/$name.log" "$name exited $rc; its output:"
 		return 1
 	fi
 	if ! diff -u "$work/$name.before" "$work/$name.after" >"$work/$name.diff"; then
-		fail "$name changed the real host:"
-		sed 's/^/    /' "$work/$name.diff" >&2
+		fail_showing "$work/$name.diff" "$name changed the real host:"
 		return 1
 	fi
 	return 0
@@ -166,8 +166,7 @@ if host_untouched demo bash -c './build_linux.sh && scripts/demo.sh'; then
 		grep -qE '^real host: ([0-9]+) links before the demo, \1 after$' "$work/demo.log"; then
 		ok "demo: exit 0, GC reclaimed the leaked attachment, the host unchanged"
 	else
-		fail "demo exited 0 but did not reach its end (gc: ok, == done, link count); its output:"
-		sed 's/^/    /' "$work/demo.log" >&2
+		fail_showing "$work/demo.log" "demo exited 0 but did not reach its end (gc: ok, == done, link count); its output:"
 	fi
 fi
 
@@ -177,8 +176,7 @@ if host_untouched dhcp-demo scripts/dhcp-demo.sh; then
 		grep -qE '^real host: ([0-9]+) links before the demo, \1 after$' "$work/dhcp-demo.log"; then
 		ok "dhcp demo: exit 0, a lease from dnsmasq released on DEL, the host unchanged"
 	else
-		fail "dhcp demo exited 0 but did not reach its end (released, == done, link count); its output:"
-		sed 's/^/    /' "$work/dhcp-demo.log" >&2
+		fail_showing "$work/dhcp-demo.log" "dhcp demo exited 0 but did not reach its end (released, == done, link count); its output:"
 	fi
 fi
 grep -q 'scripts/dhcp-demo.sh' "${docs[@]}" || fail "neither the README nor docs/ mentions scripts/dhcp-demo.sh any more"
@@ -192,8 +190,7 @@ else
 	# The README's own words, sudo dropped, into $dest instead of /opt/cni/bin.
 	cmd="${install_cmd#sudo } --dir $dest"
 	if ! (eval "$cmd") >"$work/install.log" 2>&1; then
-		fail "install [$cmd]:"
-		sed 's/^/    /' "$work/install.log" >&2
+		fail_showing "$work/install.log" "install [$cmd]:"
 	else
 		bad=()
 		for b in $(suite_binaries bin); do
@@ -300,8 +297,7 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 			[ "$(readlink "$work/tar-dest/dhcp")" = cniforge-dhcp ]; then
 			ok "$doc's install from a release: sums checked, unpacked, installed"
 		else
-			fail "$doc's install from a release: $(printf '%s; ' "$steps")"
-			sed 's/^/    /' "$work/tarball.log" >&2
+			fail_showing "$work/tarball.log" "$doc's install from a release: $(printf '%s; ' "$steps")"
 		fi
 	done
 	sbomdoc=$(grep -l -F "select(.name == \"golang.org/x/net\")" "${docs[@]}" | head -1)
@@ -327,8 +323,7 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		esac
 	done <"$work/qemu-smoke.log"
 else
-	fail "release.sh:"
-	sed 's/^/    /' "$work/release.log" >&2
+	fail_showing "$work/release.log" "release.sh:"
 fi
 
 # --- the benchmarks, in a short mode ---------------------------------------
@@ -345,8 +340,7 @@ if host_untouched bench scripts/bench.sh -n 2; then
 	if [ ${#scenarios[@]} -gt 0 ] && [ ${#missing[@]} -eq 0 ]; then
 		ok "bench.sh -n 2: ${#scenarios[@]} scenarios (${scenarios[*]}), each with ADD, CHECK and DEL rows, the host unchanged"
 	else
-		fail "bench.sh -n 2: no timing row for: ${missing[*]:-its scenario list (all=(...)) could not be read}"
-		sed 's/^/    /' "$work/bench.log" >&2
+		fail_showing "$work/bench.log" "bench.sh -n 2: no timing row for: ${missing[*]:-its scenario list (all=(...)) could not be read}"
 	fi
 fi
 # --- the kill-mid-ADD script, in a short mode ------------------------------
@@ -357,8 +351,7 @@ if host_untouched killadd scripts/killadd.sh -n 3 -g 2 -j 2 -f '^(ptp/iptables|t
 		grep -qE '^KILLADD tap kill\+GC: 2 trials, 0 leaks' "$work/killadd.log"; then
 		ok "killadd.sh -n 3 -g 2: ptp and tap, no leak, the host unchanged"
 	else
-		fail "killadd.sh -n 3 -g 2 printed no leak-free count for ptp/iptables and tap:"
-		sed 's/^/    /' "$work/killadd.log" >&2
+		fail_showing "$work/killadd.log" "killadd.sh -n 3 -g 2 printed no leak-free count for ptp/iptables and tap:"
 	fi
 fi
 grep -q 'scripts/killadd.sh' "${docs[@]}" || fail "neither the README nor docs/ mentions scripts/killadd.sh any more"
@@ -366,8 +359,7 @@ if go test -run '^$' -bench . -benchtime 1x ./plugins/ipam/host-local/ >"$work/g
 	grep -qE '^Benchmark.* ns/op' "$work/gobench.log"; then
 	ok "go test -bench . ./plugins/ipam/host-local/ (one iteration each)"
 else
-	fail "host-local's Go benchmark:"
-	sed 's/^/    /' "$work/gobench.log" >&2
+	fail_showing "$work/gobench.log" "host-local's Go benchmark:"
 fi
 
 # --- parallel pod throughput, in a short mode -------------------------------
@@ -382,8 +374,7 @@ if host_untouched parallel-bench scripts/parallel-bench.sh -n 1 -p 16; then
 	if [ ${#missing[@]} -eq 0 ]; then
 		ok "parallel-bench.sh -n 1 -p 16: bridge and chain on iptables and nftables, each with ADD and DEL pods/s, the host unchanged"
 	else
-		fail "parallel-bench.sh -n 1 -p 16: no row for: ${missing[*]}"
-		sed 's/^/    /' "$work/parallel-bench.log" >&2
+		fail_showing "$work/parallel-bench.log" "parallel-bench.sh -n 1 -p 16: no row for: ${missing[*]}"
 	fi
 fi
 
@@ -409,17 +400,13 @@ while IFS= read -r line; do
 	gc) want='' ;;
 	esac
 	if [ "$rc" -gt 1 ]; then
-		fail "[$line] exited $rc:"
-		sed 's/^/    /' "$work/node-$verb.log" >&2
+		fail_showing "$work/node-$verb.log" "[$line] exited $rc:"
 	elif grep -qiE '^usage|flag provided but not defined|panic' "$work/node-$verb.log"; then
-		fail "[$line] did not run:"
-		sed 's/^/    /' "$work/node-$verb.log" >&2
+		fail_showing "$work/node-$verb.log" "[$line] did not run:"
 	elif [ -n "$want" ] && ! grep -qE "$want" "$work/node-$verb.log"; then
-		fail "[$line] printed no [$want]:"
-		sed 's/^/    /' "$work/node-$verb.log" >&2
+		fail_showing "$work/node-$verb.log" "[$line] printed no [$want]:"
 	elif ! diff -u "$work/node-$verb.before" "$work/node-$verb.after" >"$work/node-$verb.diff"; then
-		fail "[$line] changed the real host:"
-		sed 's/^/    /' "$work/node-$verb.diff" >&2
+		fail_showing "$work/node-$verb.diff" "[$line] changed the real host:"
 	else
 		ok "[$line]: exit $rc, the host unchanged"
 	fi
@@ -435,8 +422,7 @@ if bin/cniforge install --dir "$multi" >"$work/startbench.log" 2>&1 &&
 	[ "$(grep -cE '^multi <= sep: ' "$work/startbench.log")" = 2 ]; then
 	ok "startbench -n 2: a row per plugin for VERSION and the refused ADD"
 else
-	fail "bin/cniforge install --dir D && go run ./scripts/startbench -n 2 -trace 1 D:"
-	sed 's/^/    /' "$work/startbench.log" >&2
+	fail_showing "$work/startbench.log" "bin/cniforge install --dir D && go run ./scripts/startbench -n 2 -trace 1 D:"
 fi
 
 # --- fuzzing: the target list, and the long run's command briefly -----------
@@ -446,12 +432,10 @@ if scripts/fuzz.sh -l >"$work/fuzz-l.log" 2>&1 && grep -qE '^Fuzz[A-Za-z0-9]+ (p
 	if nice -n 10 scripts/fuzz.sh -t 1s "$target" >"$work/fuzz.log" 2>&1; then
 		ok "nice -n 10 scripts/fuzz.sh -t 1s $target (the long run's command, briefly)"
 	else
-		fail "nice -n 10 scripts/fuzz.sh -t 1s $target:"
-		sed 's/^/    /' "$work/fuzz.log" >&2
+		fail_showing "$work/fuzz.log" "nice -n 10 scripts/fuzz.sh -t 1s $target:"
 	fi
 else
-	fail "scripts/fuzz.sh -l:"
-	sed 's/^/    /' "$work/fuzz-l.log" >&2
+	fail_showing "$work/fuzz-l.log" "scripts/fuzz.sh -l:"
 fi
 
 # --- go list ./pkg/... and go doc ./pkg/<name> ------------------------------
@@ -468,9 +452,8 @@ if pkgs=$(go list ./pkg/... 2>"$work/golist.log") && [ -n "$pkgs" ]; then
 		fail "go doc: no package comment for ${undocumented[*]}"
 	fi
 else
-	fail "go list ./pkg/...:"
-	sed 's/^/    /' "$work/golist.log" >&2
+	fail_showing "$work/golist.log" "go list ./pkg/...:"
 fi
 
-echo "frontdoor: $passed passed, $failed failed"
+summary
 [ "$failed" = 0 ]

@@ -37,6 +37,16 @@ summary() {
 	echo "$lane: $passed passed, $failed failed"
 }
 
+# all_clear FINDING...: true when nothing was found; else each FINDING on
+# its line, and false (the end of a check that collects what it found
+# wrong in an array: all_clear "${bad[@]}").
+all_clear() {
+	[ $# = 0 ] || {
+		printf '%s\n' "$@"
+		return 1
+	}
+}
+
 # bail WHY: the lane cannot run. Loud: a lane that cannot run must not
 # look like a pass.
 bail() {
@@ -324,4 +334,39 @@ installed_from_image() {
 		echo "temporary files left in $cnidir"
 		return 1
 	}
+}
+
+# exec_while_replaced TAG: in the background (its pid in $!), execs
+# $cnidir/loopback (VERSION) over and over, as a runtime does while the
+# plugins are being replaced, until $pw/TAG.stop exists; each failed exec
+# adds a line to $pw/TAG.execfail.
+exec_while_replaced() {
+	rm -f "$pw/$1.stop" "$pw/$1.execfail"
+	(
+		while [ ! -e "$pw/$1.stop" ]; do
+			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.0.0"}' >/dev/null 2>&1 ||
+				echo "exec of $cnidir/loopback failed" >>"$pw/$1.execfail"
+		done
+	) &
+}
+
+# no_exec_failed TAG WHO: no exec of exec_while_replaced TAG failed while
+# WHO replaced the files (read once its loop has ended).
+no_exec_failed() {
+	[ ! -s "$pw/$1.execfail" ] || {
+		echo "a plugin exec failed while $2 replaced the files:"
+		sort "$pw/$1.execfail" | uniq -c
+		return 1
+	}
+}
+
+# replaced_from_image WHO OLD NEW: WHO replaced $cnidir/cniforge (its
+# inode went from OLD to NEW: an install replaces the files, never edits
+# them in place), and $cnidir holds the image's binaries.
+replaced_from_image() {
+	[ "$2" != "$3" ] || {
+		echo "$1 did not replace $cnidir/cniforge (inode $2)"
+		return 1
+	}
+	installed_from_image
 }

@@ -313,10 +313,7 @@ check_rm() {
 	[ -z "$(ip -o link show type veth | grep -v -e '^[0-9]*: lh0@' -e '^[0-9]*: mv0@')" ] || bad+=("veth left")
 	[ -z "$(ls -A /var/lib/cni/results)" ] || bad+=("cache entries left: $(ls /var/lib/cni/results)")
 	[ -z "$(ls /var/lib/cni/networks/* | grep '^[0-9]')" ] || bad+=("leases left")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 # Times of `podman run -p ... true` + `podman rm`, with the network and

@@ -124,11 +124,11 @@ func run(args []string, plugins []plugin.Plugin, stdout, stderr io.Writer) int {
 	case "daemon":
 		return daemon(signalContext(), args[1:], plugins, stdout, stderr)
 	case "ls":
-		return ls(args[1:], stdout, stderr)
+		return report("ls", node.Ls, args[1:], stdout, stderr)
 	case "gc":
 		return gc(args[1:], stdout, stderr)
 	case "doctor":
-		return doctor(args[1:], stdout, stderr)
+		return report("doctor", node.Doctor, args[1:], stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
@@ -195,13 +195,15 @@ func nodeFlags(name string, stderr io.Writer) (*flag.FlagSet, *node.Dirs) {
 	return fl, d
 }
 
-func ls(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("ls", stderr)
+// report runs a verb that takes the node flags and --json only (ls,
+// doctor).
+func report(verb string, run func(d *node.Dirs, asJSON bool, stdout, stderr io.Writer) int, args []string, stdout, stderr io.Writer) int {
+	fl, d := nodeFlags(verb, stderr)
 	asJSON := fl.Bool("json", false, "print JSON")
 	if !parseFlags(fl, args, stderr) {
 		return 2
 	}
-	return node.Ls(d, *asJSON, stdout, stderr)
+	return run(d, *asJSON, stdout, stderr)
 }
 
 func gc(args []string, stdout, stderr io.Writer) int {
@@ -228,15 +230,6 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return node.Check(d, o, stdout, stderr)
-}
-
-func doctor(args []string, stdout, stderr io.Writer) int {
-	fl, d := nodeFlags("doctor", stderr)
-	asJSON := fl.Bool("json", false, "print JSON")
-	if !parseFlags(fl, args, stderr) {
-		return 2
-	}
-	return node.Doctor(d, *asJSON, stdout, stderr)
 }
 
 // parseFlags parses a verb's flags (fl named "cniforge VERB"); the verb

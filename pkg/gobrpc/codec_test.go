@@ -116,26 +116,42 @@ func viaGob(t *testing.T, vs []any) []any {
 	return out
 }
 
-func TestOursEncodeGobDecodes(t *testing.T) {
+type (
+	encoder interface{ Encode(any) error }
+	decoder interface{ Decode(any) error }
+)
+
+// crossCodec encodes values() with newEnc's encoder and decodes them with
+// newDec's decoder, comparing each decoded value with gob's own round
+// trip; it returns that reference and the decoder, past the values.
+func crossCodec(t *testing.T, newEnc func(io.Writer) encoder, newDec func(io.Reader) decoder) (want []any, dec decoder) {
+	t.Helper()
 	vs := values()
-	want := viaGob(t, vs)
+	want = viaGob(t, vs)
 	var buf bytes.Buffer
-	enc := NewEncoder(&buf)
+	enc := newEnc(&buf)
 	for _, v := range vs {
 		if err := enc.Encode(v); err != nil {
 			t.Fatalf("encode %T: %v", v, err)
 		}
 	}
-	dec := gob.NewDecoder(&buf)
+	dec = newDec(&buf)
 	for i, v := range vs {
 		got := fresh(ptrTo(v))
 		if err := dec.Decode(got); err != nil {
-			t.Fatalf("gob decodes our %T: %v", v, err)
+			t.Fatalf("decode %T: %v", v, err)
 		}
 		if !reflect.DeepEqual(got, want[i]) {
-			t.Errorf("value %d (%T): gob decoded our encoding as\n%#v\nwant (gob's own round trip)\n%#v", i, v, got, want[i])
+			t.Errorf("value %d (%T): decoded\n%#v\nwant (gob's own round trip)\n%#v", i, v, got, want[i])
 		}
 	}
+	return want, dec
+}
+
+func TestOursEncodeGobDecodes(t *testing.T) {
+	want, _ := crossCodec(t,
+		func(w io.Writer) encoder { return NewEncoder(w) },
+		func(r io.Reader) decoder { return gob.NewDecoder(r) })
 	// The reference keeps what matters: a pointer to 1 stays, the
 	// netconf's bytes stay.
 	if r := want[0].(*current.Result); r.IPs[1].Interface == nil || *r.IPs[1].Interface != 1 || r.Routes[1].Table == nil {
@@ -147,25 +163,9 @@ func TestOursEncodeGobDecodes(t *testing.T) {
 }
 
 func TestGobEncodesOursDecodes(t *testing.T) {
-	vs := values()
-	want := viaGob(t, vs)
-	var buf bytes.Buffer
-	enc := gob.NewEncoder(&buf)
-	for _, v := range vs {
-		if err := enc.Encode(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dec := NewDecoder(&buf)
-	for i, v := range vs {
-		got := fresh(ptrTo(v))
-		if err := dec.Decode(got); err != nil {
-			t.Fatalf("decode gob's %T: %v", v, err)
-		}
-		if !reflect.DeepEqual(got, want[i]) {
-			t.Errorf("value %d (%T): decoded\n%#v\nwant\n%#v", i, v, got, want[i])
-		}
-	}
+	_, dec := crossCodec(t,
+		func(w io.Writer) encoder { return gob.NewEncoder(w) },
+		func(r io.Reader) decoder { return NewDecoder(r) })
 	if err := dec.Decode(nil); err != io.EOF {
 		t.Fatalf("end of stream: %v, want io.EOF", err)
 	}

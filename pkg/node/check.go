@@ -136,8 +136,7 @@ func checkAttachment(ctx context.Context, cni *libcni.CNIConfig, st *nodeState, 
 		l.Status, l.Reason = checkError, "netns undecidable: "+a.NetnsWhy
 		return l
 	}
-	rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
-		Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
+	rt := a.runtimeConf()
 	list, err := cachedList(cni, st, a.Network, rt)
 	if err != nil {
 		l.Status, l.Reason = checkError, err.Error()

@@ -177,11 +177,8 @@ func gcRound(d *Dirs, o GCOptions, lg *gcLog) (failed int, err error) {
 		if !o.Apply {
 			continue
 		}
-		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
-			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
-		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+		if err := delCached(ctx, cni, list, a, lg); err != nil {
 			delFailed[a.ContainerID]++ // counted below, unless gc resolves it
-			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
 		} else {
 			delDone[a.ContainerID] = true
 		}
@@ -311,6 +308,16 @@ func (st *nodeState) delConfig(a attachment) (list *libcni.NetworkConfigList, no
 	return nil, "", errors.New("no usable config cached, and none in the conf dir")
 }
 
+// delCached DELs a cached attachment through list with what its ADD was
+// given; a failure is logged as gc's other DELs are.
+func delCached(ctx context.Context, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, a attachment, lg *gcLog) error {
+	err := cni.DelNetworkList(ctx, list, a.runtimeConf())
+	if err != nil {
+		lg.act("%s: DEL %s failed: %s", q(a.Network), q(a.ContainerID)+" "+q(a.IfName), q(err.Error()))
+	}
+	return err
+}
+
 // gcDelegates handles Multus's delegate attachments of one round. Multus
 // DELs a pod's delegates when the runtime DELs the pod, so they are kept,
 // with two exceptions: the pod's DEL that gc just made (Multus did them, or
@@ -355,12 +362,9 @@ func gcDelegates(d *Dirs, o GCOptions, st *nodeState, lg *gcLog, delegates []att
 		if !o.Apply {
 			continue
 		}
-		rt := &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
-			Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
-		if err := cni.DelNetworkList(ctx, list, rt); err != nil {
+		if err := delCached(ctx, cni, list, a, lg); err != nil {
 			failed++
 			undone[a.ContainerID] = true
-			lg.act("%s: DEL %s failed: %s", net, who, q(err.Error()))
 			continue
 		}
 		deled[a.ContainerID] = true

@@ -23,12 +23,7 @@ import (
 // A mistyped --cache-dir would make every reservation look leaked.
 func TestGCRefusesAnEmptyCache(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	lost, rmLost := testutil.NewTestNS(t)
-	ipLive := n.add("ctr-live", live)
-	ipLost := n.add("ctr-lost", lost)
-	must(t, rmLost())
-	n.waitLinks(3) // lo, cnode0, the live container's veth
+	ipLive, ipLost := n.liveAndLost()
 	n.age(ipLive)
 	n.age(ipLost)
 	noResults := t.TempDir()
@@ -152,10 +147,7 @@ func TestGCLoopSaysARoundFailed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	if err := <-exited; err != nil {
-		t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
-	}
+	n.stopGCLoop(out, cmd, exited)
 	t.Logf("gc --every with a failing round:\n%s", out.String())
 }
 
@@ -183,13 +175,8 @@ func TestGCDeletesWithTheCachedConfig(t *testing.T) {
 // kept while younger than --min-age, and while the network's lock is held.
 func TestGCKeepsReservationsAnADDMayHold(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	lost, rmLost := testutil.NewTestNS(t)
-	ipLive := n.add("ctr-live", live)
-	ipLost := n.add("ctr-lost", lost)
-	must(t, rmLost())
+	ipLive, ipLost := n.liveAndLost()
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
-	n.waitLinks(3)
 	reserved := func() bool {
 		_, err := os.Stat(filepath.Join(n.ipamData, "nodenet", ipLost))
 		return err == nil
@@ -280,18 +267,28 @@ func (n *node) startGCLoop(args ...string) (*syncBuffer, *exec.Cmd, chan error) 
 	return out, cmd, exited
 }
 
+// stopGCLoop ends what startGCLoop started with SIGTERM: it must exit 0
+// (within a minute, so that a hang fails here rather than at the
+// suite's timeout).
+func (n *node) stopGCLoop(out *syncBuffer, cmd *exec.Cmd, exited chan error) {
+	n.t.Helper()
+	must(n.t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		if err != nil {
+			n.t.Errorf("gc --every after SIGTERM: %v\n%s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		n.t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
+	}
+}
+
 // gc --every: one line per action, a failing DEL does not stop later
 // rounds, SIGTERM ends it.
 func TestGCLoop(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	bad, rmBad := testutil.NewTestNS(t)
-	gone1, rm1 := testutil.NewTestNS(t)
-	gone2, rm2 := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.add("ctr-bad", bad)
-	n.add("ctr-gone1", gone1)
-	n.add("ctr-gone2", gone2)
+	n.attach("ctr-live")
+	bad, gone1, gone2 := n.attach("ctr-bad"), n.attach("ctr-gone1"), n.attach("ctr-gone2")
 	// ctr-bad's cached config names a plugin that does not exist: its DEL
 	// fails in every round.
 	cached := filepath.Join(n.cache, "results", "nodenet-ctr-bad-eth0")
@@ -305,8 +302,8 @@ func TestGCLoop(t *testing.T) {
 	b, err = json.Marshal(entry)
 	must(t, err)
 	must(t, os.WriteFile(cached, b, 0o600))
-	must(t, rmBad())
-	must(t, rm1())
+	must(t, bad.rm())
+	must(t, gone1.rm())
 
 	out, cmd, exited := n.startGCLoop("--every", "100ms")
 	waitFor := func(what string) {
@@ -319,20 +316,12 @@ func TestGCLoop(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)")
+	waitFor("nodenet: DEL ctr-gone1 eth0 (netns " + gone1.ns.Path() + " is gone)")
 	waitFor("nodenet: DEL ctr-bad eth0 failed: ")
 	// A later round still acts.
-	must(t, rm2())
-	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.Path() + " is gone)")
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("gc --every after SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("gc --every did not stop on SIGTERM:\n%s", out.String())
-	}
+	must(t, gone2.rm())
+	waitFor("nodenet: DEL ctr-gone2 eth0 (netns " + gone2.ns.Path() + " is gone)")
+	n.stopGCLoop(out, cmd, exited)
 	text := out.String()
 	t.Logf("gc --apply --every 100ms:\n%s", text)
 	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `)
@@ -365,14 +354,10 @@ func TestGCLoop(t *testing.T) {
 // container ID: their reservations are Multus's, not leaked.
 func TestGCKeepsWhatMultusOwns(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	podM, _ := testutil.NewTestNS(t)
-	podS, _ := testutil.NewTestNS(t)
-	podG, rmG := testutil.NewTestNS(t)
-	n.add("ctr-live", live)
-	n.addAs(n.multus, "pod-g", "net1", podG)
-	ipM := n.addAs(n.multus, "pod-m", "net1", podM)
-	ipS := n.addAs(n.multus, "pod-s", "net2", podS)
+	n.attach("ctr-live")
+	podG := n.attachAs(n.multus, "pod-g", "net1")
+	ipM := n.attachAs(n.multus, "pod-m", "net1").ip
+	ipS := n.attachAs(n.multus, "pod-s", "net2").ip
 	// pod-s is known only by the delegate list Multus keeps for its DEL.
 	must(t, os.Remove(filepath.Join(n.multus, "results", "nodenet-pod-s-net2")))
 	conf, err := os.ReadFile(filepath.Join(n.conf, "10-nodenet.conflist"))
@@ -404,7 +389,7 @@ func TestGCKeepsWhatMultusOwns(t *testing.T) {
 		}
 	}
 	h.Close()
-	must(t, rmG()) // Multus's to DEL, with the pod's DEL
+	must(t, podG.rm()) // Multus's to DEL, with the pod's DEL
 	n.age(ipM)
 	n.age(ipS)
 
@@ -522,15 +507,7 @@ func TestGCLoopWhilePodsComeAndGo(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("gc --every after SIGTERM: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("gc --every did not stop on SIGTERM")
-	}
+	n.stopGCLoop(out, cmd, exited)
 	text := out.String()
 	t.Logf("gc --apply --every 10ms:\n%s", text)
 

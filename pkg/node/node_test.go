@@ -67,11 +67,39 @@ func (n *node) add(id string, contNS *ns.NetNS) string {
 // container that goes away without a DEL.
 func (n *node) liveAndGone() (live, gone *ns.NetNS, rmGone func() error) {
 	n.t.Helper()
-	live, _ = testutil.NewTestNS(n.t)
-	gone, rmGone = testutil.NewTestNS(n.t)
-	n.add("ctr-live", live)
-	n.add("ctr-gone", gone)
-	return live, gone, rmGone
+	l, g := n.attach("ctr-live"), n.attach("ctr-gone")
+	return l.ns, g.ns, g.rm
+}
+
+// ctr is a container attached through libcni on a netns of its own.
+type ctr struct {
+	ns *ns.NetNS
+	ip string
+	rm func() error // removes the netns, behind the runtime's back
+}
+
+// attach attaches id's eth0 (n's cache) on a fresh netns.
+func (n *node) attach(id string) ctr {
+	n.t.Helper()
+	return n.attachAs(n.cache, id, "eth0")
+}
+
+// attachAs is attach through libcni with cache as its cache dir (see addAs).
+func (n *node) attachAs(cache, id, ifName string) ctr {
+	n.t.Helper()
+	contNS, rm := testutil.NewTestNS(n.t)
+	return ctr{ns: contNS, ip: n.addAs(cache, id, ifName, contNS), rm: rm}
+}
+
+// liveAndLost attaches ctr-live and ctr-lost, removes ctr-lost's netns
+// behind the runtime's back, and waits until the kernel has destroyed it;
+// it returns both containers' addresses.
+func (n *node) liveAndLost() (ipLive, ipLost string) {
+	n.t.Helper()
+	live, lost := n.attach("ctr-live"), n.attach("ctr-lost")
+	must(n.t, lost.rm())
+	n.waitLinks(3) // lo, cnode0, the live container's veth
+	return live.ip, lost.ip
 }
 
 // replaceInConf replaces old with new, once, in nodenet's conflist in the
@@ -231,23 +259,17 @@ func (n *node) ls() nodeState {
 // reservations, rules and links and keeps the live container's.
 func TestNodeToolReclaimsLeaks(t *testing.T) {
 	n := newNode(t)
-	live, _ := testutil.NewTestNS(t)
-	gone1, rm1 := testutil.NewTestNS(t)
-	gone2, rm2 := testutil.NewTestNS(t)
-	lost, rm3 := testutil.NewTestNS(t)
-	ipLive := n.add("ctr-live", live)
-	ipGone1 := n.add("ctr-gone1", gone1)
-	ipGone2 := n.add("ctr-gone2", gone2)
-	ipLost := n.add("ctr-lost", lost)
+	live, gone1, gone2, lost := n.attach("ctr-live"), n.attach("ctr-gone1"), n.attach("ctr-gone2"), n.attach("ctr-lost")
+	ipLive, ipGone1, ipGone2, ipLost := live.ip, gone1.ip, gone2.ip, lost.ip
 	for _, id := range []string{"ctr-live", "ctr-gone1", "ctr-gone2", "ctr-lost"} {
 		if !strings.Contains(n.nft(), id) {
 			t.Fatalf("no masquerade rule names %s; the test cannot see rules:\n%s", id, n.nft())
 		}
 	}
 	// Behind the runtime's back.
-	must(t, rm1())
-	must(t, rm2())
-	must(t, rm3())
+	must(t, gone1.rm())
+	must(t, gone2.rm())
+	must(t, lost.rm())
 	must(t, os.Remove(filepath.Join(n.cache, "results", "nodenet-ctr-lost-eth0")))
 	n.age(ipLost) // older than --min-age: no ADD can still be making it
 	// The kernel destroys a removed namespace (and the host ends of its
@@ -288,7 +310,7 @@ func TestNodeToolReclaimsLeaks(t *testing.T) {
 		t.Fatalf("gc dry run: exit %d: %s", rc, out)
 	}
 	for _, line := range []string{
-		"nodenet: would DEL ctr-gone1 eth0 (netns " + gone1.Path() + " is gone)",
+		"nodenet: would DEL ctr-gone1 eth0 (netns " + gone1.ns.Path() + " is gone)",
 		"nodenet: would DEL ctr-gone2 eth0",
 		"nodenet: would DEL ctr-lost eth0 (releases unowned reservation(s) " + ipLost + ", 10m",
 	} {

@@ -48,6 +48,13 @@ type attachment struct {
 	entry cacheEntry
 }
 
+// runtimeConf is what a's ADD was given, for its CHECK or DEL: its
+// netns, and the CNI_ARGS and capabilities libcni cached.
+func (a attachment) runtimeConf() *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: a.ContainerID, NetNS: a.Netns, IfName: a.IfName,
+		Args: a.entry.CniArgs, CapabilityArgs: a.entry.CapabilityArgs}
+}
+
 type reservation struct {
 	Network     string    `json:"network"`
 	IP          string    `json:"ip"`

@@ -8,6 +8,7 @@ import (
 	"github.com/cniforge/plugins/pkg/plugin"
 	hostlocal "github.com/cniforge/plugins/plugins/ipam/host-local"
 	"github.com/cniforge/plugins/plugins/ipam/static"
+	"github.com/cniforge/plugins/plugins/light"
 	"github.com/cniforge/plugins/plugins/main/bridge"
 	"github.com/cniforge/plugins/plugins/main/dummy"
 	hostdevice "github.com/cniforge/plugins/plugins/main/host-device"
@@ -27,7 +28,9 @@ import (
 
 // Lookup returns the descriptor of the plugin with that name, and only
 // that one: a plugin exec of the multicall binary asks for one plugin, so
-// it builds no list of all of them and no table to find it in.
+// it builds no list of all of them and no table to find it in. The light
+// plugins (plugins/light), which cniforge holds too, are found by light's
+// own switch.
 func Lookup(name string) (plugin.Plugin, bool) {
 	switch name {
 	case "bandwidth":
@@ -44,28 +47,18 @@ func Lookup(name string) (plugin.Plugin, bool) {
 		return hostlocal.Plugin, true
 	case "ipvlan":
 		return ipvlan.Plugin, true
-	case "loopback":
-		return loopback.Plugin, true
 	case "macvlan":
 		return macvlan.Plugin, true
 	case "portmap":
 		return portmap.Plugin, true
 	case "ptp":
 		return ptp.Plugin, true
-	case "sbr":
-		return sbr.Plugin, true
-	case "static":
-		return static.Plugin, true
 	case "tap":
 		return tap.Plugin, true
-	case "tuning":
-		return tuning.Plugin, true
 	case "vlan":
 		return vlan.Plugin, true
-	case "vrf":
-		return vrf.Plugin, true
 	}
-	return plugin.Plugin{}, false
+	return light.Lookup(name)
 }
 
 // Plugins returns the descriptors, sorted by name. It is a function, not a

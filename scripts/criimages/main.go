@@ -144,13 +144,9 @@ func image(layer v1.Layer, c v1.Config) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS, cf.Config = runtime.GOARCH, "linux", c
-	return mutate.ConfigFile(img, cf)
+	return ocilayer.Configured(img, func(cf *v1.ConfigFile) {
+		cf.Architecture, cf.OS, cf.Config = runtime.GOARCH, "linux", c
+	})
 }
 
 // folderLayer: dir's files, folders and symlinks as a layer, owned by

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"fmt"
 	"io"
 	"os"
@@ -13,24 +12,21 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // entries lists img's one layer: "name type mode uid:gid link size".
 func entries(t *testing.T, img v1.Image) ([]string, map[string]string) {
 	t.Helper()
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
+	tr, rc, err := ocilayer.OneLayer(img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
 	var list []string
 	content := map[string]string{}
-	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {

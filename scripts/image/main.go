@@ -125,25 +125,21 @@ func Build(binary []byte, companions []File, arch, version string, when time.Tim
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = arch, "linux"
-	if arch == "arm" {
-		cf.Variant = "v7" // release.sh builds GOARM=7, as upstream's arm
-	}
-	cf.Created = v1.Time{Time: when}
-	cf.Config.Entrypoint = []string{BinPath}
-	cf.Config.Cmd = []string{"daemon", "--dir", "/host/opt/cni/bin"}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":   "cniforge",
-		"org.opencontainers.image.version": version,
-		"org.opencontainers.image.description": "the cniforge CNI plugins; its command installs them into the host's " +
-			"/opt/cni/bin (mounted at /host/opt/cni/bin) and stays up",
-	}
-	img, err = mutate.ConfigFile(img, cf)
+	img, err = ocilayer.Configured(img, func(cf *v1.ConfigFile) {
+		cf.Architecture, cf.OS = arch, "linux"
+		if arch == "arm" {
+			cf.Variant = "v7" // release.sh builds GOARM=7, as upstream's arm
+		}
+		cf.Created = v1.Time{Time: when}
+		cf.Config.Entrypoint = []string{BinPath}
+		cf.Config.Cmd = []string{"daemon", "--dir", "/host/opt/cni/bin"}
+		cf.Config.Labels = map[string]string{
+			"org.opencontainers.image.title":   "cniforge",
+			"org.opencontainers.image.version": version,
+			"org.opencontainers.image.description": "the cniforge CNI plugins; its command installs them into the host's " +
+				"/opt/cni/bin (mounted at /host/opt/cni/bin) and stays up",
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

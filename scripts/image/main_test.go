@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"io"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cniforge/plugins/scripts/internal/ocilayer"
 )
 
 // archive writes the image of bin (and the companions beside it).
@@ -64,16 +65,11 @@ func TestImageIsReproducibleAndRunsTheDaemon(t *testing.T) {
 		cf.Created.Unix() != 1700000000 || cf.Config.Labels["org.opencontainers.image.version"] != "v9.9.9" {
 		t.Errorf("config: %+v", cf)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
+	tr, rc, err := ocilayer.OneLayer(img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -177,16 +173,11 @@ func TestImageCarriesTheCompanions(t *testing.T) {
 	if err != nil || !slices.Equal(cf.Config.Entrypoint, []string{"/cniforge"}) {
 		t.Errorf("entrypoint: %+v, %v", cf, err)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
+	tr, rc, err := ocilayer.OneLayer(img)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
 	for _, want := range files {
 		hdr, err := tr.Next()
 		if err != nil {

@@ -31,7 +31,7 @@ crio_log_lines() {
 check_crio_check_after_add() {
 	local from log
 	from=$(($(crio_log_lines) + 1))
-	pod cw 8085 10M -- httpd -f -p 80 -h /www || return 1
+	pod cw --hostport 8085 --bandwidth 10M -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8085/" client || return 1
 	log=$(crio_log_since "$from")
 	awk -v add="Adding pod default_cw to CNI network" \
@@ -166,7 +166,7 @@ sandboxes() {
 # the node is exactly as before the leaks.
 check_crio_restart() {
 	local from log before after p rc=0 leakid=cniforgeleak0001
-	pod cw2 "" "" -- httpd -f -p 80 -h /www || return 1
+	pod cw2 -- httpd -f -p 80 -h /www || return 1
 	before=$(sandboxes)
 	state >"$pw/state.live"
 	leak_attachment "$leakid" || return 1
@@ -232,7 +232,7 @@ check_crio_hostport_without_portmap() {
 	# CRI-O reloads the conf dir on change; the next pod uses the new list.
 	until_ok 100 grep -q "CNI monitoring event.*10-lane.conflist" "$pw/crio.log"
 	sleep 1
-	pod np 8086 "" -- httpd -f -p 80 -h /www &&
+	pod np --hostport 8086 -- httpd -f -p 80 -h /www &&
 		until_ok 25 fetch "http://$hostaddr:8086/" client &&
 		fetch "http://$hostaddr:8086/" || rc=1
 	[ "$rc" != 0 ] || jq -e '[.config | @base64d | fromjson | .plugins[].type] | index("portmap") | not' \

@@ -56,7 +56,9 @@ check_ds_ready() {
 		installed_from_image
 		return 1
 	}
-	k -n kube-system logs ds/cniforge | grep -q "installed into /host/opt/cni/bin" || {
+	# A here-string, not a pipe: under pipefail, kubectl's EPIPE when grep -q
+	# has matched and exited would count as a failure.
+	grep -q "installed into /host/opt/cni/bin" <<<"$(k -n kube-system logs ds/cniforge)" || {
 		echo "the DaemonSet's pod did not say it installed; its log:"
 		k -n kube-system logs ds/cniforge
 		return 1

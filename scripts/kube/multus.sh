@@ -117,14 +117,7 @@ mu_check_install_multus() {
 # mu_mpod NAME NETWORKS: a pod running httpd with the network-selection
 # annotation NETWORKS (JSON).
 mu_mpod() {
-	jq -n --arg name "$1" --arg nets "$2" '{apiVersion: "v1", kind: "Pod",
-	  metadata: {name: $name, namespace: "default",
-	    annotations: {"k8s.v1.cni.cncf.io/networks": $nets}},
-	  spec: {terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
-	    containers: [{name: "main", image: "localhost/cniforge-lane:1",
-	      imagePullPolicy: "Never", command: ["httpd", "-f", "-p", "80", "-h", "/www"]}]}}' >"$pw/$1.json"
-	k apply -f "$pw/$1.json" >/dev/null && k wait --for=condition=Ready "pod/$1" --timeout 120s >/dev/null || {
-		k describe pod "$1" | tail -n 20
+	pod "$1" --annotation "k8s.v1.cni.cncf.io/networks=$2" -- httpd -f -p 80 -h /www || {
 		tail -n 20 "$pw/multus.log"
 		return 1
 	}
@@ -293,8 +286,12 @@ mu_check_gc_live() {
 		diff <(echo "$before") <(mu_state)
 		return 1
 	}
-	mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir" | grep -q "attachments Multus delegated (.*pods: 2)" || {
-		mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir"
+	# A here-string, not a pipe: under pipefail, grep -q's early exit
+	# would fail the check on ls's EPIPE.
+	local ls
+	ls=$(mu_cniforge ls --conf-dir "$pw/net.d" --multus-dir "$multus_dir") &&
+		grep -q "attachments Multus delegated (.*pods: 2)" <<<"$ls" || {
+		echo "$ls"
 		return 1
 	}
 	mu_check_traffic >/dev/null
@@ -309,10 +306,7 @@ mu_left() {
 	ip link show "$hd_dev" >/dev/null 2>&1 || bad+=("$hd_dev did not come back to the node")
 	[ -z "$(ip -o addr show dev "$hd_dev" 2>/dev/null | grep inet)" ] || bad+=("$hd_dev came back with an address")
 	[ -z "$(ls -A /run/netns | grep -vx client)" ] || bad+=("netns files: $(ls /run/netns)")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 mu_check_delete() {
@@ -320,27 +314,36 @@ mu_check_delete() {
 	until_ok 100 mu_left >/dev/null || mu_left
 }
 
-# A leak as an operator makes one: Multus removed from the conf folder
-# while a pod on bridge-net lives. The runtime's DEL then reaches the
-# default network only; bridge-net's lease and Multus's cache are left for
-# cniforge gc, which DELs what the runtime's cache and Multus's still name.
-mu_check_gc_leak() {
-	mu_mpod mpc '[{"name": "bridge-net"}]' || return 1
-	local lease
-	lease=$(mu_pod_addr mpc net1)
-	rm "$pw/net.d/00-multus.conf"
+# mu_leak_and_reclaim POD FILE...: a pod on bridge-net, FILE... removed
+# while it lives, then the pod deleted: the runtime's DEL reaches the
+# default network only, so bridge-net's lease is left; cniforge gc must
+# reclaim it and Multus's cache.
+mu_leak_and_reclaim() {
+	local p=$1 lease
+	shift
+	mu_mpod "$p" '[{"name": "bridge-net"}]' || return 1
+	lease=$(mu_pod_addr "$p" net1)
+	rm "$@"
 	# The runtime reloads its conf folder on a change.
 	sleep 2
-	k delete pod mpc --wait --timeout 60s >/dev/null || return 1
+	k delete pod "$p" --wait --timeout 60s >/dev/null || return 1
 	until_ok 100 bash -c '[ -z "$(ls -A /run/netns | grep -vx client)" ]'
 	[ -e "/var/lib/cni/networks/bridge-net/$lease" ] || {
 		echo "no leak to reclaim: bridge-net's lease $lease is gone already"
 		return 1
 	}
-	echo "leaked: bridge-net's $lease; Multus's cache: $(find "$multus_dir" -type f | tr '\n' ' ')"
+	echo "leaked: bridge-net's $lease; Multus's cache: $(find "$multus_dir" -type f | tr '\n' ' '); libcni's: $(ls /var/lib/cni/results)"
 	mu_gc --apply --min-age 0s || return 1
 	mu_left || return 1
 	echo "gc reclaimed them"
+}
+
+# A leak as an operator makes one: Multus removed from the conf folder
+# while a pod on bridge-net lives. The runtime's DEL then reaches the
+# default network only; bridge-net's lease and Multus's cache are left for
+# cniforge gc, which DELs what the runtime's cache and Multus's still name.
+mu_check_gc_leak() {
+	mu_leak_and_reclaim mpc "$pw/net.d/00-multus.conf"
 }
 
 # Multus uninstalled, binary and 00-multus.conf, while a pod on bridge-net
@@ -351,21 +354,7 @@ mu_check_gc_leak() {
 mu_check_gc_uninstalled() {
 	mu_check_install_multus >/dev/null || return 1
 	sleep 2 # the runtime reloads its conf folder on a change
-	mu_mpod mpd '[{"name": "bridge-net"}]' || return 1
-	local lease
-	lease=$(mu_pod_addr mpd net1)
-	rm "$pw/net.d/00-multus.conf" "$cnidir/multus"
-	sleep 2
-	k delete pod mpd --wait --timeout 60s >/dev/null || return 1
-	until_ok 100 bash -c '[ -z "$(ls -A /run/netns | grep -vx client)" ]'
-	[ -e "/var/lib/cni/networks/bridge-net/$lease" ] || {
-		echo "no leak to reclaim: bridge-net's lease $lease is gone already"
-		return 1
-	}
-	echo "leaked: bridge-net's $lease; Multus's cache: $(find "$multus_dir" -type f | tr '\n' ' '); libcni's: $(ls /var/lib/cni/results)"
-	mu_gc --apply --min-age 0s || return 1
-	mu_left || return 1
-	echo "gc reclaimed them"
+	mu_leak_and_reclaim mpd "$pw/net.d/00-multus.conf" "$cnidir/multus"
 }
 
 mu_check_cleanup() {

@@ -340,44 +340,52 @@ node_ready() {
 # plugin folder holds nothing.
 # --- pods ---------------------------------------------------------------------
 
-# pod NAME [HOSTPORT [BANDWIDTH]] -- COMMAND...: a pod of the lane's image
-# applied with kubectl.
+# kv_json KEY=VALUE...: the pairs as one JSON object ({} for none); a
+# VALUE may hold any character, newlines and "=" too.
+kv_json() {
+	jq -nc '[$ARGS.positional[] | index("=") as $i | {key: .[:$i], value: .[$i + 1:]}] | from_entries' --args -- "$@"
+}
+
+# pod_apply NAME [OPTION...] -- COMMAND...: apply (no wait) a pod of the
+# lane's image running COMMAND. Options, each repeatable:
+#   --label KEY=VALUE, --annotation KEY=VALUE
+#   --bandwidth BW   the ingress and egress bandwidth annotations
+#   --hostport PORT  PORT mapped to the container's port 80 (named hpPORT)
+#   --node NODE      spec.nodeName
+pod_apply() {
+	local name=$1 node="" labels=() notes=() ports=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		case $1 in
+		--label) labels+=("$2") ;;
+		--annotation) notes+=("$2") ;;
+		--bandwidth) notes+=("kubernetes.io/ingress-bandwidth=$2" "kubernetes.io/egress-bandwidth=$2") ;;
+		--hostport) ports+=("$2") ;;
+		--node) node=$2 ;;
+		*) echo "pod_apply: unknown option [$1]" && return 2 ;;
+		esac
+		shift 2
+	done
+	shift
+	jq -n --arg name "$name" --arg node "$node" \
+		--argjson labels "$(kv_json "${labels[@]}")" --argjson notes "$(kv_json "${notes[@]}")" \
+		--argjson ports "$(jq -nc '[$ARGS.positional[] | tonumber]' --args -- "${ports[@]}")" \
+		--argjson cmd "$(jq -nc '$ARGS.positional' --args -- "$@")" '
+		def unless_empty(k; v): if v == {} or v == [] or v == "" then {} else {(k): v} end;
+		{apiVersion: "v1", kind: "Pod",
+		  metadata: ({name: $name, namespace: "default"} + unless_empty("labels"; $labels) + unless_empty("annotations"; $notes)),
+		  spec: (unless_empty("nodeName"; $node) + {terminationGracePeriodSeconds: 1, automountServiceAccountToken: false,
+		    containers: [{name: "main", image: "localhost/cniforge-lane:1", imagePullPolicy: "Never", command: $cmd}
+		      + unless_empty("ports"; [$ports[] | {containerPort: 80, hostPort: ., name: "hp\(.)"}])]})}' \
+		>"$pw/$name.json" || return 1
+	k apply -f "$pw/$name.json" >/dev/null
+}
+
+# pod NAME [OPTION...] -- COMMAND...: pod_apply, then wait until the pod is
+# Ready (its description on failure).
 pod() {
-	local name=$1 port=$2 bw=$3
-	shift 4
-	local cmd
-	cmd=$(printf '%s\n' "$@" | jq -R . | jq -sc .)
-	{
-		cat <<-EOF
-			apiVersion: v1
-			kind: Pod
-			metadata:
-			  name: $name
-			  namespace: default
-		EOF
-		[ -z "$bw" ] || cat <<-EOF
-			  annotations:
-			    kubernetes.io/ingress-bandwidth: $bw
-			    kubernetes.io/egress-bandwidth: $bw
-		EOF
-		cat <<-EOF
-			spec:
-			  terminationGracePeriodSeconds: 1
-			  automountServiceAccountToken: false
-			  containers:
-			  - name: main
-			    image: localhost/cniforge-lane:1
-			    imagePullPolicy: Never
-			    command: $cmd
-		EOF
-		[ -z "$port" ] || cat <<-EOF
-			    ports:
-			    - containerPort: 80
-			      hostPort: $port
-		EOF
-	} >"$pw/$name.yaml"
-	k apply -f "$pw/$name.yaml" >/dev/null && k wait --for=condition=Ready "pod/$name" --timeout 120s >/dev/null || {
-		k describe pod "$name" | tail -n 20
+	pod_apply "$@" && k wait --for=condition=Ready "pod/$1" --timeout 120s >/dev/null || {
+		k describe pod "$1" | tail -n 20
 		return 1
 	}
 }
@@ -415,7 +423,7 @@ in_pod() {
 # chains and host-local's network dir exist, so the comparison after the
 # pods sees only what belongs to pods.
 warm_up() {
-	pod warm 8089 "" -- sleep 3600 && k delete pod warm --wait --timeout 60s >/dev/null
+	pod warm --hostport 8089 -- sleep 3600 && k delete pod warm --wait --timeout 60s >/dev/null
 }
 
 same_state() {
@@ -426,10 +434,7 @@ same_state() {
 	[ -z "$(ip -o link show type ifb)" ] || bad+=("ifb left")
 	[ -z "$(ls -A /var/lib/cni/results 2>/dev/null)" ] || bad+=("libcni cache entries left: $(ls /var/lib/cni/results)")
 	[ -z "$(ls "/var/lib/cni/networks/$net" | grep '^[0-9]')" ] || bad+=("host-local reservations left: $(ls "/var/lib/cni/networks/$net" | grep '^[0-9]')")
-	[ ${#bad[@]} = 0 ] || {
-		printf '%s\n' "${bad[@]}"
-		return 1
-	}
+	all_clear "${bad[@]}"
 }
 
 # The second rollout: a new image tag; the kubelet replaces the pod, the

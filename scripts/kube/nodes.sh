@@ -139,28 +139,7 @@ check_nodeb_ready() {
 # the lane's page, /cgi-bin/peer: the address the request came from, as
 # httpd saw it (REMOTE_ADDR).
 pod_on() {
-	local cmd
-	cmd=$(jq -nc '["sh", "-c", "mkdir -p /tmp/w/cgi-bin && cp /www/index.html /tmp/w/ && { echo \"#!/bin/sh\"; echo \"echo Content-Type: text/plain\"; echo echo; echo \"echo \\$REMOTE_ADDR\"; } >/tmp/w/cgi-bin/peer && chmod +x /tmp/w/cgi-bin/peer && exec httpd -f -p 80 -h /tmp/w"]')
-	cat >"$pw/$2.yaml" <<-EOF
-		apiVersion: v1
-		kind: Pod
-		metadata:
-		  name: $2
-		  namespace: default
-		spec:
-		  nodeName: $1
-		  terminationGracePeriodSeconds: 1
-		  automountServiceAccountToken: false
-		  containers:
-		  - name: main
-		    image: localhost/cniforge-lane:1
-		    imagePullPolicy: Never
-		    command: $cmd
-	EOF
-	k apply -f "$pw/$2.yaml" >/dev/null && k wait --for=condition=Ready "pod/$2" --timeout 120s >/dev/null || {
-		k describe pod "$2" | tail -n 20
-		return 1
-	}
+	pod "$2" --node "$1" -- sh -c 'mkdir -p /tmp/w/cgi-bin && cp /www/index.html /tmp/w/ && { echo "#!/bin/sh"; echo "echo Content-Type: text/plain"; echo echo; echo "echo \$REMOTE_ADDR"; } >/tmp/w/cgi-bin/peer && chmod +x /tmp/w/cgi-bin/peer && exec httpd -f -p 80 -h /tmp/w'
 }
 
 # A pod up and down on node B before its snapshot, as warm_up on node A:

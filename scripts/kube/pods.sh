@@ -5,7 +5,7 @@
 # shellcheck shell=bash disable=SC2154 # set by kube-lane.sh
 
 check_web() {
-	pod web 8083 10M -- httpd -f -p 80 -h /www || return 1
+	pod web --hostport 8083 --bandwidth 10M -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8083/" client
 }
 
@@ -37,7 +37,7 @@ check_bandwidth() {
 
 check_pod2pod() {
 	local ip
-	pod other "" "" -- sleep 3600 || return 1
+	pod other -- sleep 3600 || return 1
 	ip=$(pod_ip web)
 	in_pod other "http://$ip/"
 }
@@ -63,16 +63,10 @@ check_delete() {
 # same_state: the node holds what it held before the first pod.
 check_rollout() {
 	local ino1 ino2 loop rc=0
-	pod keep "" "" -- httpd -f -p 80 -h /www || return 1
+	pod keep -- httpd -f -p 80 -h /www || return 1
 	ino1=$(stat -c %i "$cnidir/cniforge")
 	# A runtime exec'ing a plugin all through the rollout never fails.
-	rm -f "$pw/rollout.stop" "$pw/rollout.execfail"
-	(
-		while [ ! -e "$pw/rollout.stop" ]; do
-			CNI_COMMAND=VERSION "$cnidir/loopback" <<<'{"cniVersion": "1.1.0"}' >/dev/null 2>&1 ||
-				echo "exec of $cnidir/loopback failed" >>"$pw/rollout.execfail"
-		done
-	) &
+	exec_while_replaced rollout
 	loop=$!
 	k -n kube-system set image ds/cniforge cniforge=localhost/cniforge-node:lane2 >/dev/null &&
 		k -n kube-system rollout status ds/cniforge --timeout 180s >/dev/null &&
@@ -91,17 +85,9 @@ check_rollout() {
 		return 1
 	}
 	ino2=$(stat -c %i "$cnidir/cniforge")
-	[ "$ino1" != "$ino2" ] || {
-		echo "the new image's pod did not replace $cnidir/cniforge (inode $ino1)"
-		return 1
-	}
-	installed_from_image || return 1
-	[ ! -s "$pw/rollout.execfail" ] || {
-		echo "a plugin exec failed while the rollout replaced the files:"
-		sort "$pw/rollout.execfail" | uniq -c
-		return 1
-	}
-	pod after 8084 "" -- httpd -f -p 80 -h /www || return 1
+	replaced_from_image "the new image's pod" "$ino1" "$ino2" || return 1
+	no_exec_failed rollout "the rollout" || return 1
+	pod after --hostport 8084 -- httpd -f -p 80 -h /www || return 1
 	until_ok 25 fetch "http://$hostaddr:8084/" client &&
 		fetch "http://$(pod_ip keep)/" || return 1
 	echo "cniforge replaced (inode $ino1 -> $ino2)"

@@ -27,36 +27,17 @@ hp_own=8087
 # (label app=LABEL) serving PAGE on port 80 ("" serves the image's own
 # page, $page), each HOSTPORT mapped to 80.
 proxy_pod() {
-	local name=$1 label=$2 pg=$3 hp cmd
+	local name=$1 label=$2 pg=$3 hp opts=()
 	shift 3
+	for hp in "$@"; do
+		opts+=(--hostport "$hp")
+	done
 	if [ -n "$pg" ]; then
-		cmd=$(jq -nc --arg p "$pg" '["sh", "-c", "mkdir -p /tmp/w && echo \"$0\" >/tmp/w/index.html && exec httpd -f -p 80 -h /tmp/w", $p]')
+		pod_apply "$name" --label "app=$label" "${opts[@]}" -- \
+			sh -c 'mkdir -p /tmp/w && echo "$0" >/tmp/w/index.html && exec httpd -f -p 80 -h /tmp/w' "$pg"
 	else
-		cmd='["httpd", "-f", "-p", "80", "-h", "/www"]'
+		pod_apply "$name" --label "app=$label" "${opts[@]}" -- httpd -f -p 80 -h /www
 	fi
-	{
-		cat <<-EOF
-			apiVersion: v1
-			kind: Pod
-			metadata:
-			  name: $name
-			  namespace: default
-			  labels: {app: $label}
-			spec:
-			  terminationGracePeriodSeconds: 1
-			  automountServiceAccountToken: false
-			  containers:
-			  - name: main
-			    image: localhost/cniforge-lane:1
-			    imagePullPolicy: Never
-			    command: $cmd
-		EOF
-		[ $# = 0 ] || echo "    ports:"
-		for hp in "$@"; do
-			printf '    - {containerPort: 80, hostPort: %s, name: hp%s}\n' "$hp" "$hp"
-		done
-	} >"$pw/$name.yaml"
-	k apply -f "$pw/$name.yaml" >/dev/null
 }
 
 pods_ready() {

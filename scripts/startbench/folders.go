@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -111,13 +112,28 @@ func settle(path string, evict bool) error {
 	return nil
 }
 
-// multicallPlugins is the plugin list `cniforge version` prints.
+// multicallPlugins is every plugin cniforge and the companions beside it
+// hold (what `cniforge install` links): the plugins each one's `version`
+// lists, sorted, each once.
 func multicallPlugins(cniforge string) ([]string, error) {
-	out, err := exec.Command(cniforge, "version").Output()
-	if err != nil {
-		return nil, fmt.Errorf("%s version: %w", cniforge, err)
+	var all []string
+	for _, bin := range append([]string{"cniforge"}, companion.Binaries()...) {
+		path := filepath.Join(filepath.Dir(cniforge), bin)
+		if _, err := os.Stat(path); bin != "cniforge" && errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		out, err := exec.Command(path, "version").Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s version: %w", path, err)
+		}
+		ps, err := parsePluginList(out)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ps...)
 	}
-	return parsePluginList(out)
+	slices.Sort(all)
+	return slices.Compact(all), nil
 }
 
 func parsePluginList(out []byte) ([]string, error) {
