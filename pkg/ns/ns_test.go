@@ -126,29 +126,23 @@ var _ = Describe("NetNS", func() {
 	It("nests: Do inside Do sees the inner namespace, then the outer again", func() {
 		outer := testutil.NewNS()
 		inner := testutil.NewNS()
-		Expect(outer.Do(func() error {
-			if err := inner.Do(func() error {
-				cur, err := ns.Current()
-				if err != nil {
-					return err
-				}
-				defer cur.Close()
-				if same, _ := cur.Same(inner); !same {
-					return errors.New("not in inner")
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
+		// in returns an error naming where unless the thread is in want.
+		in := func(want *ns.NetNS, where string) error {
 			cur, err := ns.Current()
 			if err != nil {
 				return err
 			}
 			defer cur.Close()
-			if same, _ := cur.Same(outer); !same {
-				return errors.New("not back in outer")
+			if same, _ := cur.Same(want); !same {
+				return errors.New(where)
 			}
 			return nil
+		}
+		Expect(outer.Do(func() error {
+			if err := inner.Do(func() error { return in(inner, "not in inner") }); err != nil {
+				return err
+			}
+			return in(outer, "not back in outer")
 		})).To(Succeed())
 	})
 

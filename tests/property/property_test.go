@@ -140,11 +140,7 @@ func (e *env) meta(cmd, plugin, id string, contNS *ns.NetNS, prev []byte, valid 
 	if cmd != "GC" {
 		c.ContainerID, c.Netns, c.IfName = id, contNS.Path(), "eth0"
 	}
-	var out testutil.Output
-	Expect(e.hostNS.Do(func() (err error) {
-		out, err = testutil.Exec(conf["type"].(string), c)
-		return err
-	})).To(Succeed())
+	out := testutil.ExecIn(e.hostNS, conf["type"].(string), c)
 	Expect(out.Err).To(BeNil(), "%s %s: %s", cmd, conf["type"], out.Stderr)
 	return out.Stdout
 }

@@ -65,16 +65,6 @@ func bare(cmd, stdin string) testutil.Call {
 	return testutil.Call{Command: cmd, Stdin: []byte(stdin)}
 }
 
-func execIn(n *ns.NetNS, name string, c testutil.Call) testutil.Output {
-	GinkgoHelper()
-	var out testutil.Output
-	Expect(n.Do(func() (err error) {
-		out, err = testutil.Exec(name, c)
-		return err
-	})).To(Succeed())
-	return out
-}
-
 // masqRules lists the lines of n's whole netfilter ruleset that name
 // network "verbs" (testutil.NetfilterRuleset fails the spec when a dump tool
 // fails, so "none" never means "could not look").
@@ -111,7 +101,7 @@ var _ = Describe("GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 			confs := configs(dataDir)
 			for _, name := range builtPlugins() {
 				stdin := strings.Replace(confs[name], `"type": "ptp"`, fmt.Sprintf(`"type": %q`, name), 1)
-				out := execIn(hostNS, name, bare(verb, stdin))
+				out := testutil.ExecIn(hostNS, name, bare(verb, stdin))
 				Expect(out.Err).To(BeNil(), "%s %s: %s", name, verb, out.Stderr)
 				Expect(out.Stdout).To(BeEmpty(), "%s %s", name, verb)
 			}
@@ -127,32 +117,22 @@ var _ = Describe("GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(func() { _ = removeCont() }) // best effort: removed below already
 			add := testutil.Call{Command: "ADD", ContainerID: "leaked", Netns: contNS.Path(), IfName: "eth0", Stdin: []byte(stdin)}
-			out := execIn(hostNS, name, add)
+			out := testutil.ExecIn(hostNS, name, add)
 			Expect(out.Err).To(BeNil(), "ADD: %s", out.Stderr)
 			Expect(testutil.Reservations(dataDir)).To(HaveLen(1))
 			Expect(masqRules(hostNS)).NotTo(BeEmpty())
 
 			Expect(removeCont()).To(Succeed()) // the container dies, no DEL
 
-			out = execIn(hostNS, name, bare("GC", stdin))
+			out = testutil.ExecIn(hostNS, name, bare("GC", stdin))
 			Expect(out.Err).To(BeNil(), "GC: %s", out.Stderr)
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
 			Expect(masqRules(hostNS)).To(BeEmpty())
 			// Nothing in the data dir names the attachment any more: not a
 			// reservation, not host-local's index.
-			Expect(filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				if strings.Contains(string(data), "leaked") {
-					return fmt.Errorf("%s still names the attachment: %q", p, data)
-				}
-				return nil
-			})).To(Succeed())
+			testutil.WalkFiles(dataDir, func(p string, data []byte) {
+				Expect(string(data)).NotTo(ContainSubstring("leaked"), "%s still names the attachment", p)
+			})
 		},
 		Entry("bridge", "bridge"),
 		Entry("ptp", "ptp"),

@@ -77,11 +77,7 @@ var _ = Describe("an Allocate whose plugin is gone", func() {
 
 var _ = Describe("ADD and DEL against dnsmasq", func() {
 	var l *lab
-	BeforeEach(func() {
-		l = newLab()
-		l.startDnsmasq()
-		l.startDaemon()
-	})
+	BeforeEach(func() { l = newServedLab() })
 
 	DescribeTableSubtree("each spec version", func(ver string) {
 		It("gets a lease from the pool, persists it, and DEL releases it", func() {
@@ -138,12 +134,11 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 
 	It("works as the built binary bin/dhcp (plugin mode), as a runtime execs it", func() {
 		c := testutil.Call{Command: "ADD", ContainerID: "bin1", Netns: l.contNS.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.0.0", ""))}
-		var out testutil.Output
-		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		out := testutil.ExecIn(l.hostNS, "dhcp", c)
 		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
 		Expect(inPool(testutil.ParseResult("1.0.0", out.Stdout).IPs[0].Address.IP)).To(BeTrue())
 		c.Command = "DEL"
-		Expect(l.hostNS.Do(func() (err error) { out, err = testutil.Exec("dhcp", c); return err })).To(Succeed())
+		out = testutil.ExecIn(l.hostNS, "dhcp", c)
 		Expect(out.Err).To(BeNil(), "%s", out.Stderr)
 		Expect(l.records()).To(BeEmpty())
 	})

@@ -266,17 +266,22 @@ var _ = Describe("allocation", func() {
 					Command: cmd, ContainerID: fmt.Sprintf("ctr%d", i), IfName: "eth0", Netns: unusedNetns, Stdin: stdin,
 				})
 			}
-			outs := make([]testutil.Output, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					outs[i], errs[i] = exec("ADD", i)
-				}(i)
+			// execAll runs cmd for ctr0..ctr<n-1> at once and waits for all.
+			execAll := func(cmd string) ([]testutil.Output, []error) {
+				outs := make([]testutil.Output, n)
+				errs := make([]error, n)
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						outs[i], errs[i] = exec(cmd, i)
+					}(i)
+				}
+				wg.Wait()
+				return outs, errs
 			}
-			wg.Wait()
+			outs, errs := execAll("ADD")
 			seen := map[string]bool{}
 			for i := 0; i < n; i++ {
 				Expect(errs[i]).NotTo(HaveOccurred())
@@ -287,14 +292,7 @@ var _ = Describe("allocation", func() {
 			}
 			Expect(reservations(dataDir)).To(HaveLen(n))
 
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					outs[i], errs[i] = exec("DEL", i)
-				}(i)
-			}
-			wg.Wait()
+			outs, errs = execAll("DEL")
 			for i := 0; i < n; i++ {
 				Expect(errs[i]).NotTo(HaveOccurred())
 				Expect(outs[i].Err).To(BeNil())

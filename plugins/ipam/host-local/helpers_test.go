@@ -138,26 +138,7 @@ func readFile(path string) string {
 // paths (relative to the folder) that upstream would take as the container's.
 func upstreamMatches(dataDir, id, ifName string) []string {
 	GinkgoHelper()
-	root := filepath.Join(dataDir, testNet)
-	var out []string
-	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil
-		}
-		s := strings.TrimSpace(string(b))
-		if s == id+"\r\n"+ifName || s == id {
-			rel, _ := filepath.Rel(root, path)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	Expect(err).NotTo(HaveOccurred())
-	sort.Strings(out)
-	return out
+	return filesMatching(dataDir, true, func(s string) bool { return s == id+"\r\n"+ifName || s == id })
 }
 
 // naming lists the files under the network folder (index and temp files
@@ -167,25 +148,38 @@ func upstreamMatches(dataDir, id, ifName string) []string {
 // a GC that does not list it, there must be none (issue 7).
 func naming(dataDir, id string) []string {
 	GinkgoHelper()
+	return filesMatching(dataDir, false, func(s string) bool {
+		named := s == id || strings.HasPrefix(s, id+"\r\n")
+		for _, l := range strings.Split(s, "\n") {
+			named = named || l == id
+		}
+		return named
+	})
+}
+
+// filesMatching walks the network folder and returns, sorted and relative
+// to it, the files whose trimmed content match accepts. A missing folder
+// has none. Any other walk or read error fails the spec, unless lenient:
+// then, as upstream does, what cannot be read is passed over.
+func filesMatching(dataDir string, lenient bool, match func(content string) bool) []string {
+	GinkgoHelper()
 	root := filepath.Join(dataDir, testNet)
 	var out []string
 	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
-		if os.IsNotExist(err) {
+		if err != nil && (lenient || os.IsNotExist(err)) {
 			return nil
 		}
 		if err != nil || info.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
+		if err != nil && lenient {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		s := strings.TrimSpace(string(b))
-		named := s == id || strings.HasPrefix(s, id+"\r\n")
-		for _, l := range strings.Split(s, "\n") {
-			named = named || l == id
-		}
-		if named {
+		if match(strings.TrimSpace(string(b))) {
 			rel, _ := filepath.Rel(root, path)
 			out = append(out, rel)
 		}

@@ -21,16 +21,7 @@ func BenchmarkAddDel(b *testing.B) {
 			if backend == "none" {
 				masq = `"ipMasq": false`
 			}
-			hostNS, cleanupHost, err := testutil.CreateNS()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cleanupHost()
-			contNS, cleanupCont, err := testutil.CreateNS()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cleanupCont()
+			hostNS, contNS := testutil.TBNS(b), testutil.TBNS(b)
 			stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "bench", "type": "bridge", "bridge": "cnibr0",
 				"isGateway": true, %s,
 				"ipam": {"type": "host-local", "subnet": "10.40.0.0/16", "dataDir": %q}}`, masq, b.TempDir()))
@@ -40,13 +31,7 @@ func BenchmarkAddDel(b *testing.B) {
 				for _, cmd := range []string{"ADD", "DEL"} {
 					call.Command = cmd
 					start := nowNanos()
-					err := hostNS.Do(func() error {
-						out, err := testutil.Run(bridge.Plugin, call)
-						if err == nil && out.Err != nil {
-							err = out.Err
-						}
-						return err
-					})
+					_, err := testutil.RunInErr(hostNS, bridge.Plugin, call)
 					if err != nil {
 						b.Fatalf("%s: %v", cmd, err)
 					}

@@ -398,7 +398,7 @@ var _ = Describe("host-device", func() {
 			Expect(testutil.Handle(contNS).LinkSetHardwareAddr(linkIn(contNS, "net1"), net.HardwareAddr{2, 0xde, 0xad, 0, 0, 9})).To(Succeed())
 		}, "prevResult says"),
 		Entry("a deleted address", func() {
-			Expect(testutil.Handle(contNS).AddrDel(linkIn(contNS, "net1"), &netlink.Addr{IPNet: mustCIDR("10.1.4.10/24")})).To(Succeed())
+			Expect(testutil.Handle(contNS).AddrDel(linkIn(contNS, "net1"), &netlink.Addr{IPNet: testutil.MustCIDR("10.1.4.10/24")})).To(Succeed())
 		}, "lacks address 10.1.4.10/24"),
 		Entry("a device that is down", func() {
 			Expect(testutil.Handle(contNS).LinkSetDown(linkIn(contNS, "net1"))).To(Succeed())
@@ -445,26 +445,16 @@ var _ = Describe("host-device", func() {
 
 	It("works as the built binary, and answers GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 		stdin := conf("1.1.0", `"device": "dev0"`, false)
-		var out testutil.Output
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("host-device", call("ADD", contNS, stdin))
-			return err
-		})).To(Succeed())
+		out := testutil.ExecIn(hostNS, "host-device", call("ADD", contNS, stdin))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "net1"))
 		for _, cmd := range []string{"GC", "STATUS"} {
 			gc := []byte(string(stdin[:len(stdin)-1]) + `, "cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "net1"}]}`)
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("host-device", testutil.Call{Command: cmd, Stdin: gc})
-				return err
-			})).To(Succeed())
+			out = testutil.ExecIn(hostNS, "host-device", testutil.Call{Command: cmd, Stdin: gc})
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 		Expect(testutil.Reservations(dataDir)).To(HaveLen(1), "GC keeps a listed attachment's address")
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("host-device", call("DEL", contNS, stdin))
-			return err
-		})).To(Succeed())
+		out = testutil.ExecIn(hostNS, "host-device", call("DEL", contNS, stdin))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
 	})
@@ -496,12 +486,4 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func mustCIDR(s string) *net.IPNet {
-	GinkgoHelper()
-	ipa, n, err := net.ParseCIDR(s)
-	Expect(err).NotTo(HaveOccurred())
-	n.IP = ipa
-	return n
 }

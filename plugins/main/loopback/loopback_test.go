@@ -201,11 +201,7 @@ var _ = Describe("loopback", func() {
 
 	It("runs GC and STATUS as the built binary with only CNI_COMMAND and CNI_PATH set", func() {
 		for _, cmd := range []string{"GC", "STATUS"} {
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("loopback", testutil.Call{Command: cmd, Stdin: conf("1.1.0")})
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "loopback", testutil.Call{Command: cmd, Stdin: conf("1.1.0")})
 			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 	})
@@ -242,11 +238,7 @@ var _ = Describe("loopback", func() {
 	})
 
 	It("works as the built binary", func() {
-		var out testutil.Output
-		Expect(hostNS.Do(func() (err error) {
-			out, err = testutil.Exec("loopback", call("ADD", "1.1.0"))
-			return err
-		})).To(Succeed())
+		out := testutil.ExecIn(hostNS, "loopback", call("ADD", "1.1.0"))
 		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(loUp(contNS)).To(BeTrue())
 		h, err := contNS.Handle()

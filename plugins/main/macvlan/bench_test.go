@@ -15,21 +15,7 @@ import (
 //
 //	go test -run '^$' -bench AddCheckDel ./plugins/main/macvlan/
 func BenchmarkAddCheckDel(b *testing.B) {
-	hostNS, cleanupHost, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupHost()
-	peerNS, cleanupPeer, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupPeer()
-	contNS, cleanupCont, err := testutil.CreateNS()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cleanupCont()
+	hostNS, peerNS, contNS := testutil.TBNS(b), testutil.TBNS(b), testutil.TBNS(b)
 	if err := testutil.ConnectNS(testutil.VethEnd{NS: hostNS, Name: "master0"}, testutil.VethEnd{NS: peerNS, Name: "peer0"}); err != nil {
 		b.Fatal(err)
 	}
@@ -45,14 +31,8 @@ func BenchmarkAddCheckDel(b *testing.B) {
 				call.Stdin = withPrev(stdin, added)
 			}
 			start := time.Now()
-			err := hostNS.Do(func() error {
-				out, err := testutil.Run(macvlan.Plugin, call)
-				if err == nil && out.Err != nil {
-					err = out.Err
-				}
-				added = out.Stdout
-				return err
-			})
+			out, err := testutil.RunInErr(hostNS, macvlan.Plugin, call)
+			added = out.Stdout
 			if err != nil {
 				b.Fatalf("%s: %v", cmd, err)
 			}

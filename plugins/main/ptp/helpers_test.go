@@ -1,13 +1,11 @@
 package ptp_test
 
 import (
-	"encoding/json"
-	"net"
 	"sort"
 	"strings"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
@@ -111,13 +109,9 @@ func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) testutil.Snapshot {
 // ptpPlugin is the production descriptor.
 var ptpPlugin = ptp.Plugin
 
-// mustParseCIDR returns ip/prefix as an IPNet keeping the address.
-func mustParseCIDR(s string) *net.IPNet {
+// withPrev returns o carrying res (printed in o.ver) as prevResult.
+func (o netOpts) withPrev(res *current.Result) netOpts {
 	GinkgoHelper()
-	ipa, n, err := net.ParseCIDR(s)
-	Expect(err).NotTo(HaveOccurred())
-	n.IP = ipa
-	return n
+	o.prevRes = testutil.PrintResult(res, o.ver)
+	return o
 }
-
-func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }

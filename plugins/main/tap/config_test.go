@@ -6,15 +6,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
 	"github.com/cniforge/plugins/plugins/main/tap"
 )
 
 var _ = Describe("parseConfig", func() {
 	wrap := func(keys string) []byte {
-		if keys != "" {
-			keys = ", " + keys
-		}
-		return []byte(`{"cniVersion": "1.0.0", "name": "n", "type": "tap"` + keys + `}`)
+		return testutil.JoinConf(`"cniVersion": "1.0.0", "name": "n", "type": "tap"`, keys, nil)
 	}
 
 	It("applies upstream's defaults", func() {

@@ -60,6 +60,30 @@ func mustCtr1(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) testutil.Outpu
 	return out
 }
 
+// pair is a spec's newPair, made again for each spec by usePair's
+// BeforeEach, with bandwidth run for container ctr1's eth0 in it.
+type pair struct{ hostNS, contNS *ns.NetNS }
+
+// usePair registers, in the container node it is called in, the
+// BeforeEach that gives the returned pair fresh namespaces for each spec.
+func usePair() *pair {
+	p := &pair{}
+	BeforeEach(func() { p.hostNS, p.contNS = newPair() })
+	return p
+}
+
+// run is callCtr1 in p.
+func (p *pair) run(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return callCtr1(p.hostNS, p.contNS, hooks, cmd, stdin)
+}
+
+// must is mustCtr1 in p.
+func (p *pair) must(cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return mustCtr1(p.hostNS, p.contNS, cmd, stdin)
+}
+
 func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	GinkgoHelper()
 	idx := 1
@@ -490,11 +514,7 @@ var _ = Describe("bandwidth", func() {
 			}
 			c := testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0", Netns: contNS.Path(),
 				Stdin: conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h"))}
-			var out testutil.Output
-			Expect(hostNS.Do(func() (err error) {
-				out, err = testutil.Exec("bandwidth", c)
-				return err
-			})).To(Succeed())
+			out := testutil.ExecIn(hostNS, "bandwidth", c)
 			Expect(out.Err).To(BeNil())
 			if clamped {
 				Expect(string(out.Stderr)).To(And(ContainSubstring("burst clamped"), ContainSubstring("Burst")))

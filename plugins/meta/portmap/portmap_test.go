@@ -185,13 +185,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		// to a closed port: the kernel kills an unreplied UDP entry on the
 		// port-unreachable answer, and the spec would prove nothing.)
 		onHost := udpListen(e.host, hostIP4+":53")
-		var c *net.UDPConn
-		Expect(e.outside.Do(func() (err error) {
-			c, err = net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(testutil.OutsideAddr), Port: 40000},
-				&net.UDPAddr{IP: net.ParseIP(hostIP4), Port: 53})
-			return err
-		})).To(Succeed())
-		DeferCleanup(c.Close)
+		c := dialFromOutside(e, 40000, hostIP4+":53")
 		_, err := c.Write([]byte("early"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(onHost.recv()).To(Equal("early"))
@@ -211,13 +205,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		inCont := udpListen(e.cont, ":5353")
 		stdin := conf("1.1.0", mapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp"})
 		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
-		var c *net.UDPConn
-		Expect(e.outside.Do(func() (err error) {
-			c, err = net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(testutil.OutsideAddr), Port: 40001},
-				&net.UDPAddr{IP: net.ParseIP(hostIP4), Port: 53})
-			return err
-		})).To(Succeed())
-		DeferCleanup(c.Close)
+		c := dialFromOutside(e, 40001, hostIP4+":53")
 		send := func(msg string) {
 			for range 3 {
 				_, err := c.Write([]byte(msg))
