@@ -126,11 +126,23 @@ var _ = Describe("NetNS", func() {
 	It("nests: Do inside Do sees the inner namespace, then the outer again", func() {
 		outer := testutil.NewNS()
 		inner := testutil.NewNS()
-		Expect(outer.Do(func() error {
-			if err := inner.Do(func() error { return currentIs(inner, "not in inner") }); err != nil {
+		// in returns an error naming where unless the thread is in want.
+		in := func(want *ns.NetNS, where string) error {
+			cur, err := ns.Current()
+			if err != nil {
 				return err
 			}
-			return currentIs(outer, "not back in outer")
+			defer cur.Close()
+			if same, _ := cur.Same(want); !same {
+				return errors.New(where)
+			}
+			return nil
+		}
+		Expect(outer.Do(func() error {
+			if err := inner.Do(func() error { return in(inner, "not in inner") }); err != nil {
+				return err
+			}
+			return in(outer, "not back in outer")
 		})).To(Succeed())
 	})
 
@@ -155,17 +167,3 @@ var _ = Describe("NetNS", func() {
 		})).To(HaveOccurred())
 	})
 })
-
-// currentIs returns an error saying msg unless the calling thread is in n.
-// It runs inside Do, so it returns rather than asserts.
-func currentIs(n *ns.NetNS, msg string) error {
-	cur, err := ns.Current()
-	if err != nil {
-		return err
-	}
-	defer cur.Close()
-	if same, _ := cur.Same(n); !same {
-		return errors.New(msg)
-	}
-	return nil
-}

@@ -7,24 +7,23 @@ import (
 	"github.com/cniforge/plugins/pkg/plugin"
 )
 
-// BenchNS makes a fresh network namespace with lo up for a benchmark, which
-// runs outside Ginkgo, and removes it when tb ends (see CreateNS). It fails
-// tb if the namespace cannot be made.
-func BenchNS(tb testing.TB) *ns.NetNS {
+// TBNS is a fresh network namespace for a benchmark (or another test
+// outside Ginkgo), removed when tb's cleanup runs; it fails tb if none can
+// be made.
+func TBNS(tb testing.TB) *ns.NetNS {
 	tb.Helper()
 	n, cleanup, err := CreateNS()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = cleanup() }) // best effort, as a deferred cleanup was
+	tb.Cleanup(func() { _ = cleanup() }) // best effort, as a deferred cleanup was: the run is over
 	return n
 }
 
-// BenchRun runs p in-process (see Run) inside hostNS for a benchmark and
-// returns its output; it fails tb, naming the command, when p could not be
-// run or reported a CNI error.
-func BenchRun(tb testing.TB, hostNS *ns.NetNS, p plugin.Plugin, c Call) Output {
-	tb.Helper()
+// RunInErr runs p in-process (see Run) inside hostNS, outside Ginkgo: the
+// error is the one that kept p from running or, failing that, the CNI error
+// p reported.
+func RunInErr(hostNS *ns.NetNS, p plugin.Plugin, c Call) (Output, error) {
 	var out Output
 	err := hostNS.Do(func() error {
 		var err error
@@ -34,8 +33,5 @@ func BenchRun(tb testing.TB, hostNS *ns.NetNS, p plugin.Plugin, c Call) Output {
 		}
 		return err
 	})
-	if err != nil {
-		tb.Fatalf("%s: %v", c.Command, err)
-	}
-	return out
+	return out, err
 }

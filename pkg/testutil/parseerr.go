@@ -1,19 +1,20 @@
 package testutil
 
-// ParseErr adapts a plugin's config parser to CheckWrongTypes, which looks
-// only at the error.
-func ParseErr[T any](parse func(stdin []byte) (T, error)) func(stdin []byte) error {
+// ParseErr adapts a config parser to the func(stdin) error that
+// CheckWrongTypes and the like call: it parses stdin and keeps only the
+// error.
+func ParseErr[C any](parse func(stdin []byte) (C, error)) func(stdin []byte) error {
 	return func(stdin []byte) error {
 		_, err := parse(stdin)
 		return err
 	}
 }
 
-// ParseErrArgs is ParseErr for a parser that also takes CNI_ARGS; it passes
-// cniArgs.
-func ParseErrArgs[T any](parse func(stdin []byte, cniArgs string) (T, error), cniArgs string) func(stdin []byte) error {
+// ParseErrWith is ParseErr for a parser that takes one more argument
+// (CNI_ARGS, say): each call passes arg.
+func ParseErrWith[C, A any](parse func(stdin []byte, arg A) (C, error), arg A) func(stdin []byte) error {
 	return func(stdin []byte) error {
-		_, err := parse(stdin, cniArgs)
+		_, err := parse(stdin, arg)
 		return err
 	}
 }

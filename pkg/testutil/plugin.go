@@ -13,12 +13,7 @@ import (
 // plugin reported, if any, is in Output.Err.
 func RunIn(hostNS *ns.NetNS, p plugin.Plugin, c Call) Output {
 	ginkgo.GinkgoHelper()
-	var out Output
-	gomega.Expect(hostNS.Do(func() (err error) {
-		out, err = Run(p, c)
-		return err
-	})).To(gomega.Succeed())
-	return out
+	return runInside(hostNS, func() (Output, error) { return Run(p, c) })
 }
 
 // MustRunIn is RunIn that also fails the spec when the plugin reports an

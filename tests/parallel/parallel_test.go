@@ -145,21 +145,13 @@ func namingPods(pods []*parallel.Pod, dirs ...string) []string {
 	GinkgoHelper()
 	var out []string
 	for _, dir := range dirs {
-		Expect(filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
+		testutil.WalkFiles(dir, func(p string, b []byte) {
 			for _, pod := range pods {
 				if strings.Contains(p, pod.ID) || strings.Contains(string(b), pod.ID) {
 					out = append(out, p+" names "+pod.ID)
 				}
 			}
-			return nil
-		})).To(Succeed())
+		})
 	}
 	return out
 }

@@ -130,19 +130,9 @@ var _ = Describe("GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 			Expect(masqRules(hostNS)).To(BeEmpty())
 			// Nothing in the data dir names the attachment any more: not a
 			// reservation, not host-local's index.
-			Expect(filepath.WalkDir(dataDir, func(p string, d os.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				if strings.Contains(string(data), "leaked") {
-					return fmt.Errorf("%s still names the attachment: %q", p, data)
-				}
-				return nil
-			})).To(Succeed())
+			testutil.WalkFiles(dataDir, func(p string, data []byte) {
+				Expect(string(data)).NotTo(ContainSubstring("leaked"), "%s still names the attachment", p)
+			})
 		},
 		Entry("bridge", "bridge"),
 		Entry("ptp", "ptp"),

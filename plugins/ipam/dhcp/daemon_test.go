@@ -77,11 +77,7 @@ var _ = Describe("an Allocate whose plugin is gone", func() {
 
 var _ = Describe("ADD and DEL against dnsmasq", func() {
 	var l *lab
-	BeforeEach(func() {
-		l = newLab()
-		l.startDnsmasq()
-		l.startDaemon()
-	})
+	BeforeEach(func() { l = newServedLab() })
 
 	DescribeTableSubtree("each spec version", func(ver string) {
 		It("gets a lease from the pool, persists it, and DEL releases it", func() {

@@ -55,6 +55,16 @@ func newLab() *lab {
 	return l
 }
 
+// newServedLab is newLab with dnsmasq serving the default pool and the
+// daemon running: what most specs start from.
+func newServedLab() *lab {
+	GinkgoHelper()
+	l := newLab()
+	l.startDnsmasq()
+	l.startDaemon()
+	return l
+}
+
 // addPort makes a veth with one end (ifName) in n and the other (hostName)
 // on the lab's bridge, both up.
 func (l *lab) addPort(hostName string, n *ns.NetNS, ifName string) {

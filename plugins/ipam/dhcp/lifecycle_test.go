@@ -17,11 +17,7 @@ import (
 
 var _ = Describe("CHECK and GC", func() {
 	var l *lab
-	BeforeEach(func() {
-		l = newLab()
-		l.startDnsmasq()
-		l.startDaemon()
-	})
+	BeforeEach(func() { l = newServedLab() })
 
 	It("CHECK passes with a live lease whose address is on the interface, and fails otherwise", func() {
 		conf := l.conf("1.1.0", "")

@@ -265,10 +265,8 @@ var _ = Describe("allocation", func() {
 					Command: cmd, ContainerID: fmt.Sprintf("ctr%d", i), IfName: "eth0", Netns: unusedNetns, Stdin: stdin,
 				})
 			}
-			// execAll runs cmd for every container at once, as n plugin
-			// processes, and fails unless each one succeeded.
-			execAll := func(cmd string) []testutil.Output {
-				GinkgoHelper()
+			// execAll runs cmd for ctr0..ctr<n-1> at once and waits for all.
+			execAll := func(cmd string) ([]testutil.Output, []error) {
 				outs := make([]testutil.Output, n)
 				errs := make([]error, n)
 				var wg sync.WaitGroup
@@ -280,21 +278,24 @@ var _ = Describe("allocation", func() {
 					}(i)
 				}
 				wg.Wait()
-				for i := 0; i < n; i++ {
-					Expect(errs[i]).NotTo(HaveOccurred())
-					Expect(outs[i].Err).To(BeNil(), string(outs[i].Stderr))
-				}
-				return outs
+				return outs, errs
 			}
+			outs, errs := execAll("ADD")
 			seen := map[string]bool{}
-			for _, out := range execAll("ADD") {
-				a := addrsOf(testutil.ParseResult("1.0.0", out.Stdout))[0]
+			for i := 0; i < n; i++ {
+				Expect(errs[i]).NotTo(HaveOccurred())
+				Expect(outs[i].Err).To(BeNil(), string(outs[i].Stderr))
+				a := addrsOf(testutil.ParseResult("1.0.0", outs[i].Stdout))[0]
 				Expect(seen).NotTo(HaveKey(a))
 				seen[a] = true
 			}
 			Expect(reservations(dataDir)).To(HaveLen(n))
 
-			execAll("DEL")
+			outs, errs = execAll("DEL")
+			for i := 0; i < n; i++ {
+				Expect(errs[i]).NotTo(HaveOccurred())
+				Expect(outs[i].Err).To(BeNil())
+			}
 			Expect(reservations(dataDir)).To(BeEmpty())
 		})
 	})

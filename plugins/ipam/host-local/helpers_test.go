@@ -138,7 +138,7 @@ func readFile(path string) string {
 // paths (relative to the folder) that upstream would take as the container's.
 func upstreamMatches(dataDir, id, ifName string) []string {
 	GinkgoHelper()
-	return filesWhose(dataDir, false, func(s string) bool { return s == id+"\r\n"+ifName || s == id })
+	return filesMatching(dataDir, true, func(s string) bool { return s == id+"\r\n"+ifName || s == id })
 }
 
 // naming lists the files under the network folder (index and temp files
@@ -148,7 +148,7 @@ func upstreamMatches(dataDir, id, ifName string) []string {
 // a GC that does not list it, there must be none (issue 7).
 func naming(dataDir, id string) []string {
 	GinkgoHelper()
-	return filesWhose(dataDir, true, func(s string) bool {
+	return filesMatching(dataDir, false, func(s string) bool {
 		named := s == id || strings.HasPrefix(s, id+"\r\n")
 		for _, l := range strings.Split(s, "\n") {
 			named = named || l == id
@@ -157,23 +157,23 @@ func naming(dataDir, id string) []string {
 	})
 }
 
-// filesWhose walks the network folder and lists, sorted and relative to
-// it, the files whose trimmed content matches. strict: an error walking or
-// reading fails the spec (a folder that does not exist is empty); otherwise
-// the file is passed over, as upstream's walk does.
-func filesWhose(dataDir string, strict bool, match func(content string) bool) []string {
+// filesMatching walks the network folder and returns, sorted and relative
+// to it, the files whose trimmed content match accepts. A missing folder
+// has none. Any other walk or read error fails the spec, unless lenient:
+// then, as upstream does, what cannot be read is passed over.
+func filesMatching(dataDir string, lenient bool, match func(content string) bool) []string {
 	GinkgoHelper()
 	root := filepath.Join(dataDir, testNet)
 	var out []string
 	err := filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
-		if err != nil && (!strict || os.IsNotExist(err)) {
+		if err != nil && (lenient || os.IsNotExist(err)) {
 			return nil
 		}
 		if err != nil || info.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
-		if err != nil && !strict {
+		if err != nil && lenient {
 			return nil
 		}
 		if err != nil {

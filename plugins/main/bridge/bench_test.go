@@ -21,7 +21,7 @@ func BenchmarkAddDel(b *testing.B) {
 			if backend == "none" {
 				masq = `"ipMasq": false`
 			}
-			hostNS, contNS := testutil.BenchNS(b), testutil.BenchNS(b)
+			hostNS, contNS := testutil.TBNS(b), testutil.TBNS(b)
 			stdin := []byte(fmt.Sprintf(`{"cniVersion": "1.1.0", "name": "bench", "type": "bridge", "bridge": "cnibr0",
 				"isGateway": true, %s,
 				"ipam": {"type": "host-local", "subnet": "10.40.0.0/16", "dataDir": %q}}`, masq, b.TempDir()))
@@ -31,7 +31,10 @@ func BenchmarkAddDel(b *testing.B) {
 				for _, cmd := range []string{"ADD", "DEL"} {
 					call.Command = cmd
 					start := nowNanos()
-					testutil.BenchRun(b, hostNS, bridge.Plugin, call)
+					_, err := testutil.RunInErr(hostNS, bridge.Plugin, call)
+					if err != nil {
+						b.Fatalf("%s: %v", cmd, err)
+					}
 					if cmd == "ADD" {
 						addNs += nowNanos() - start
 					} else {

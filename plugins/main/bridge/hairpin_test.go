@@ -10,8 +10,8 @@ import (
 
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/kernelfeature"
-	"github.com/cniforge/plugins/pkg/ns"
 	"github.com/cniforge/plugins/pkg/testutil"
+	"github.com/cniforge/plugins/plugins/main/bridge"
 )
 
 // A container reaching itself through a service address: the host DNATs
@@ -27,23 +27,18 @@ import (
 // whose guest preloads it, when the host lacks it.
 var _ = Describe("hairpin traffic", Label(kernelfeature.Label), func() {
 	const service = "10.200.0.1"
-	var hostNS, contNS *ns.NetNS
-	var dataDir string
-
-	BeforeEach(func() {
-		kernelfeature.Require(kernelfeature.BrNetfilter)
-		hostNS, contNS, dataDir = testutil.NewAttachNS()
-	})
+	BeforeEach(func() { kernelfeature.Require(kernelfeature.BrNetfilter) })
+	env := testutil.UseAttachEnv(bridge.Plugin, "eth0")
 
 	// addWithService attaches the container and makes the host DNAT the
 	// service address to it (and masquerade the hairpinned packet); it
 	// returns the container's address.
 	addWithService := func(hairpin string) string {
 		GinkgoHelper()
-		stdin := netConf("1.1.0", `"isDefaultGateway": true, "hairpinMode": `+hairpin, hostLocal(dataDir, "10.23.0.0/24"))
-		res := mustAdd(hostNS, testutil.Call{ContainerID: "hp", Netns: contNS.Path(), IfName: "eth0", Stdin: stdin})
+		stdin := netConf("1.1.0", `"isDefaultGateway": true, "hairpinMode": `+hairpin, hostLocal(env.DataDir, "10.23.0.0/24"))
+		res := mustAdd(env.HostNS, testutil.Call{ContainerID: "hp", Netns: env.ContNS.Path(), IfName: "eth0", Stdin: stdin})
 		contIP := res.IPs[0].Address.IP.String()
-		Expect(hostNS.Do(func() error {
+		Expect(env.HostNS.Do(func() error {
 			if err := ip.SetSysctl("net/bridge/bridge-nf-call-iptables", "1"); err != nil {
 				return err
 			}
@@ -63,14 +58,14 @@ var _ = Describe("hairpin traffic", Label(kernelfeature.Label), func() {
 
 	It("lets a container reach itself through the host with hairpinMode", func() {
 		contIP := addWithService("true")
-		src, err := testutil.UDPDeliver(contNS, contNS, contIP, service, 10*time.Second)
+		src, err := testutil.UDPDeliver(env.ContNS, env.ContNS, contIP, service, 10*time.Second)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(src).To(Equal("10.23.0.1"), "masqueraded to the bridge's gateway address")
 	})
 
 	It("drops that traffic without hairpinMode (what hairpinMode is for)", func() {
 		contIP := addWithService("false")
-		_, err := testutil.UDPDeliver(contNS, contNS, contIP, service, 2*time.Second)
+		_, err := testutil.UDPDeliver(env.ContNS, env.ContNS, contIP, service, 2*time.Second)
 		Expect(err).To(MatchError(ContainSubstring("i/o timeout")))
 	})
 })

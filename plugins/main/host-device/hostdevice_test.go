@@ -32,8 +32,10 @@ var _ = Describe("host-device", func() {
 	)
 
 	BeforeEach(func() {
-		hostNS, contNS, dataDir = testutil.NewAttachNS()
+		hostNS = testutil.NewNS()
+		contNS = testutil.NewNS()
 		peerNS = testutil.NewNS()
+		dataDir = GinkgoT().TempDir()
 		fs = newSysfs()
 		// The device: veth end "dev0" in the stand-in host, its peer in
 		// peerNS with peerAddr, the far side of the container's traffic.
@@ -438,21 +440,17 @@ var _ = Describe("host-device", func() {
 
 	It("works as the built binary, and answers GC and STATUS with only CNI_COMMAND and CNI_PATH", func() {
 		stdin := conf("1.1.0", `"device": "dev0"`, false)
-		// exec runs c through the built binary in the stand-in host and
-		// fails unless it succeeded.
-		exec := func(c testutil.Call) {
-			GinkgoHelper()
-			out := testutil.ExecIn(hostNS, "host-device", c)
-			Expect(out.Err).To(BeNil(), "%s: stderr %s", c.Command, out.Stderr)
-		}
-		exec(call("ADD", contNS, stdin))
+		out := testutil.ExecIn(hostNS, "host-device", call("ADD", contNS, stdin))
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "net1"))
 		for _, cmd := range []string{"GC", "STATUS"} {
 			gc := []byte(string(stdin[:len(stdin)-1]) + `, "cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "net1"}]}`)
-			exec(testutil.Call{Command: cmd, Stdin: gc})
+			out = testutil.ExecIn(hostNS, "host-device", testutil.Call{Command: cmd, Stdin: gc})
+			Expect(out.Err).To(BeNil(), "%s: stderr %s", cmd, out.Stderr)
 		}
 		Expect(testutil.Reservations(dataDir)).To(HaveLen(1), "GC keeps a listed attachment's address")
-		exec(call("DEL", contNS, stdin))
+		out = testutil.ExecIn(hostNS, "host-device", call("DEL", contNS, stdin))
+		Expect(out.Err).To(BeNil(), "stderr: %s", out.Stderr)
 		Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
 	})
 

@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench AddCheckDel ./plugins/main/macvlan/
 func BenchmarkAddCheckDel(b *testing.B) {
-	hostNS, peerNS, contNS := testutil.BenchNS(b), testutil.BenchNS(b), testutil.BenchNS(b)
+	hostNS, peerNS, contNS := testutil.TBNS(b), testutil.TBNS(b), testutil.TBNS(b)
 	if err := testutil.ConnectNS(testutil.VethEnd{NS: hostNS, Name: "master0"}, testutil.VethEnd{NS: peerNS, Name: "peer0"}); err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,11 @@ func BenchmarkAddCheckDel(b *testing.B) {
 				call.Stdin = withPrev(stdin, added)
 			}
 			start := time.Now()
-			added = testutil.BenchRun(b, hostNS, macvlan.Plugin, call).Stdout
+			out, err := testutil.RunInErr(hostNS, macvlan.Plugin, call)
+			added = out.Stdout
+			if err != nil {
+				b.Fatalf("%s: %v", cmd, err)
+			}
 			ns[i] += time.Since(start).Nanoseconds()
 		}
 	}

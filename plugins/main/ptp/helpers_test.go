@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/cniforge/plugins/pkg/ns"
@@ -107,3 +108,10 @@ func takeSnapshot(hostNS, contNS *ns.NetNS, dataDir string) testutil.Snapshot {
 
 // ptpPlugin is the production descriptor.
 var ptpPlugin = ptp.Plugin
+
+// withPrev returns o carrying res (printed in o.ver) as prevResult.
+func (o netOpts) withPrev(res *current.Result) netOpts {
+	GinkgoHelper()
+	o.prevRes = testutil.PrintResult(res, o.ver)
+	return o
+}

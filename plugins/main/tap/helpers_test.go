@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	current "github.com/containernetworking/cni/pkg/types/100"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
@@ -235,4 +236,11 @@ func checksum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// withPrev returns o carrying res (printed in o.ver) as prevResult.
+func (o netOpts) withPrev(res *current.Result) netOpts {
+	GinkgoHelper()
+	o.prevRes = testutil.PrintResult(res, o.ver)
+	return o
 }

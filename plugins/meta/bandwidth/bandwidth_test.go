@@ -60,6 +60,30 @@ func mustCtr1(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) testutil.Outpu
 	return out
 }
 
+// pair is a spec's newPair, made again for each spec by usePair's
+// BeforeEach, with bandwidth run for container ctr1's eth0 in it.
+type pair struct{ hostNS, contNS *ns.NetNS }
+
+// usePair registers, in the container node it is called in, the
+// BeforeEach that gives the returned pair fresh namespaces for each spec.
+func usePair() *pair {
+	p := &pair{}
+	BeforeEach(func() { p.hostNS, p.contNS = newPair() })
+	return p
+}
+
+// run is callCtr1 in p.
+func (p *pair) run(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return callCtr1(p.hostNS, p.contNS, hooks, cmd, stdin)
+}
+
+// must is mustCtr1 in p.
+func (p *pair) must(cmd string, stdin []byte) testutil.Output {
+	GinkgoHelper()
+	return mustCtr1(p.hostNS, p.contNS, cmd, stdin)
+}
+
 func prevFor(ver string, contNS *ns.NetNS, hostIf string) []byte {
 	GinkgoHelper()
 	idx := 1

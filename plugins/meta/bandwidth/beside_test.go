@@ -141,47 +141,42 @@ func tbfPackets(n *ns.NetNS, link string) uint32 {
 // filters run first and their verdict stands), and DEL removes only its
 // own filter, the clsact staying while the agent's filters are on it.
 var _ = Describe("bandwidth beside another tool's clsact", func() {
-	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() { hostNS, contNS = newPair() })
-	must := func(cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return mustCtr1(hostNS, contNS, cmd, stdin)
-	}
+	p := usePair()
 	ifb := bandwidth.IfbName(netName, "ctr1")
 
 	DescribeTable("ADD shapes both ways, CHECK passes, DEL leaves the tool's clsact and filters",
 		func(before bool, ingress netlink.TcAct, shapedOut bool) {
 			if before {
-				otherTool(hostNS, "veth-h", ingress)
+				otherTool(p.hostNS, "veth-h", ingress)
 			}
-			out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
 			if !before {
-				otherTool(hostNS, "veth-h", ingress)
+				otherTool(p.hostNS, "veth-h", ingress)
 			}
-			theirs := hooks(hostNS, "veth-h")
+			theirs := hooks(p.hostNS, "veth-h")
 			Expect(theirs).To(ContainElement("qdisc clsact"))
 			Expect(theirs).To(HaveLen(4)) // the qdisc, 3 programs
 
 			// 20 datagrams each way, counted by the tbf they pass (the host
 			// stack may send a few packets of its own on each link: IPv6).
-			in0, out0 := tbfPackets(hostNS, "veth-h"), tbfPackets(hostNS, ifb)
-			sendUDP(hostNS, contAddr, 20)
-			sendUDP(contNS, hostAddr, 20)
-			Expect(tbfPackets(hostNS, "veth-h")-in0).To(BeNumerically(">=", 20), "into the container")
+			in0, out0 := tbfPackets(p.hostNS, "veth-h"), tbfPackets(p.hostNS, ifb)
+			sendUDP(p.hostNS, contAddr, 20)
+			sendUDP(p.contNS, hostAddr, 20)
+			Expect(tbfPackets(p.hostNS, "veth-h")-in0).To(BeNumerically(">=", 20), "into the container")
 			if shapedOut {
-				Expect(tbfPackets(hostNS, ifb)-out0).To(BeNumerically(">=", 20), "out of the container")
+				Expect(tbfPackets(p.hostNS, ifb)-out0).To(BeNumerically(">=", 20), "out of the container")
 			} else {
-				Expect(tbfPackets(hostNS, ifb)-out0).To(BeNumerically("<", 20), "the tool's verdict stands")
+				Expect(tbfPackets(p.hostNS, ifb)-out0).To(BeNumerically("<", 20), "the tool's verdict stands")
 			}
-			must("CHECK", conf("1.1.0", limits, out.Stdout))
-			must("DEL", conf("1.1.0", limits, out.Stdout))
-			Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
-			Expect(ingressFilters(hostNS, "veth-h")).To(HaveLen(2), "only the tool's programs are left on the ingress hook")
-			for _, q := range qdiscsOf(hostNS, "veth-h") {
+			p.must("CHECK", conf("1.1.0", limits, out.Stdout))
+			p.must("DEL", conf("1.1.0", limits, out.Stdout))
+			Expect(hooks(p.hostNS, "veth-h")).To(Equal(theirs))
+			Expect(ingressFilters(p.hostNS, "veth-h")).To(HaveLen(2), "only the tool's programs are left on the ingress hook")
+			for _, q := range qdiscsOf(p.hostNS, "veth-h") {
 				Expect(q.Type()).NotTo(Equal("tbf"))
 			}
-			Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
-			Expect(testutil.Ping(contNS, hostAddr)).To(Succeed())
+			Expect(testutil.LinkNames(p.hostNS)).NotTo(ContainElement(ifb))
+			Expect(testutil.Ping(p.contNS, hostAddr)).To(Succeed())
 		},
 		Entry("its clsact made before ADD, its programs letting packets go on", true, netlink.TC_ACT_UNSPEC, true),
 		Entry("its clsact added after ADD, its programs letting packets go on", false, netlink.TC_ACT_UNSPEC, true),
@@ -190,17 +185,17 @@ var _ = Describe("bandwidth beside another tool's clsact", func() {
 
 	DescribeTable("a failure after each step of ADD leaves the tool's clsact and programs, and nothing of bandwidth",
 		func(step string) {
-			otherTool(hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
+			otherTool(p.hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
 			state := func() []string {
-				return append(append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...), qdiscKinds(hostNS, "veth-h")...)
+				return append(append(testutil.LinkNames(p.hostNS), hooks(p.hostNS, "veth-h")...), qdiscKinds(p.hostNS, "veth-h")...)
 			}
 			before := state()
 			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
-				out := testutil.RunIn(hostNS, bandwidth.New(attach.Hooks{AfterStep: hook}), testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
-					Netns: contNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))})
+				out := testutil.RunIn(p.hostNS, bandwidth.New(attach.Hooks{AfterStep: hook}), testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
+					Netns: p.contNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h"))})
 				Expect(out.Err).NotTo(BeNil())
 				Expect(state()).To(Equal(before))
-				Expect(ingressFilters(hostNS, "veth-h")).To(HaveLen(2), "no redirect of bandwidth's left")
+				Expect(ingressFilters(p.hostNS, "veth-h")).To(HaveLen(2), "no redirect of bandwidth's left")
 			}
 		}, testutil.StepEntries(bandwidth.AddSteps))
 })

@@ -1,10 +1,7 @@
 package bandwidth_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,50 +12,29 @@ import (
 	"github.com/cniforge/plugins/plugins/meta/bandwidth"
 )
 
-// upstreamBin is Debian's build of upstream's bandwidth (1.1.1), installed
-// with podman. A spec that needs it fails when it is missing: it is the
-// second source of upstream-made state (issue 22), never skipped.
-const upstreamBin = "/usr/lib/cni/bandwidth"
-
 // runUpstream runs upstream's bandwidth in hostNS with cmd and returns
-// what it printed.
+// what it printed (testutil.RunUpstream: the spec fails without it).
 func runUpstream(hostNS, contNS *ns.NetNS, cmd string, stdin []byte) []byte {
 	GinkgoHelper()
-	_, err := os.Stat(upstreamBin)
-	Expect(err).NotTo(HaveOccurred(), "upstream's bandwidth (Debian's containernetworking-plugins) is needed here")
-	var out, stderr bytes.Buffer
-	err = hostNS.Do(func() error {
-		c := exec.Command(upstreamBin)
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=ctr1",
-			"CNI_NETNS=" + contNS.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
-		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
-		return c.Run()
-	})
-	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
-	return out.Bytes()
+	return testutil.RunUpstream(hostNS, "bandwidth", testutil.NewCall(cmd, "ctr1", "eth0", contNS, stdin))
 }
 
 var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {
-	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() { hostNS, contNS = newPair() })
-	ours := func(cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return mustCtr1(hostNS, contNS, cmd, stdin)
-	}
+	p := usePair()
 	// state is what either suite could leave in the host: links, qdiscs,
 	// filters on the host end's ingress hook (over netlink).
 	state := func() []string {
-		return append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...)
+		return append(testutil.LinkNames(p.hostNS), hooks(p.hostNS, "veth-h")...)
 	}
 
 	DescribeTable("CHECK and DEL accept what upstream's ADD made",
 		func(keys string) {
 			before := state()
-			res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", keys, prevFor("1.0.0", contNS, "veth-h")))
-			ours("CHECK", conf("1.0.0", keys, res))
-			ours("DEL", conf("1.0.0", keys, res))
+			res := runUpstream(p.hostNS, p.contNS, "ADD", conf("1.0.0", keys, prevFor("1.0.0", p.contNS, "veth-h")))
+			p.must("CHECK", conf("1.0.0", keys, res))
+			p.must("DEL", conf("1.0.0", keys, res))
 			Expect(state()).To(Equal(before))
-			Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElement("tbf"))
+			Expect(qdiscKinds(p.hostNS, "veth-h")).NotTo(ContainElement("tbf"))
 		},
 		// Upstream truncates the burst to whole microseconds, then ticks.
 		Entry("limits whose burst is no whole number of microseconds", `"ingressRate": 3000000, "ingressBurst": 333333, "egressRate": 7000000, "egressBurst": 123457`),
@@ -70,16 +46,16 @@ var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func
 	// Issue 22, defect 12, with upstream itself: its DEL deletes only the
 	// ifb and leaves the tbf, the ingress qdisc and a dead redirect.
 	It("ADD works on a host end that upstream's ADD and DEL left, and DEL then leaves it clean", func() {
-		prev := prevFor("1.0.0", contNS, "veth-h")
-		res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", limits, prev))
-		runUpstream(hostNS, contNS, "DEL", conf("1.0.0", limits, res))
-		Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElements("tbf", "ingress"), "what upstream's DEL leaves")
-		out := ours("ADD", conf("1.0.0", limits, prev))
-		Expect(testutil.Ping(contNS, hostAddr)).To(Succeed())
-		ours("CHECK", conf("1.0.0", limits, out.Stdout))
-		ours("DEL", conf("1.0.0", limits, out.Stdout))
-		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("tbf"))
-		Expect(qdiscKinds(hostNS, "veth-h")).NotTo(ContainElements("ingress"))
+		prev := prevFor("1.0.0", p.contNS, "veth-h")
+		res := runUpstream(p.hostNS, p.contNS, "ADD", conf("1.0.0", limits, prev))
+		runUpstream(p.hostNS, p.contNS, "DEL", conf("1.0.0", limits, res))
+		Expect(qdiscKinds(p.hostNS, "veth-h")).To(ContainElements("tbf", "ingress"), "what upstream's DEL leaves")
+		out := p.must("ADD", conf("1.0.0", limits, prev))
+		Expect(testutil.Ping(p.contNS, hostAddr)).To(Succeed())
+		p.must("CHECK", conf("1.0.0", limits, out.Stdout))
+		p.must("DEL", conf("1.0.0", limits, out.Stdout))
+		Expect(qdiscKinds(p.hostNS, "veth-h")).NotTo(ContainElements("tbf"))
+		Expect(qdiscKinds(p.hostNS, "veth-h")).NotTo(ContainElements("ingress"))
 	})
 
 	// `cniforge check --repair` on a node that switched suites runs our
@@ -87,32 +63,20 @@ var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func
 	// parameters are CHECK's too), ifb, ingress qdisc and redirect at
 	// priority 1, deleting nothing.
 	It("ADD over an attachment upstream's ADD made keeps it as it is", func() {
-		prev := prevFor("1.0.0", contNS, "veth-h")
-		res := runUpstream(hostNS, contNS, "ADD", conf("1.0.0", limits, prev))
+		prev := prevFor("1.0.0", p.contNS, "veth-h")
+		res := runUpstream(p.hostNS, p.contNS, "ADD", conf("1.0.0", limits, prev))
 		ifb := bandwidth.IfbName(netName, "ctr1")
-		was := []string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}
-		Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElement("ingress"))
-		seen := deletions(hostNS)
-		out := ours("ADD", conf("1.0.0", limits, prev))
+		was := []string{tbfOf(p.hostNS, "veth-h"), tbfOf(p.hostNS, ifb), fmt.Sprint(redirectsTo(p.hostNS, "veth-h", ifb))}
+		Expect(qdiscKinds(p.hostNS, "veth-h")).To(ContainElement("ingress"))
+		seen := deletions(p.hostNS)
+		out := p.must("ADD", conf("1.0.0", limits, prev))
 		Expect(seen()).To(BeEmpty())
-		Expect([]string{tbfOf(hostNS, "veth-h"), tbfOf(hostNS, ifb), fmt.Sprint(redirectsTo(hostNS, "veth-h", ifb))}).To(Equal(was))
-		Expect(redirectsTo(hostNS, "veth-h", ifb)).To(Equal([]uint16{1}))
-		ours("CHECK", conf("1.0.0", limits, out.Stdout))
-		ours("CHECK", conf("1.0.0", limits, res))
+		Expect([]string{tbfOf(p.hostNS, "veth-h"), tbfOf(p.hostNS, ifb), fmt.Sprint(redirectsTo(p.hostNS, "veth-h", ifb))}).To(Equal(was))
+		Expect(redirectsTo(p.hostNS, "veth-h", ifb)).To(Equal([]uint16{1}))
+		p.must("CHECK", conf("1.0.0", limits, out.Stdout))
+		p.must("CHECK", conf("1.0.0", limits, res))
 	})
 })
-
-// ingressFilters lists the filters on the ingress hook of link in n,
-// over netlink.
-func ingressFilters(n *ns.NetNS, link string) []netlink.Filter {
-	GinkgoHelper()
-	h := testutil.Handle(n)
-	l, err := h.LinkByName(link)
-	Expect(err).NotTo(HaveOccurred())
-	fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
-	Expect(err).NotTo(HaveOccurred())
-	return fs
-}
 
 // qdiscsOf lists link's qdiscs in n, over netlink.
 func qdiscsOf(n *ns.NetNS, link string) []netlink.Qdisc {

@@ -147,19 +147,21 @@ func redirectsTo(n *ns.NetNS, link, target string) []uint16 {
 	return prios
 }
 
+// ingressFilters lists the filters on link's ingress hook in n.
+func ingressFilters(n *ns.NetNS, link string) []netlink.Filter {
+	GinkgoHelper()
+	h := testutil.Handle(n)
+	l, err := h.LinkByName(link)
+	Expect(err).NotTo(HaveOccurred())
+	fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	Expect(err).NotTo(HaveOccurred())
+	return fs
+}
+
 var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
-	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() { hostNS, contNS = newPair() })
-	run := func(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return callCtr1(hostNS, contNS, hooks, cmd, stdin)
-	}
-	must := func(cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return mustCtr1(hostNS, contNS, cmd, stdin)
-	}
+	p := usePair()
 	state := func() []string {
-		return append(append(testutil.LinkNames(hostNS), hooks(hostNS, "veth-h")...), qdiscKinds(hostNS, "veth-h")...)
+		return append(append(testutil.LinkNames(p.hostNS), hooks(p.hostNS, "veth-h")...), qdiscKinds(p.hostNS, "veth-h")...)
 	}
 	egressOnly := `"egressRate": 4000000, "egressBurst": 400000`
 
@@ -168,63 +170,63 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 	// any root qdisc there ("create qdisc: file exists") and leaves it; so
 	// does ours, before changing anything, saying whose slot it is.
 	It("refuses an ingress limit where another tool's htb is the root, leaving it and changing nothing", func() {
-		foreignHtb(hostNS, "veth-h")
-		theirs, before := rootAndClasses(hostNS, "veth-h"), state()
+		foreignHtb(p.hostNS, "veth-h")
+		theirs, before := rootAndClasses(p.hostNS, "veth-h"), state()
 		for _, hook := range []func(string) error{nil, testutil.FailAfter(bandwidth.StepEgress, nil)} {
-			out := run(attach.Hooks{AfterStep: hook}, "ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			out := p.run(attach.Hooks{AfterStep: hook}, "ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
 			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Msg).To(And(ContainSubstring(`"veth-h"`), ContainSubstring(`"eth0" in `+contNS.Path()), ContainSubstring("(htb 2:)"), ContainSubstring("another tool's root qdisc")))
-			Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
+			Expect(out.Err.Msg).To(And(ContainSubstring(`"veth-h"`), ContainSubstring(`"eth0" in `+p.contNS.Path()), ContainSubstring("(htb 2:)"), ContainSubstring("another tool's root qdisc")))
+			Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
 			Expect(state()).To(Equal(before))
 		}
 	})
 
 	DescribeTable("an egress-only limit beside another tool's htb root: a failure after each step of ADD leaves the htb as it was",
 		func(step string) {
-			foreignHtb(hostNS, "veth-h")
-			theirs, before := rootAndClasses(hostNS, "veth-h"), state()
-			out := run(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", contNS, "veth-h")))
+			foreignHtb(p.hostNS, "veth-h")
+			theirs, before := rootAndClasses(p.hostNS, "veth-h"), state()
+			out := p.run(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", p.contNS, "veth-h")))
 			Expect(out.Err).NotTo(BeNil())
-			Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
+			Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
 			Expect(state()).To(Equal(before))
 		}, testutil.StepEntries(bandwidth.AddSteps))
 
 	// Surviving mutation: DEL deleting any root qdisc, not only its tbf.
 	It("ADD, CHECK, DEL of an egress-only limit leave another tool's htb root as it was", func() {
-		foreignHtb(hostNS, "veth-h")
-		theirs, before := rootAndClasses(hostNS, "veth-h"), state()
-		out := must("ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", contNS, "veth-h")))
-		Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
-		must("CHECK", conf("1.1.0", egressOnly, out.Stdout))
-		must("DEL", conf("1.1.0", egressOnly, out.Stdout))
-		Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
+		foreignHtb(p.hostNS, "veth-h")
+		theirs, before := rootAndClasses(p.hostNS, "veth-h"), state()
+		out := p.must("ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", p.contNS, "veth-h")))
+		Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
+		p.must("CHECK", conf("1.1.0", egressOnly, out.Stdout))
+		p.must("DEL", conf("1.1.0", egressOnly, out.Stdout))
+		Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
 		Expect(state()).To(Equal(before))
 		// Without prevResult: the host end found as the peer.
-		must("ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", contNS, "veth-h")))
-		must("DEL", conf("1.1.0", egressOnly, nil))
-		Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
+		p.must("ADD", conf("1.1.0", egressOnly, prevFor("1.1.0", p.contNS, "veth-h")))
+		p.must("DEL", conf("1.1.0", egressOnly, nil))
+		Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
 	})
 
 	It("DEL leaves an htb another tool put at the root after ADD", func() {
-		out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-		Expect(testutil.Handle(hostNS).QdiscDel(rootTbf(hostNS, "veth-h"))).To(Succeed())
-		foreignHtb(hostNS, "veth-h")
-		theirs := rootAndClasses(hostNS, "veth-h")
-		must("DEL", conf("1.1.0", limits, out.Stdout))
-		Expect(rootAndClasses(hostNS, "veth-h")).To(Equal(theirs))
+		out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
+		Expect(testutil.Handle(p.hostNS).QdiscDel(rootTbf(p.hostNS, "veth-h"))).To(Succeed())
+		foreignHtb(p.hostNS, "veth-h")
+		theirs := rootAndClasses(p.hostNS, "veth-h")
+		p.must("DEL", conf("1.1.0", limits, out.Stdout))
+		Expect(rootAndClasses(p.hostNS, "veth-h")).To(Equal(theirs))
 	})
 
 	// The kernel deletes a u32 classifier with its last filter only when no
 	// other u32 shares the qdisc's hash tables (see the next table).
 	It("DEL on another tool's clsact leaves no u32 of its own at any priority", func() {
-		otherTool(hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
-		theirs, cls := hooks(hostNS, "veth-h"), classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)
+		otherTool(p.hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
+		theirs, cls := hooks(p.hostNS, "veth-h"), classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)
 		Expect(u32s(cls)).To(BeEmpty())
-		out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-		Expect(u32s(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(Equal([]string{"u32 pref 65535"}))
-		must("DEL", conf("1.1.0", limits, out.Stdout))
-		Expect(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)).To(Equal(cls))
-		Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
+		out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
+		Expect(u32s(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(Equal([]string{"u32 pref 65535"}))
+		p.must("DEL", conf("1.1.0", limits, out.Stdout))
+		Expect(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)).To(Equal(cls))
+		Expect(hooks(p.hostNS, "veth-h")).To(Equal(theirs))
 	})
 
 	// Surviving mutation: counting any u32 mirred redirect as bandwidth's.
@@ -235,16 +237,16 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 	// empty hash table, at priority 65535.
 	DescribeTable("ADD and DEL leave another tool's u32 redirect on the ingress hook",
 		func(prio uint16) {
-			toolRedirect(hostNS, "veth-h", prio)
-			cls := classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)
-			out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-			Expect(redirectsTo(hostNS, "veth-h", "tool0")).To(Equal([]uint16{prio}))
-			Expect(redirectsTo(hostNS, "veth-h", bandwidth.IfbName(netName, "ctr1"))).To(Equal([]uint16{0xffff}))
-			must("CHECK", conf("1.1.0", limits, out.Stdout))
-			must("DEL", conf("1.1.0", limits, out.Stdout))
-			Expect(redirectsTo(hostNS, "veth-h", "tool0")).To(Equal([]uint16{prio}))
-			Expect(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)).To(Equal(cls))
-			Expect(qdiscKinds(hostNS, "veth-h")).To(ContainElement("clsact"))
+			toolRedirect(p.hostNS, "veth-h", prio)
+			cls := classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)
+			out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
+			Expect(redirectsTo(p.hostNS, "veth-h", "tool0")).To(Equal([]uint16{prio}))
+			Expect(redirectsTo(p.hostNS, "veth-h", bandwidth.IfbName(netName, "ctr1"))).To(Equal([]uint16{0xffff}))
+			p.must("CHECK", conf("1.1.0", limits, out.Stdout))
+			p.must("DEL", conf("1.1.0", limits, out.Stdout))
+			Expect(redirectsTo(p.hostNS, "veth-h", "tool0")).To(Equal([]uint16{prio}))
+			Expect(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS)).To(Equal(cls))
+			Expect(qdiscKinds(p.hostNS, "veth-h")).To(ContainElement("clsact"))
 		},
 		Entry("at priority 10", uint16(10)),
 		Entry("at priority 65535, in bandwidth's u32", uint16(0xffff)),
@@ -253,7 +255,7 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 	// Surviving mutation: deleting the hook's qdisc while another tool's
 	// filters remain on its egress hook.
 	It("DEL leaves a clsact that has only another tool's egress filters", func() {
-		h := testutil.Handle(hostNS)
+		h := testutil.Handle(p.hostNS)
 		l, err := h.LinkByName("veth-h")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.QdiscAdd(&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_INGRESS}})).To(Succeed())
@@ -263,12 +265,12 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 			Fd:          fd, Name: "agent-out", DirectAction: true,
 		})).To(Succeed())
 		Expect(unix.Close(fd)).To(Succeed())
-		theirs := hooks(hostNS, "veth-h")
+		theirs := hooks(p.hostNS, "veth-h")
 		Expect(theirs).To(ContainElement("qdisc clsact"))
-		out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-		must("DEL", conf("1.1.0", limits, out.Stdout))
-		Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
-		Expect(u32s(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(BeEmpty())
+		out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
+		p.must("DEL", conf("1.1.0", limits, out.Stdout))
+		Expect(hooks(p.hostNS, "veth-h")).To(Equal(theirs))
+		Expect(u32s(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(BeEmpty())
 	})
 
 	// Surviving mutation: DEL without prevResult taking the link at the
@@ -283,21 +285,21 @@ var _ = Describe("bandwidth beside another tool's qdiscs and filters", func() {
 			Expect(err).NotTo(HaveOccurred(), "%s", out)
 		}
 		// The other pod: host end veth-o (index 50), its eth0 index 70.
-		ipIn(hostNS, "link", "add", "veth-o", "index", "50", "type", "veth", "peer", "name", "eth0", "index", "70", "netns", filepath.Base(otherNS.Path()))
+		ipIn(p.hostNS, "link", "add", "veth-o", "index", "50", "type", "veth", "peer", "name", "eth0", "index", "70", "netns", filepath.Base(otherNS.Path()))
 		// This pod: eth0 (index 60), its peer at index 50 in farNS.
 		ipIn(farNS, "link", "add", "peer-x", "index", "50", "type", "veth", "peer", "name", "eth0", "index", "60", "netns", filepath.Base(c1NS.Path()))
-		ipIn(hostNS, "link", "set", "veth-o", "up")
+		ipIn(p.hostNS, "link", "set", "veth-o", "up")
 		ipIn(otherNS, "link", "set", "eth0", "up")
 		c2 := testutil.Call{Command: "ADD", ContainerID: "ctr2", IfName: "eth0", Netns: otherNS.Path(), Stdin: conf("1.1.0", limits, prevFor("1.1.0", otherNS, "veth-o"))}
-		out := testutil.RunIn(hostNS, bandwidth.Plugin, c2)
+		out := testutil.RunIn(p.hostNS, bandwidth.Plugin, c2)
 		Expect(out.Err).To(BeNil())
-		before := tbfOf(hostNS, "veth-o")
+		before := tbfOf(p.hostNS, "veth-o")
 
-		del := testutil.RunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: c1NS.Path(), Stdin: conf("1.1.0", limits, nil)})
+		del := testutil.RunIn(p.hostNS, bandwidth.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: c1NS.Path(), Stdin: conf("1.1.0", limits, nil)})
 		Expect(del.Err).To(BeNil())
-		Expect(tbfOf(hostNS, "veth-o")).To(Equal(before))
-		Expect(redirectsTo(hostNS, "veth-o", bandwidth.IfbName(netName, "ctr2"))).To(HaveLen(1))
+		Expect(tbfOf(p.hostNS, "veth-o")).To(Equal(before))
+		Expect(redirectsTo(p.hostNS, "veth-o", bandwidth.IfbName(netName, "ctr2"))).To(HaveLen(1))
 		c2.Command, c2.Stdin = "CHECK", conf("1.1.0", limits, out.Stdout)
-		Expect(testutil.RunIn(hostNS, bandwidth.Plugin, c2).Err).To(BeNil())
+		Expect(testutil.RunIn(p.hostNS, bandwidth.Plugin, c2).Err).To(BeNil())
 	})
 })

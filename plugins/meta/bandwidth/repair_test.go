@@ -74,20 +74,11 @@ func tbfOf(n *ns.NetNS, link string) string {
 // deleted: no moment without shaping), re-makes what is missing or
 // different, and touches no other tool's qdisc or filter.
 var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func() {
-	var hostNS, contNS *ns.NetNS
-	BeforeEach(func() { hostNS, contNS = newPair() })
-	run := func(hooks attach.Hooks, cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return callCtr1(hostNS, contNS, hooks, cmd, stdin)
-	}
-	must := func(cmd string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return mustCtr1(hostNS, contNS, cmd, stdin)
-	}
+	p := usePair()
 	ifb := bandwidth.IfbName(netName, "ctr1")
 	link := func(name string) netlink.Link {
 		GinkgoHelper()
-		l, err := testutil.Handle(hostNS).LinkByName(name)
+		l, err := testutil.Handle(p.hostNS).LinkByName(name)
 		Expect(err).NotTo(HaveOccurred())
 		return l
 	}
@@ -95,56 +86,56 @@ var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func()
 	shaping := func() []string {
 		GinkgoHelper()
 		return append([]string{
-			"in " + tbfOf(hostNS, "veth-h"),
-			"out " + tbfOf(hostNS, ifb),
+			"in " + tbfOf(p.hostNS, "veth-h"),
+			"out " + tbfOf(p.hostNS, ifb),
 			fmt.Sprintf("ifb #%d mtu %d up %v", link(ifb).Attrs().Index, link(ifb).Attrs().MTU, link(ifb).Attrs().Flags&1 != 0),
-			fmt.Sprintf("redirects %v", redirectsTo(hostNS, "veth-h", ifb)),
-		}, u32s(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))...)
+			fmt.Sprintf("redirects %v", redirectsTo(p.hostNS, "veth-h", ifb)),
+		}, u32s(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))...)
 	}
 
 	DescribeTable("ADD again fixes each drift in place, CHECK passes, another tool's clsact and programs stay",
 		func(drift func(), deleted []string) {
-			otherTool(hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
-			theirs := hooks(hostNS, "veth-h")
-			add := conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))
-			out := must("ADD", add)
+			otherTool(p.hostNS, "veth-h", netlink.TC_ACT_UNSPEC)
+			theirs := hooks(p.hostNS, "veth-h")
+			add := conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h"))
+			out := p.must("ADD", add)
 			want, ifbIndex := shaping(), link(ifb).Attrs().Index
 			if drift != nil {
 				drift()
-				Expect(run(attach.Hooks{}, "CHECK", conf("1.1.0", limits, out.Stdout)).Err).NotTo(BeNil(), "CHECK sees the drift")
+				Expect(p.run(attach.Hooks{}, "CHECK", conf("1.1.0", limits, out.Stdout)).Err).NotTo(BeNil(), "CHECK sees the drift")
 			}
-			seen := deletions(hostNS)
-			out = must("ADD", add)
+			seen := deletions(p.hostNS)
+			out = p.must("ADD", add)
 			Expect(seen()).To(Equal(deleted))
-			must("CHECK", conf("1.1.0", limits, out.Stdout))
-			Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
+			p.must("CHECK", conf("1.1.0", limits, out.Stdout))
+			Expect(hooks(p.hostNS, "veth-h")).To(Equal(theirs))
 			if deleted == nil {
 				Expect(link(ifb).Attrs().Index).To(Equal(ifbIndex), "the same ifb")
 				Expect(shaping()).To(Equal(want))
 			}
-			Expect(u32s(classifiers(hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(Equal([]string{"u32 pref 65535"}))
-			must("DEL", conf("1.1.0", limits, out.Stdout))
-			Expect(hooks(hostNS, "veth-h")).To(Equal(theirs))
+			Expect(u32s(classifiers(p.hostNS, "veth-h", netlink.HANDLE_MIN_INGRESS))).To(Equal([]string{"u32 pref 65535"}))
+			p.must("DEL", conf("1.1.0", limits, out.Stdout))
+			Expect(hooks(p.hostNS, "veth-h")).To(Equal(theirs))
 		},
 		Entry("nothing drifted: nothing is deleted", nil, nil),
-		Entry("the host end's tbf deleted", func() { Expect(testutil.Handle(hostNS).QdiscDel(rootTbf(hostNS, "veth-h"))).To(Succeed()) }, nil),
-		Entry("the host end's tbf changed", func() { replaceTbf(hostNS, "veth-h", 1000, 200_000, 0) }, nil),
-		Entry("the ifb's tbf deleted", func() { Expect(testutil.Handle(hostNS).QdiscDel(rootTbf(hostNS, ifb))).To(Succeed()) }, nil),
-		Entry("the ifb's tbf changed", func() { replaceTbf(hostNS, ifb, 1000, 0, 0) }, nil),
-		Entry("the ifb down", func() { Expect(testutil.Handle(hostNS).LinkSetDown(link(ifb))).To(Succeed()) }, nil),
+		Entry("the host end's tbf deleted", func() { Expect(testutil.Handle(p.hostNS).QdiscDel(rootTbf(p.hostNS, "veth-h"))).To(Succeed()) }, nil),
+		Entry("the host end's tbf changed", func() { replaceTbf(p.hostNS, "veth-h", 1000, 200_000, 0) }, nil),
+		Entry("the ifb's tbf deleted", func() { Expect(testutil.Handle(p.hostNS).QdiscDel(rootTbf(p.hostNS, ifb))).To(Succeed()) }, nil),
+		Entry("the ifb's tbf changed", func() { replaceTbf(p.hostNS, ifb, 1000, 0, 0) }, nil),
+		Entry("the ifb down", func() { Expect(testutil.Handle(p.hostNS).LinkSetDown(link(ifb))).To(Succeed()) }, nil),
 		Entry("the redirect deleted", func() {
-			Expect(testutil.Handle(hostNS).FilterDel(&netlink.GenericFilter{FilterType: "u32", FilterAttrs: netlink.FilterAttrs{
+			Expect(testutil.Handle(p.hostNS).FilterDel(&netlink.GenericFilter{FilterType: "u32", FilterAttrs: netlink.FilterAttrs{
 				LinkIndex: link("veth-h").Attrs().Index, Parent: netlink.HANDLE_MIN_INGRESS, Priority: 0xffff, Protocol: unix.ETH_P_ALL}})).To(Succeed())
 		}, nil),
 		// Its redirect (to a link that is gone) is bandwidth's own: replaced.
-		Entry("the ifb deleted", func() { Expect(testutil.Handle(hostNS).LinkDel(link(ifb))).To(Succeed()) }, []string{"del filter pref 65535"}),
+		Entry("the ifb deleted", func() { Expect(testutil.Handle(p.hostNS).LinkDel(link(ifb))).To(Succeed()) }, []string{"del filter pref 65535"}),
 	)
 
 	It("ADD again with the result of the first as prevResult lists the ifb once", func() {
-		out := must("ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
-		again := must("ADD", conf("1.1.0", limits, out.Stdout))
+		out := p.must("ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
+		again := p.must("ADD", conf("1.1.0", limits, out.Stdout))
 		Expect(testutil.ParseResult("1.1.0", again.Stdout).Interfaces).To(Equal(testutil.ParseResult("1.1.0", out.Stdout).Interfaces))
-		must("CHECK", conf("1.1.0", limits, again.Stdout))
+		p.must("CHECK", conf("1.1.0", limits, again.Stdout))
 	})
 
 	// ADD leaves everything or nothing, also over a live attachment: a
@@ -152,13 +143,13 @@ var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func()
 	// nothing that was there.
 	DescribeTable("a failure after each step of ADD over a live attachment leaves it as it was",
 		func(step string) {
-			add := conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))
-			must("ADD", add)
-			replaceTbf(hostNS, "veth-h", 1000, 200_000, 0)
-			replaceTbf(hostNS, ifb, 2000, 0, 0)
+			add := conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h"))
+			p.must("ADD", add)
+			replaceTbf(p.hostNS, "veth-h", 1000, 200_000, 0)
+			replaceTbf(p.hostNS, ifb, 2000, 0, 0)
 			before := shaping()
 			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
-				Expect(run(attach.Hooks{AfterStep: hook}, "ADD", add).Err).NotTo(BeNil())
+				Expect(p.run(attach.Hooks{AfterStep: hook}, "ADD", add).Err).NotTo(BeNil())
 				Expect(shaping()).To(Equal(before))
 			}
 		}, testutil.StepEntries(bandwidth.AddSteps))
@@ -168,14 +159,14 @@ var _ = Describe("bandwidth ADD over a live attachment (check --repair)", func()
 	// parameters back, not noqueue.
 	DescribeTable("a failure after each step of ADD puts back a leftover tbf's parameters",
 		func(step string) {
-			h := testutil.Handle(hostNS)
+			h := testutil.Handle(p.hostNS)
 			left := &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link("veth-h").Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
 				Rate: 1000, Buffer: 100000, Limit: 10000}
 			Expect(h.QdiscAdd(left)).To(Succeed())
-			was := tbfOf(hostNS, "veth-h")
-			out := run(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h")))
+			was := tbfOf(p.hostNS, "veth-h")
+			out := p.run(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", conf("1.1.0", limits, prevFor("1.1.0", p.contNS, "veth-h")))
 			Expect(out.Err).NotTo(BeNil())
-			Expect(tbfOf(hostNS, "veth-h")).To(Equal(was))
-			Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
+			Expect(tbfOf(p.hostNS, "veth-h")).To(Equal(was))
+			Expect(testutil.LinkNames(p.hostNS)).NotTo(ContainElement(ifb))
 		}, testutil.StepEntries(bandwidth.AddSteps))
 })

@@ -1,11 +1,9 @@
 package portmap_test
 
 import (
-	"bytes"
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ns"
+	"github.com/cniforge/plugins/pkg/testutil"
 )
 
 // ipt runs iptables (or ip6tables) in n with args, as a shell would.
@@ -248,25 +247,11 @@ var _ = Describe("upstream compatibility (nftables)", func() {
 	})
 })
 
-// upstreamBin is Debian's build of upstream's portmap (1.1.1), installed
-// with podman. A spec that needs it fails when it is missing: it is the
-// second source of upstream-made state (issue 22), never skipped.
-const upstreamBin = "/usr/lib/cni/portmap"
-
-// runUpstream runs upstream's portmap in n (the stand-in host) with cmd.
+// runUpstream runs upstream's portmap in n (the stand-in host) with cmd
+// (testutil.RunUpstream: the spec fails without it).
 func runUpstream(n *ns.NetNS, e env, cmd, id string, stdin []byte) {
 	GinkgoHelper()
-	_, err := os.Stat(upstreamBin)
-	Expect(err).NotTo(HaveOccurred(), "upstream's portmap (Debian's containernetworking-plugins) is needed here")
-	var out, stderr bytes.Buffer
-	err = n.Do(func() error {
-		c := exec.Command(upstreamBin)
-		c.Env = []string{"PATH=" + os.Getenv("PATH"), "CNI_COMMAND=" + cmd, "CNI_CONTAINERID=" + id,
-			"CNI_NETNS=" + e.cont.Path(), "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni"}
-		c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(stdin), &out, &stderr
-		return c.Run()
-	})
-	Expect(err).NotTo(HaveOccurred(), "upstream %s: %s %s", cmd, out.String(), stderr.String())
+	testutil.RunUpstream(n, "portmap", testutil.NewCall(cmd, id, "eth0", e.cont, stdin))
 }
 
 var _ = Describe("upstream compatibility (Debian's upstream 1.1.1 binary)", func() {

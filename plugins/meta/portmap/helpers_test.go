@@ -304,3 +304,21 @@ func forwards(n *ns.NetNS) []string {
 func nsName(n *ns.NetNS) string {
 	return strings.TrimPrefix(n.Path(), testutil.NSDir+"/")
 }
+
+// dialFromOutside is a UDP socket in e's outside namespace, bound to
+// port of testutil.OutsideAddr and connected to to (host:port): one flow,
+// one conntrack entry, for as long as the spec writes on it.
+func dialFromOutside(e env, port int, to string) *net.UDPConn {
+	GinkgoHelper()
+	var c *net.UDPConn
+	Expect(e.outside.Do(func() error {
+		raddr, err := net.ResolveUDPAddr("udp", to)
+		if err != nil {
+			return err
+		}
+		c, err = net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(testutil.OutsideAddr), Port: port}, raddr)
+		return err
+	})).To(Succeed())
+	DeferCleanup(c.Close)
+	return c
+}

@@ -185,7 +185,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		// to a closed port: the kernel kills an unreplied UDP entry on the
 		// port-unreachable answer, and the spec would prove nothing.)
 		onHost := udpListen(e.host, hostIP4+":53")
-		c := udpFromOutside(e, 40000)
+		c := dialFromOutside(e, 40000, hostIP4+":53")
 		_, err := c.Write([]byte("early"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(onHost.recv()).To(Equal("early"))
@@ -205,7 +205,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		inCont := udpListen(e.cont, ":5353")
 		stdin := conf("1.1.0", mapping{HostPort: 53, ContainerPort: 5353, Protocol: "udp"})
 		Expect(run(e, attach.Hooks{}, call("ADD", "c1", e, stdin)).Err).To(BeNil())
-		c := udpFromOutside(e, 40001)
+		c := dialFromOutside(e, 40001, hostIP4+":53")
 		send := func(msg string) {
 			for range 3 {
 				_, err := c.Write([]byte(msg))
@@ -394,18 +394,3 @@ var _ = Describe("bad input", func() {
 		}, types.ErrInvalidNetworkConfig),
 	)
 })
-
-// udpFromOutside dials hostIP4:53 over UDP from the outside namespace, from
-// source port srcPort (one conntrack entry per spec), and closes the
-// socket after the spec.
-func udpFromOutside(e env, srcPort int) *net.UDPConn {
-	GinkgoHelper()
-	var c *net.UDPConn
-	Expect(e.outside.Do(func() (err error) {
-		c, err = net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(testutil.OutsideAddr), Port: srcPort},
-			&net.UDPAddr{IP: net.ParseIP(hostIP4), Port: 53})
-		return err
-	})).To(Succeed())
-	DeferCleanup(c.Close)
-	return c
-}

@@ -184,16 +184,7 @@ var _ = Describe("sbr", func() {
 			HavePrefix("ff00::/8 dev eth0 "), HavePrefix("ff00::/8 dev net1 ")))
 	})
 
-	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return testutil.RunIn(hostNS, sbr.New(hooks), testutil.NewCall(cmd, "ctr1", ifName, n, stdin))
-	}
-	must := func(cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		out := run(attach.Hooks{}, cmd, n, ifName, stdin)
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
-	}
+	p := testutil.HookedPlugin[attach.Hooks]{New: sbr.New, ContainerID: "ctr1"}
 	// state is the rules and every IPv4 route but the local table's: sbr
 	// never touches that one, and the kernel fills it in its own time.
 	state := func() []string {
@@ -211,9 +202,9 @@ var _ = Describe("sbr", func() {
 			rulesBefore := testutil.IPRules(contNS)
 			Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.5.0.1 dev eth0"))
 
-			out := must("ADD", contNS, "net1", conf(ver, "", prevFor(ver, contNS, net1)))
+			out := p.Must(hostNS, "ADD", contNS, "net1", conf(ver, "", prevFor(ver, contNS, net1)))
 			Expect(testutil.ParseResult(ver, out.Stdout).IPs).To(HaveLen(2)) // passed through
-			out0 := must("ADD", contNS, "eth0", conf(ver, "", prevFor(ver, contNS, eth0)))
+			out0 := p.Must(hostNS, "ADD", contNS, "eth0", conf(ver, "", prevFor(ver, contNS, eth0)))
 			Expect(out0.Err).To(BeNil())
 
 			Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.6.0.1 dev net1 table 100"))
@@ -224,15 +215,15 @@ var _ = Describe("sbr", func() {
 				netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)).To(BeEmpty()) // moved out of main
 
 			if testutil.AtLeast(ver, "0.4.0") {
-				must("CHECK", contNS, "net1", conf(ver, "", out.Stdout))
-				must("CHECK", contNS, "eth0", conf(ver, "", out0.Stdout))
+				p.Must(hostNS, "CHECK", contNS, "net1", conf(ver, "", out.Stdout))
+				p.Must(hostNS, "CHECK", contNS, "eth0", conf(ver, "", out0.Stdout))
 			}
-			must("DEL", contNS, "net1", conf(ver, "", nil))
-			must("DEL", contNS, "eth0", conf(ver, "", nil))
+			p.Must(hostNS, "DEL", contNS, "net1", conf(ver, "", nil))
+			p.Must(hostNS, "DEL", contNS, "eth0", conf(ver, "", nil))
 			Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
 			Expect(tableRoutes(contNS, 100)).To(BeEmpty())
 			Expect(tableRoutes(contNS, 101)).To(BeEmpty())
-			must("DEL", contNS, "net1", conf(ver, "", nil))
+			p.Must(hostNS, "DEL", contNS, "net1", conf(ver, "", nil))
 		})
 	}, testutil.VersionEntries())
 
@@ -241,27 +232,27 @@ var _ = Describe("sbr", func() {
 		// from being removed (issue 22).
 		rulesBefore := testutil.IPRules(contNS)
 		prev := prevFor("1.1.0", contNS, net1)
-		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", "", prev))
 		edited := conf("1.1.0", `"gateways": ["nope", "10.6.0.254", "10.6.0.253"]`, prev)
-		out := run(attach.Hooks{}, "ADD", contNS, "net1", edited)
+		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "net1", edited)
 		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
-		must("DEL", contNS, "net1", edited)
+		p.Must(hostNS, "DEL", contNS, "net1", edited)
 		Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
 		left, err := testutil.Handle(contNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 100}, netlink.RT_FILTER_TABLE)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(left).To(BeEmpty())
-		must("DEL", contNS, "net1", edited)
+		p.Must(hostNS, "DEL", contNS, "net1", edited)
 	})
 
 	It("with table adds only the rules, into that table, and leaves the routes alone", func() {
 		before := allRoutes(contNS, netlink.FAMILY_V4)
 		addRoute(contNS, "default", "10.6.0.1", "net1", 300, 0)
-		must("ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
 		Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.6.0.1 dev net1 table 300"))
 		Expect(routeGet(contNS, "192.0.2.9", "10.5.0.2")).To(ContainSubstring("via 10.5.0.1 dev eth0"))
 		Expect(testutil.IPRules(contNS)).To(ContainElement(ContainSubstring("10.6.0.2/32")))
-		must("CHECK", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
-		must("DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
+		p.Must(hostNS, "CHECK", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("10.6.0.2")))
 		delDefault(contNS, 300)
 		Expect(allRoutes(contNS, netlink.FAMILY_V4)).To(Equal(before))
@@ -275,10 +266,10 @@ var _ = Describe("sbr", func() {
 		other.Src = &net.IPNet{IP: net.ParseIP("10.6.0.2").To4(), Mask: net.CIDRMask(32, 32)}
 		other.Table, other.Priority, other.Family = 400, 500, netlink.FAMILY_V4
 		Expect(h.RuleAdd(other)).To(Succeed())
-		must("ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"table": 300`, prevFor("1.1.0", contNS, net1)))
 		Expect(testutil.IPRules(contNS)).To(ContainElements(
 			ContainSubstring("10.6.0.2/32 to all table 300"), ContainSubstring("10.6.0.2/32 to all table 400")))
-		must("DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
+		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", `"table": 300`, nil))
 		rules := testutil.IPRules(contNS)
 		Expect(rules).NotTo(ContainElement(ContainSubstring("table 300")))
 		Expect(rules).To(ContainElement(ContainSubstring("10.6.0.2/32 to all table 400")))
@@ -287,23 +278,23 @@ var _ = Describe("sbr", func() {
 	It("uses static gateways and adds source hints", func() {
 		addAddr(contNS, "net1", "10.6.0.3/24") // the gateway to use
 		addAddr(hostNS, "h-net1", "10.6.0.254/24")
-		must("ADD", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 		Expect(routeGet(contNS, "192.0.2.9", "10.6.0.2")).To(ContainSubstring("via 10.6.0.254 dev net1 table 100"))
 		Expect(tableRoutes(contNS, 100)).To(ContainElement(HavePrefix("10.6.0.0/24 dev net1 src 10.6.0.2 table 100 ")))
-		must("CHECK", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "CHECK", contNS, "net1", conf("1.1.0", `"gateways": ["10.6.0.254"], "addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 	})
 
 	It("CHECK fails when a rule or a route is missing", func() {
 		prev := prevFor("1.1.0", contNS, net1)
-		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", "", prev))
 		delDefault(contNS, 100)
-		out := run(attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
+		out := p.Run(hostNS, attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("no default route via 10.6.0.1"))
 		rule := netlink.NewRule()
 		rule.Src, rule.Table, rule.Family = &net.IPNet{IP: net.ParseIP("10.6.0.2").To4(), Mask: net.CIDRMask(32, 32)}, 100, netlink.FAMILY_V4
 		Expect(testutil.Handle(contNS).RuleDel(rule)).To(Succeed())
-		out = run(attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
+		out = p.Run(hostNS, attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("no rule from 10.6.0.2/32"))
 	})
@@ -312,16 +303,16 @@ var _ = Describe("sbr", func() {
 		gone, remove := testutil.NewRemovableNS()
 		wire(gone, iface{name: "net1", hostName: "h-gone", addrs: []string{"10.7.0.2/24"}, gws: []string{"10.7.0.1"}})
 		prevGone := prevFor("1.1.0", gone, iface{name: "net1", hostName: "h-gone", addrs: []string{"10.7.0.2/24"}, gws: []string{"10.7.0.1"}})
-		must("ADD", gone, "net1", conf("1.1.0", "", prevGone))
+		p.Must(hostNS, "ADD", gone, "net1", conf("1.1.0", "", prevGone))
 		path := gone.Path()
 		remove()
 		out := testutil.RunIn(hostNS, sbr.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "net1", Netns: path, Stdin: conf("1.1.0", "", nil)})
 		Expect(out.Err).To(BeNil())
 
 		prev := prevFor("1.1.0", contNS, net1)
-		must("ADD", contNS, "net1", conf("1.1.0", "", prev))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(testutil.Handle(contNS).LinkDel(mustLink(contNS, "net1"))).To(Succeed())
-		must("DEL", contNS, "net1", conf("1.1.0", "", prev))
+		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("10.6.0.2")))
 		Expect(testutil.IPRules(contNS)).NotTo(ContainElement(ContainSubstring("fd00:6::2")))
 	})
@@ -330,7 +321,7 @@ var _ = Describe("sbr", func() {
 		DescribeTable("error or panic", func(step string) {
 			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
 				before := state()
-				out := run(attach.Hooks{AfterStep: hook}, "ADD", contNS, "net1", conf("1.1.0", `"addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
+				out := p.Run(hostNS, attach.Hooks{AfterStep: hook}, "ADD", contNS, "net1", conf("1.1.0", `"addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(state()).To(Equal(before))
 			}

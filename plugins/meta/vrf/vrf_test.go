@@ -99,11 +99,7 @@ func tableRoutes(n *ns.NetNS, table int) []string {
 
 func vrfOf(n *ns.NetNS, name string) *netlink.Vrf {
 	GinkgoHelper()
-	l, err := testutil.Handle(n).LinkByName(name)
-	Expect(err).NotTo(HaveOccurred())
-	v, ok := l.(*netlink.Vrf)
-	Expect(ok).To(BeTrue(), "%s is a %s", name, l.Type())
-	return v
+	return testutil.LinkAs[*netlink.Vrf](n, name)
 }
 
 func masterOf(n *ns.NetNS, name string) int {
@@ -161,23 +157,14 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		Expect(testutil.Handle(hostNS).AddrAdd(lo, a)).To(Succeed())
 	})
 
-	run := func(hooks attach.Hooks, cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		return testutil.RunIn(hostNS, vrf.New(hooks), testutil.NewCall(cmd, "ctr1", ifName, n, stdin))
-	}
-	must := func(cmd string, n *ns.NetNS, ifName string, stdin []byte) testutil.Output {
-		GinkgoHelper()
-		out := run(attach.Hooks{}, cmd, n, ifName, stdin)
-		Expect(out.Err).To(BeNil(), "%s: %v", cmd, out.Err)
-		return out
-	}
+	p := testutil.HookedPlugin[attach.Hooks]{New: vrf.New, ContainerID: "ctr1"}
 
 	for _, ver := range vrfVersions {
 		It("routes the interface through the VRF table, not main, at "+ver+"; CHECK; DEL twice", func() {
 			before := append(testutil.LinkNames(contNS), routes(contNS)...)
 			Expect(pingFrom(contNS, "", "192.0.2.1")).To(Succeed()) // through main, before
 
-			out := must("ADD", contNS, "eth0", conf(ver, `"vrfname": "blue"`, prevFor(ver, contNS, eth0)))
+			out := p.Must(hostNS, "ADD", contNS, "eth0", conf(ver, `"vrfname": "blue"`, prevFor(ver, contNS, eth0)))
 			Expect(testutil.ParseResult(ver, out.Stdout).IPs).To(HaveLen(2))
 			v := vrfOf(contNS, "blue")
 			Expect(masterOf(contNS, "eth0")).To(Equal(v.Index))
@@ -188,40 +175,40 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 			Expect(pingFrom(contNS, "", "192.0.2.1")).NotTo(Succeed()) // main has no way there now
 
 			if ver != "0.3.1" {
-				must("CHECK", contNS, "eth0", conf(ver, `"vrfname": "blue"`, out.Stdout))
+				p.Must(hostNS, "CHECK", contNS, "eth0", conf(ver, `"vrfname": "blue"`, out.Stdout))
 			}
-			must("DEL", contNS, "eth0", conf(ver, `"vrfname": "blue"`, nil))
+			p.Must(hostNS, "DEL", contNS, "eth0", conf(ver, `"vrfname": "blue"`, nil))
 			Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
 			Expect(masterOf(contNS, "eth0")).To(BeZero())
-			must("DEL", contNS, "eth0", conf(ver, `"vrfname": "blue"`, nil))
+			p.Must(hostNS, "DEL", contNS, "eth0", conf(ver, `"vrfname": "blue"`, nil))
 			_ = before
 		})
 	}
 
 	It("puts two interfaces into one VRF, and deletes it with the last", func() {
 		wire(contNS, net1)
-		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
-		out := must("ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
+		out := p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
 		v := vrfOf(contNS, "blue")
 		Expect(v.Table).To(BeEquivalentTo(42))
 		Expect(masterOf(contNS, "eth0")).To(Equal(v.Index))
 		Expect(masterOf(contNS, "net1")).To(Equal(v.Index))
 		Expect(tableRoutes(contNS, 42)).To(ContainElements("192.0.2.0/24", "198.51.100.0/24"))
-		must("CHECK", contNS, "net1", conf("1.1.0", `"vrfname": "blue", "table": 42`, out.Stdout))
+		p.Must(hostNS, "CHECK", contNS, "net1", conf("1.1.0", `"vrfname": "blue", "table": 42`, out.Stdout))
 
-		must("DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
+		p.Must(hostNS, "DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
 		Expect(vrfOf(contNS, "blue").Index).To(Equal(v.Index))
-		must("DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
+		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
 		Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
 	})
 
 	It("DEL succeeds when another DEL already took the VRF (upstream #1282), and with the netns gone", func() {
 		wire(contNS, net1)
-		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
-		must("ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
+		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
 		Expect(testutil.Handle(contNS).LinkDel(vrfOf(contNS, "blue"))).To(Succeed())
-		must("DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
-		must("DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
+		p.Must(hostNS, "DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
+		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
 
 		gone, remove := testutil.NewRemovableNS()
 		path := gone.Path()
@@ -233,22 +220,22 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 	It("DEL releases the interface and deletes the VRF with a config that no longer validates", func() {
 		// A config edited between ADD and DEL must not keep the attachment
 		// from being removed (issue 22).
-		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 		edited := conf("1.1.0", `"vrfname": "blue", "table": 253`, nil)
-		out := run(attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 253`, prevFor("1.1.0", contNS, eth0)))
+		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 253`, prevFor("1.1.0", contNS, eth0)))
 		testutil.ExpectCode(out, 7, "ADD still refuses it")
-		must("DEL", contNS, "eth0", edited)
+		p.Must(hostNS, "DEL", contNS, "eth0", edited)
 		Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
 		Expect(masterOf(contNS, "eth0")).To(BeZero())
-		must("DEL", contNS, "eth0", edited)
+		p.Must(hostNS, "DEL", contNS, "eth0", edited)
 	})
 
 	It("two members' DELs at the same moment both succeed and take the VRF away (upstream #1282)", func() {
 		wire(contNS, net1)
 		del := vrf.Plugin.SkelFuncs().Del
 		for round := 0; round < 5; round++ {
-			must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
-			must("ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
+			p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+			p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, net1)))
 			// The DEL callbacks run directly, each on its own thread in the
 			// stand-in host: testutil.Run would take turns.
 			errs := make(chan error, 2)
@@ -267,17 +254,17 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 	})
 
 	It("CHECK fails when the interface left the VRF or a route is missing", func() {
-		out := must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		out := p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 		v := vrfOf(contNS, "blue")
 		_, r4, _ := net.ParseCIDR(eth0.route4)
 		Expect(testutil.Handle(contNS).RouteDel(&netlink.Route{Dst: r4, Table: int(v.Table)})).To(Succeed())
-		res := run(attach.Hooks{}, "CHECK", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, out.Stdout))
+		res := p.Run(hostNS, attach.Hooks{}, "CHECK", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, out.Stdout))
 		Expect(res.Err).NotTo(BeNil())
 		Expect(res.Err.Msg).To(ContainSubstring("no route to 192.0.2.0/24"))
 		l, err := testutil.Handle(contNS).LinkByName("eth0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(testutil.Handle(contNS).LinkSetNoMaster(l)).To(Succeed())
-		res = run(attach.Hooks{}, "CHECK", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, out.Stdout))
+		res = p.Run(hostNS, attach.Hooks{}, "CHECK", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, out.Stdout))
 		Expect(res.Err).NotTo(BeNil())
 		Expect(res.Err.Msg).To(ContainSubstring(`is not in vrf "blue"`))
 	})
@@ -286,7 +273,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		DescribeTable("error or panic", func(step string) {
 			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
 				before := append(append(testutil.LinkNames(contNS), testutil.AllAddrs(contNS)...), routes(contNS)...)
-				out := run(attach.Hooks{AfterStep: hook}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+				out := p.Run(hostNS, attach.Hooks{AfterStep: hook}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 				Expect(out.Err).NotTo(BeNil())
 				Expect(append(append(testutil.LinkNames(contNS), testutil.AllAddrs(contNS)...), routes(contNS)...)).To(Equal(before))
 			}
@@ -296,7 +283,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 	DescribeTable("refuses bad input with its code and changes nothing",
 		func(code int, stdin func() []byte, msg string) {
 			before := testutil.LinkNames(contNS)
-			out := run(attach.Hooks{}, "ADD", contNS, "eth0", stdin())
+			out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "eth0", stdin())
 			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(testutil.LinkNames(contNS)).To(Equal(before))
@@ -315,7 +302,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		l, err := h.LinkByName("eth0")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.LinkSetMaster(l, br)).To(Succeed())
-		out := run(attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
+		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring(`"eth0"`), "names the interface")
 		Expect(out.Err.Msg).To(ContainSubstring("already has a master"))
@@ -324,9 +311,9 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 	})
 
 	It("refuses an existing VRF with another table (7)", func() {
-		must("ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
+		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
 		wire(contNS, net1)
-		out := run(attach.Hooks{}, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue", "table": 43`, prevFor("1.1.0", contNS, net1)))
+		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue", "table": 43`, prevFor("1.1.0", contNS, net1)))
 		testutil.ExpectCode(out, 7)
 		Expect(out.Err.Msg).To(ContainSubstring(`vrf "blue" exists with table 42, not 43`))
 		Expect(masterOf(contNS, "net1")).To(BeZero())
