@@ -150,8 +150,7 @@ var _ = Describe("the frame", func() {
 
 	It("recovers a panic in ADD into code 999, rolls back and prints one error JSON", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Stdin: conf(`"panic": "add"`)})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		testutil.ExpectCode(out, types.ErrInternal)
 		Expect(out.Err.Msg).To(ContainSubstring("panic: assignment to entry in nil map"))
 		Expect(calls).To(Equal([]string{"add", "undo"}))
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
@@ -239,8 +238,7 @@ var _ = Describe("the frame", func() {
 		dir := fakeIPAM(`[ "$CNI_COMMAND" = DEL ] && touch "` + released + `"; exit 0`)
 		out := run(attach.Hooks{}, testutil.Call{Command: "DEL", Netns: contNS.Path(), Path: dir,
 			Stdin: conf(`"panic": "del", "ipam": {"type": "fake-ipam"}`)})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		testutil.ExpectCode(out, types.ErrInternal)
 		Expect(out.Err.Msg).To(ContainSubstring("del blew up"))
 		Expect(released).To(BeAnExistingFile())
 	})
@@ -271,8 +269,7 @@ var _ = Describe("the frame", func() {
 	It("refuses an IPAM type missing from CNI_PATH with code 7 before any change", func() {
 		out := run(attach.Hooks{}, testutil.Call{Command: "ADD", Netns: contNS.Path(), Path: GinkgoT().TempDir(),
 			Stdin: conf(`"ipam": {"type": "no-such-ipam"}`)})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "no-such-ipam" not found`))
 		Expect(calls).To(BeEmpty())
 	})
@@ -322,8 +319,7 @@ var _ = Describe("the frame", func() {
 	It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
 		dir := fakeIPAM(`echo "disk on fire" >&2; exit 1`)
 		out := run(attach.Hooks{}, testutil.Call{Command: "STATUS", Path: dir, Stdin: conf(`"ipam": {"type": "fake-ipam"}`)})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		testutil.ExpectCode(out, types.ErrInternal)
 		Expect(out.Err.Msg).To(ContainSubstring("disk on fire"))
 	})
 
@@ -340,8 +336,7 @@ var _ = Describe("the frame", func() {
 		noTools := GinkgoT().TempDir()
 		env := map[string]string{"PATH": noTools}
 		out := run(attach.Hooks{}, testutil.Call{Command: "STATUS", Env: env, Stdin: conf(`"ipMasq": true, "ipMasqBackend": "iptables"`)})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(50))
+		testutil.ExpectCode(out, 50)
 		Expect(out.Err.Msg).To(ContainSubstring(`ipMasqBackend "iptables"`))
 		// Without ipMasq the backend does not matter.
 		out = run(attach.Hooks{}, testutil.Call{Command: "STATUS", Env: env, Stdin: conf(`"ipMasqBackend": "iptables"`)})
@@ -381,15 +376,12 @@ var _ = Describe("the frame", func() {
 				testutil.Call{Command: "ADD", ContainerID: "c1", IfName: "toy0", Netns: contNS.Path(), Stdin: stdin})
 		}
 		out := chained(conf(""))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult: missing"))
 		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "ips": 7}`))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		testutil.ExpectCode(out, types.ErrDecodingFailure)
 		out = chained(conf(`"prevResult": {"cniVersion": "9.9.9"}`))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+		testutil.ExpectCode(out, types.ErrIncompatibleCNIVersion)
 		Expect(calls).To(BeEmpty())
 		Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo"))
 
@@ -397,13 +389,11 @@ var _ = Describe("the frame", func() {
 		// puts it: code 7 naming it, before the plugin runs.
 		good := conf(`"prevResult": {"cniVersion": "1.1.0", "ips": [{"version": "4", "address": "10.9.0.2/24"}]}`)
 		out = chained(good)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`no interface "toy0"`))
 		Expect(testutil.ConnectNS(testutil.VethEnd{NS: contNS, Name: "toy0"}, testutil.VethEnd{NS: hostNS, Name: "toyh0"})).To(Succeed())
 		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "toy0", "sandbox": "/run/netns/elsewhere"}]}`))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`"/run/netns/elsewhere"`))
 		Expect(prevs).To(BeEmpty())
 

@@ -168,8 +168,7 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 		ip := testutil.ParseResult("1.1.0", out.Stdout).IPs[0].Address.IP.String()
 		edited := l.conf("1.1.0", `, "request": [{"option": "no-such-option"}], "ipFamilies": ["ipx"]`)
 		bad := l.call("ADD", "ctr2", edited)
-		Expect(bad.Err).NotTo(BeNil())
-		Expect(bad.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(bad, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		Expect(l.call("DEL", "ctr1", edited).Err).To(BeNil())
 		Expect(l.records()).To(BeEmpty())
 		Eventually(l.leases).Should(Not(HaveKey(ip)), func() string { return "dnsmasq saw no RELEASE:\n" + l.dnsmasqLog() })
@@ -218,13 +217,11 @@ var _ = Describe("ADD and DEL against dnsmasq", func() {
 	})
 
 	It("DEL succeeds when the netns is gone, and forgets the lease", func() {
-		gone, cleanup, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cleanup)
+		gone, cleanup := testutil.NewRemovableNS()
 		l.addPort("vh2", gone, "eth0")
 		c := testutil.Call{Command: "ADD", ContainerID: "ctrG", Netns: gone.Path(), IfName: "eth0", Stdin: []byte(l.conf("1.1.0", ""))}
 		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
-		Expect(cleanup()).To(Succeed())
+		cleanup()
 		c.Command = "DEL"
 		Expect(testutil.RunIn(l.hostNS, Plugin, c).Err).To(BeNil())
 		Expect(l.records()).To(BeEmpty())

@@ -44,8 +44,7 @@ var _ = Describe("allocation", func() {
 		Expect(run("ADD", "b", "eth0", stdin, "").Err).To(BeNil())
 
 		st := run("STATUS", "", "", stdin, "")
-		Expect(st.Err).NotTo(BeNil())
-		Expect(st.Err.Code).To(BeEquivalentTo(result.CodeUnavailable))
+		testutil.ExpectCode(st, result.CodeUnavailable)
 		Expect(st.Err.Msg).To(ContainSubstring("10.1.0.2-10.1.0.3"))
 
 		Expect(run("DEL", "a", "eth0", stdin, "").Err).To(BeNil())
@@ -360,8 +359,7 @@ var _ = Describe("GC", func() {
 			gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": []any{
 				map[string]string{"containerID": "a", "ifname": "eth0"}, entry}})
 			out := run("GC", "", "", gcIn, "")
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(HavePrefix(want))
 			Expect(reservations(dataDir)).To(Equal(map[string]string{"10.1.0.2": "a\r\neth0"}))
 		},
@@ -373,8 +371,7 @@ var _ = Describe("GC", func() {
 	It("refuses a cni.dev/valid-attachments that is not a list with code 7", func() {
 		gcIn := conf("1.1.0", dataDir, ranges("10.1.0.0/24"), map[string]any{"cni.dev/valid-attachments": "a"})
 		out := run("GC", "", "", gcIn, "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(HavePrefix("cni.dev/valid-attachments: want"))
 	})
 })

@@ -112,8 +112,7 @@ var _ = It("DEL releases the addresses with a config whose ranges no longer vali
 	Expect(reservations(dataDir)).To(HaveLen(1))
 	edited := conf("1.1.0", dataDir, ranges("10.1.0.0/33", map[string]any{"subnet": "10.2.0.0/24", "rangeStart": "10.9.0.1"}), nil)
 	out := run("ADD", "ctr2", "eth0", edited, "")
-	Expect(out.Err).NotTo(BeNil())
-	Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+	testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 	Expect(run("DEL", "ctr1", "eth0", edited, "").Err).To(BeNil())
 	Expect(reservations(dataDir)).To(BeEmpty())
 	Expect(run("DEL", "ctr1", "eth0", edited, "").Err).To(BeNil())
@@ -155,22 +154,19 @@ var _ = Describe("bad input", func() {
 
 	It("refuses malformed JSON with code 6", func() {
 		out := run("ADD", "ctr1", "eth0", []byte(`{"cniVersion":"1.1.0","name":`), "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+		testutil.ExpectCode(out, types.ErrDecodingFailure)
 		expectNothingLeft()
 	})
 
 	It("refuses a missing CNI_CONTAINERID with code 4", func() {
 		out := run("ADD", "", "eth0", conf("1.1.0", dataDir, ranges("10.1.0.0/24"), nil), "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+		testutil.ExpectCode(out, types.ErrInvalidEnvironmentVariables)
 		expectNothingLeft()
 	})
 
 	It("refuses an unsupported cniVersion with code 1", func() {
 		out := run("ADD", "ctr1", "eth0", conf("9.9.9", dataDir, ranges("10.1.0.0/24"), nil), "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+		testutil.ExpectCode(out, types.ErrIncompatibleCNIVersion)
 		expectNothingLeft()
 	})
 
@@ -196,8 +192,7 @@ var _ = Describe("bad input", func() {
 		func(ver string, ipam map[string]any, top map[string]any, cniArgs, msg string) {
 			stdin := conf(ver, dataDir, ipam, top)
 			out := run("ADD", "ctr1", "eth0", stdin, cniArgs)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring(msg))
 			// A runtime tears down a failed ADD with the same config and args.
 			Expect(run("DEL", "ctr1", "eth0", stdin, cniArgs).Err).To(BeNil())
@@ -215,8 +210,7 @@ var _ = Describe("bad input", func() {
 		ipam := ranges("10.1.0.0/24")
 		ipam["resolvConf"] = filepath.Join(dataDir, "missing.conf")
 		out := run("ADD", "ctr1", "eth0", conf("1.1.0", dataDir, ipam, nil), "")
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("ipam.resolvConf"))
 		expectNothingLeft()
 	})

@@ -176,8 +176,7 @@ var _ = Describe("static", func() {
 
 	It("refuses ADD without an address for a 0.2.0 result, which needs one", func() {
 		out := run(call("ADD", []byte(`{"cniVersion": "0.2.0", "name": "n", "ipam": {"type": "static"}}`)))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("ipam.addresses: none given"))
 	})
 
@@ -206,28 +205,24 @@ var _ = Describe("static", func() {
 	Describe("bad input", func() {
 		It("rejects malformed JSON with code 6", func() {
 			out := run(call("ADD", []byte(`{"cniVersion": "1.1.0", "name": `)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrDecodingFailure))
+			testutil.ExpectCode(out, types.ErrDecodingFailure)
 			Expect(out.Stdout).NotTo(ContainSubstring(`"ips"`))
 		})
 		It("rejects a missing CNI_CONTAINERID with code 4", func() {
 			c := call("ADD", dualStack("1.1.0"))
 			c.ContainerID = ""
 			out := run(c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+			testutil.ExpectCode(out, types.ErrInvalidEnvironmentVariables)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring("CNI_CONTAINERID"))
 		})
 		It("rejects an unsupported cniVersion with code 1", func() {
 			out := run(call("ADD", dualStack("9.9.9")))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrIncompatibleCNIVersion))
+			testutil.ExpectCode(out, types.ErrIncompatibleCNIVersion)
 		})
 		It("rejects an address without prefix with code 7 naming key and value", func() {
 			out := run(call("ADD", []byte(`{"cniVersion": "1.1.0", "name": "n",
 				"ipam": {"type": "static", "addresses": [{"address": "10.0.0.2/24"}, {"address": "10.0.0.1"}]}}`)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(Equal(`ipam.addresses[1].address: "10.0.0.1" has no prefix length (write it as 10.0.0.1/<prefix>)`))
 		})
 		It("rejects a bad CNI_ARGS IP on ADD and CHECK with code 7", func() {
@@ -270,8 +265,7 @@ var _ = Describe("static", func() {
 			}
 			status := run(call("STATUS", stdin))
 			if ownConfig {
-				Expect(status.Err).NotTo(BeNil())
-				Expect(status.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(status, types.ErrInvalidNetworkConfig)
 				Expect(status.Err.Msg).To(ContainSubstring(msg))
 			} else {
 				Expect(status.Err).To(BeNil())

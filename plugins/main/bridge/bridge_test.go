@@ -131,8 +131,7 @@ var _ = Describe("bridge", func() {
 		Expect(rulesText(env.HostNS)).To(MatchRegexp(ownerRE("c1")))
 		edited := netConf("1.1.0", `"isGateway": true, "ipMasq": true, "ipMasqBackend": "pf", "vlan": 5000, "mtu": 5, "hairpinMode": true, "promiscMode": true`, ipam)
 		out := run(env.HostNS, call("ADD", edited))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		delTwice(edited)
 	})
 
@@ -476,8 +475,7 @@ var _ = Describe("bridge", func() {
 		before := snapshot()
 		stdin := netConf("1.1.0", `"macspoofchk": true`, hostLocal(env.DataDir, "10.46.0.0/24"))
 		out := run(env.HostNS, call("ADD", stdin))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(999))
+		testutil.ExpectCode(out, 999)
 		Expect(out.Err.Msg).To(And(ContainSubstring("table bridge nat chain PREROUTING"),
 			ContainSubstring(`"type filter hook input priority -300"`), ContainSubstring("hook prerouting priority -300")))
 		Expect(snapshot()).To(Equal(before))
@@ -508,8 +506,7 @@ var _ = Describe("bridge", func() {
 		c := call("ADD", netConf("1.1.0", `"isGateway": true`, hostLocal(env.DataDir, "10.50.0.0/24")))
 		c.Netns = env.HostNS.Path()
 		out := run(env.HostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		testutil.ExpectCode(out, types.ErrInvalidNetNS)
 		Expect(out.Err.Msg).To(ContainSubstring(env.HostNS.Path()))
 		var e types.Error
 		Expect(json.Unmarshal(out.Stdout, &e)).To(Succeed(), "one JSON document on stdout: %s", out.Stdout)
@@ -521,8 +518,7 @@ var _ = Describe("bridge", func() {
 		c := call("ADD", netConf("1.1.0", "", `{"type": "no-such-ipam"}`))
 		c.Path = GinkgoT().TempDir()
 		out := run(env.HostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "no-such-ipam" not found`))
 		Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo"))
 	})
@@ -583,8 +579,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 				hostLocal(env.DataDir, "10.52.0.0/24", "fd00:52::/64"))
 			before := snapshot()
 			out := testutil.RunIn(env.HostNS, bridge.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), call("ADD", stdin))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			testutil.ExpectCode(out, types.ErrInternal)
 			Expect(out.Err.Msg).To(ContainSubstring("injected panic after step %q", step))
 			Expect(snapshot()).To(Equal(before))
 		},
@@ -639,14 +634,12 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 	})
 
 	It("cleans up on DEL when the netns is gone", func() {
-		gone, cleanup, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+		gone, cleanup := testutil.NewRemovableNS()
 		stdin := netConf("1.1.0", `"ipMasq": true`, hostLocal(env.DataDir, "10.26.0.0/24"))
 		c := call("ADD", stdin)
 		c.Netns = gone.Path()
 		Expect(run(env.HostNS, c).Err).To(BeNil())
-		Expect(cleanup()).To(Succeed())
+		cleanup()
 
 		c.Command = "DEL"
 		Expect(run(env.HostNS, c).Err).To(BeNil())
@@ -864,8 +857,7 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			func() { Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo")) })
 		It("rejects invalid values with code 7 naming the key, before touching the kernel", func() {
 			out := run(env.HostNS, call("ADD", netConf("1.1.0", `"vlan": 5000`, hostLocal(env.DataDir, "10.35.0.0/24"))))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring("vlan: 5000"))
 			Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo"))
 			Expect(testutil.Reservations(env.DataDir)).To(BeEmpty())
@@ -874,14 +866,12 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			c := call("ADD", netConf("1.1.0", "", hostLocal(env.DataDir, "10.36.0.0/24")))
 			c.Netns = "/proc/self/status"
 			out := run(env.HostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo"))
 		})
 		It("rejects CHECK without prevResult with code 7", func() {
 			out := run(env.HostNS, call("CHECK", netConf("1.1.0", "", "")))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
 		})
 	})

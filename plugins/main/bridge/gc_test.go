@@ -39,8 +39,7 @@ var _ = Describe("GC without a list of valid attachments", func() {
 			"bridge": "cnibr0", "ipMasq": true, "macspoofchk": true, "ipam": %s,
 			"cni.dev/valid-attachments": [{}]}`, netName, hostLocal(env.DataDir, "10.31.0.0/24")))}
 		out := run(env.HostNS, gc)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`cni.dev/valid-attachments[0]: "containerID": missing`))
 		Expect(rulesText(env.HostNS)).To(Equal(before))
 		Expect(testutil.Reservations(env.DataDir)).To(HaveLen(1))

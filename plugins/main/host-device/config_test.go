@@ -9,14 +9,12 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/cniforge/plugins/pkg/result"
+	"github.com/cniforge/plugins/pkg/testutil"
 	hostdevice "github.com/cniforge/plugins/plugins/main/host-device"
 )
 
 func wrap(keys string) []byte {
-	if keys != "" {
-		keys = ", " + keys
-	}
-	return []byte(`{"cniVersion": "1.0.0", "name": "n", "type": "host-device"` + keys + `}`)
+	return testutil.JoinConf(`"cniVersion": "1.0.0", "name": "n", "type": "host-device"`, keys, nil)
 }
 
 var _ = Describe("parseConfig", func() {

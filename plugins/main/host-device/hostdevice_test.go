@@ -165,8 +165,7 @@ var _ = Describe("host-device", func() {
 		mustRun("ADD", contNS, conf("1.1.0", `"device": "dev0"`, false))
 		edited := conf("1.1.0", `"device": "dev0", "hwaddr": "nope"`, false)
 		out := run("ADD", contNS, edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		mustRun("DEL", contNS, edited)
 		Expect(snapshot()).To(Equal(before))
 		mustRun("DEL", contNS, edited)
@@ -282,8 +281,7 @@ var _ = Describe("host-device", func() {
 				stdin := conf("1.1.0", `"device": "dev0"`, false)
 				p := hostdevice.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}, fs.root())
 				out := testutil.RunIn(hostNS, p, call("ADD", contNS, stdin))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(snapshot()).To(Equal(before))
 			})
 		}
@@ -291,12 +289,10 @@ var _ = Describe("host-device", func() {
 
 	Describe("DEL", func() {
 		It("succeeds twice when the namespace was destroyed", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)
+			gone, cleanup := testutil.NewRemovableNS()
 			stdin := conf("1.1.0", `"device": "dev0"`, false)
 			mustRun("ADD", gone, stdin)
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			mustRun("DEL", gone, stdin)
 			mustRun("DEL", gone, stdin)
 			Expect(testutil.Reservations(dataDir)).To(BeEmpty())
@@ -418,8 +414,7 @@ var _ = Describe("host-device", func() {
 		DescribeTable("rejects with code 7 naming the key",
 			func(keys, errHas string) {
 				out := run("ADD", contNS, conf("1.1.0", keys, false))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(errHas))
 				expectNothingMade()
 			},

@@ -106,8 +106,7 @@ var _ = Describe("ipvlan", Label(kernelfeature.Label), func() {
 		// prevResult with two interfaces names no master.
 		two := `{"cniVersion": "1.1.0", "interfaces": [{"name": "a"}, {"name": "b"}], "ips": []}`
 		out := e.Run(e.Call("ADD", "c2", testutil.NewNS(), e.Conf("1.1.0", map[string]any{"master": nil, "ipam": nil, "prevResult": json.RawMessage(two)})))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("2 interfaces"))
 	})
 })

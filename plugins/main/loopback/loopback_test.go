@@ -141,13 +141,11 @@ var _ = Describe("loopback", func() {
 	})
 
 	It("succeeds on DEL when the netns is gone", func() {
-		gone, cleanup, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+		gone, cleanup := testutil.NewRemovableNS()
 		c := call("ADD", "1.1.0")
 		c.Netns = gone.Path()
 		Expect(run(hostNS, c).Err).To(BeNil())
-		Expect(cleanup()).To(Succeed())
+		cleanup()
 
 		c.Command = "DEL"
 		Expect(run(hostNS, c).Err).To(BeNil())
@@ -184,8 +182,7 @@ var _ = Describe("loopback", func() {
 		c := call("DEL", "1.1.0")
 		c.Netns = file + "/netns" // ENOTDIR: not "gone", a wrong path
 		out := run(hostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		testutil.ExpectCode(out, types.ErrInvalidNetNS)
 		Expect(out.Err.Msg).To(ContainSubstring(c.Netns))
 	})
 
@@ -194,8 +191,7 @@ var _ = Describe("loopback", func() {
 		c := call("CHECK", "1.1.0")
 		c.Stdin = []byte(`{"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback", "dns": 7}`)
 		out := run(hostNS, c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("dns: 7 is not an object"))
 	})
 
@@ -214,16 +210,14 @@ var _ = Describe("loopback", func() {
 			c := call("ADD", "1.1.0")
 			c.Stdin = []byte(`{"cniVersion": "1.1.0", "type": "loopback"}`)
 			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(loUp(contNS)).To(BeFalse())
 		})
 		It("rejects a path that is not a netns with code 8", func() {
 			c := call("ADD", "1.1.0")
 			c.Netns = "/proc/self/status"
 			out := run(hostNS, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
 		})
 	})

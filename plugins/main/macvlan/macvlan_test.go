@@ -115,8 +115,7 @@ var _ = Describe("macvlan", func() {
 	It("takes the default route's interface when master is not set, and says to set it without one", func() {
 		stdin := e.Conf("1.1.0", map[string]any{"master": nil})
 		out := e.Run(e.Call("ADD", "c1", e.ContNS, stdin))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`set "master"`))
 
 		h := testutil.Handle(e.HostNS)

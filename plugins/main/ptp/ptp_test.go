@@ -105,8 +105,7 @@ var _ = Describe("ptp", func() {
 		env.Add(o.ver, "c1", env.ContNS, o.json())
 		edited := netOpts{ver: "1.1.0", dataDir: env.DataDir, ipMasq: true, backend: "pf", mtu: 5}
 		out := env.Run("ADD", "c2", env.ContNS, edited.json())
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		env.Must("DEL", "c1", env.ContNS, edited.json())
 		Expect(takeSnapshot(env.HostNS, env.ContNS, env.DataDir)).To(Equal(before))
 		env.Must("DEL", "c1", env.ContNS, edited.json())
@@ -299,8 +298,7 @@ var _ = Describe("ptp", func() {
 				o := netOpts{ver: "1.1.0", dataDir: env.DataDir, dual: true, ipMasq: true, backend: backend, routes: []string{"0.0.0.0/0"}}
 				before := takeSnapshot(env.HostNS, env.ContNS, env.DataDir)
 				out := testutil.RunIn(env.HostNS, ptp.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), env.Call("ADD", "c1", env.ContNS, o.json()))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(out.Err.Msg).To(ContainSubstring("injected panic"))
 				Expect(takeSnapshot(env.HostNS, env.ContNS, env.DataDir)).To(Equal(before))
 			})
@@ -322,13 +320,11 @@ var _ = Describe("ptp", func() {
 
 	Describe("DEL with the netns gone", func() {
 		It("succeeds when the namespace was destroyed", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup) // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			o := netOpts{ver: "1.1.0", dataDir: env.DataDir, ipMasq: true}
 			before := takeSnapshot(env.HostNS, env.ContNS, env.DataDir)
 			env.Add(o.ver, "c1", gone, o.json())
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 
 			c := env.Call("DEL", "c1", gone, o.json())
 			testutil.MustRunIn(env.HostNS, ptpPlugin, c)
@@ -340,15 +336,13 @@ var _ = Describe("ptp", func() {
 		})
 
 		It("removes a pair the unmounted namespace kept alive", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			held, err := ns.Open(gone.Path()) // a stray reference
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
 			o := netOpts{ver: "1.1.0", dataDir: env.DataDir}
 			res := env.Add(o.ver, "c1", gone, o.json())
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			Expect(testutil.LinkNames(env.HostNS)).To(ContainElement(res.Interfaces[0].Name))
 
 			env.Must("DEL", "c1", gone, o.json())
@@ -360,15 +354,13 @@ var _ = Describe("ptp", func() {
 
 	Describe("DEL deletes only what it owns", func() {
 		It("treats a netns path that is no longer a namespace as gone", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)             // in case the spec fails before it removes the namespace itself
+			gone, cleanup := testutil.NewRemovableNS()
 			held, err := ns.Open(gone.Path()) // keeps the pair alive
 			Expect(err).NotTo(HaveOccurred())
 			defer held.Close()
 			o := netOpts{ver: "1.1.0", dataDir: env.DataDir, ipMasq: true}
 			res := env.Add(o.ver, "c1", gone, o.json())
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			// The runtime unmounted the namespace but left its file.
 			Expect(os.WriteFile(gone.Path(), nil, 0o444)).To(Succeed())
 			DeferCleanup(os.Remove, gone.Path())
@@ -525,8 +517,7 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: env.DataDir, ipMasq: true}
 		before := takeSnapshot(env.HostNS, env.ContNS, env.DataDir)
 		out := env.Run("ADD", "c1", env.HostNS, o.json())
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+		testutil.ExpectCode(out, types.ErrInvalidNetNS)
 		Expect(out.Err.Msg).To(ContainSubstring(env.HostNS.Path()))
 		Expect(takeSnapshot(env.HostNS, env.ContNS, env.DataDir)).To(Equal(before))
 		var e types.Error
@@ -569,8 +560,7 @@ var _ = Describe("ptp", func() {
 		DescribeTable("are config errors (code 7) naming the key, and leave nothing",
 			func(body, errHas string) {
 				out := addWith(fakeIPAM(body))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(errHas))
 				Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo"))
 				Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
@@ -580,14 +570,12 @@ var _ = Describe("ptp", func() {
 		)
 		It("refuses an ipam.type missing from CNI_PATH with code 7", func() {
 			out := addWith(GinkgoT().TempDir())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring(`ipam.type: "fake-ipam" not found`))
 		})
 		It("answers 999 with the delegate's stderr when IPAM fails with only stderr", func() {
 			out := addWith(fakeIPAM(`echo "pool on fire" >&2; exit 1`))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			testutil.ExpectCode(out, types.ErrInternal)
 			Expect(out.Err.Msg).To(ContainSubstring("pool on fire"))
 		})
 		It("releases the reservation of a result with an incomplete entry", func() {
@@ -604,8 +592,7 @@ var _ = Describe("ptp", func() {
 		o := netOpts{ver: "1.1.0", dataDir: env.DataDir}
 		env.Add(o.ver, "c1", env.ContNS, o.json())
 		out := env.Run("CHECK", "c1", env.ContNS, o.json())
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring("prevResult"))
 	})
 
@@ -643,8 +630,7 @@ var _ = Describe("ptp", func() {
 		DescribeTable("rejects invalid values with code 7 naming the key",
 			func(stdin, key string) {
 				out := env.Run("ADD", "c1", env.ContNS, []byte(stdin))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+				testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 				Expect(out.Err.Msg).To(ContainSubstring(key))
 				expectNothingMade()
 			},
@@ -658,8 +644,7 @@ var _ = Describe("ptp", func() {
 			c := env.Call("ADD", "c1", env.ContNS, o.json())
 			c.Netns = "/proc/self/status"
 			out := testutil.RunIn(env.HostNS, ptpPlugin, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(out.Err.Msg).To(ContainSubstring("/proc/self/status"))
 			expectNothingMade()
 		})

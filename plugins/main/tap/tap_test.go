@@ -100,8 +100,7 @@ var _ = Describe("tap", func() {
 		env.Add("1.1.0", "c1", env.ContNS, netOpts{ver: "1.1.0", dataDir: env.DataDir}.json())
 		edited := netOpts{ver: "1.1.0", dataDir: env.DataDir, mtu: 5, owner: u32(^uint32(0))}.json()
 		out := env.Run("ADD", "c2", env.ContNS, edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		env.Must("DEL", "c1", env.ContNS, edited)
 		Expect(env.Snapshot()).To(Equal(before))
 		env.Must("DEL", "c1", env.ContNS, edited)
@@ -222,8 +221,7 @@ var _ = Describe("tap", func() {
 		func(o netOpts, code uint, errHas string) {
 			before := env.Snapshot()
 			out := env.Run("ADD", "c1", env.ContNS, o.json())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg).To(ContainSubstring(errHas))
 			Expect(env.Snapshot()).To(Equal(before))
 		},
@@ -239,8 +237,7 @@ var _ = Describe("tap", func() {
 		Expect(h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "v1"})).To(Succeed())
 		before := env.Snapshot()
 		out := env.Run("ADD", "c1", env.ContNS, netOpts{ver: "1.1.0", bridge: "v0", dataDir: env.DataDir}.json())
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`bridge: "v0" in /run/netns/`))
 		Expect(env.Snapshot()).To(Equal(before))
 	})
@@ -293,8 +290,7 @@ var _ = Describe("tap", func() {
 				o := netOpts{ver: "1.1.0", dataDir: env.DataDir, bridge: "br0"}
 				before := env.Snapshot()
 				out := testutil.RunIn(env.HostNS, tap.New(attach.Hooks{AfterStep: testutil.PanicAfter(step)}), env.Call("ADD", "c1", env.ContNS, o.json()))
-				Expect(out.Err).NotTo(BeNil())
-				Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+				testutil.ExpectCode(out, types.ErrInternal)
 				Expect(env.Snapshot()).To(Equal(before))
 			})
 		}
@@ -302,12 +298,10 @@ var _ = Describe("tap", func() {
 
 	Describe("DEL", func() {
 		It("succeeds twice when the namespace was destroyed, and releases the address", func() {
-			gone, cleanup, err := testutil.CreateNS()
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(cleanup)
+			gone, cleanup := testutil.NewRemovableNS()
 			o := netOpts{ver: "1.1.0", dataDir: env.DataDir}
 			env.Add(o.ver, "c1", gone, o.json())
-			Expect(cleanup()).To(Succeed())
+			cleanup()
 			c := env.Call("DEL", "c1", gone, o.json())
 			testutil.MustRunIn(env.HostNS, tap.Plugin, c)
 			testutil.MustRunIn(env.HostNS, tap.Plugin, c)
@@ -409,15 +403,13 @@ var _ = Describe("tap", func() {
 			expectNothingMade)
 		It("rejects an invalid value with code 7 naming the key", func() {
 			out := env.Run("ADD", "c1", env.ContNS, netOpts{ver: "1.1.0", dataDir: env.DataDir, mtu: 12}.json())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring("mtu: 12"))
 			expectNothingMade()
 		})
 		It("refuses its own namespace as CNI_NETNS with code 8", func() {
 			out := env.Run("ADD", "c1", env.HostNS, netOpts{ver: "1.1.0", dataDir: env.DataDir}.json())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetNS))
+			testutil.ExpectCode(out, types.ErrInvalidNetNS)
 			Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo"))
 			expectNothingMade()
 		})

@@ -244,8 +244,7 @@ var _ = Describe("bandwidth", func() {
 		Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifb))
 		edited := conf("1.1.0", `"ingressRate": 7, "ingressBurst": 1, "egressRate": 8000`, out.Stdout)
 		bad := run(attach.Hooks{}, "ADD", "ctr2", contNS, edited)
-		Expect(bad.Err).NotTo(BeNil())
-		Expect(bad.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(bad, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		must("DEL", contNS, edited)
 		Expect(testutil.LinkNames(hostNS)).To(Equal(linksBefore))
 		Expect(qdiscs()).To(Equal(qdiscsBefore))
@@ -480,8 +479,7 @@ var _ = Describe("bandwidth", func() {
 				Stdin: conf("1.1.0", limits, prevFor("1.1.0", contNS, "veth-h"))}
 			mutate(&c)
 			out := testutil.RunIn(hostNS, bandwidth.Plugin, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(state()).To(Equal(before))
 		},

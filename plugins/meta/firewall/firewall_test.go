@@ -230,8 +230,7 @@ var _ = DescribeTableSubtree("firewall", func(b backend) {
 			Expect(out.Err).To(BeNil(), "without binaries in PATH")
 			return
 		}
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(b.statusWithoutPath))
+		testutil.ExpectCode(out, b.statusWithoutPath)
 	})
 
 	b.own(e)
@@ -331,8 +330,7 @@ func iptablesOwn(e *fwEnv) {
 		c := e.call("ADD", conf("1.1.0", "", prev))
 		c.ContainerID = ""
 		out := e.run(c)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidEnvironmentVariables))
+		testutil.ExpectCode(out, types.ErrInvalidEnvironmentVariables)
 		Expect(filterRules(e.hostNS)).NotTo(ContainSubstring("CNI-"))
 	})
 }

@@ -85,8 +85,7 @@ var _ = Describe("firewall without firewalld", func() {
 		hostNS := testutil.NewNS()
 		env := map[string]string{"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + filepath.Join(GinkgoT().TempDir(), "no-bus")}
 		out := testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: "STATUS", Env: env, Stdin: conf("1.1.0", `, "backend": "firewalld"`, "")})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(50))
+		testutil.ExpectCode(out, 50)
 		Expect(out.Err.Msg).To(ContainSubstring(`backend: "firewalld"`))
 		out = testutil.RunIn(hostNS, firewall.Plugin, testutil.Call{Command: "STATUS", Env: env, Stdin: conf("1.1.0", `, "backend": ""`, "")})
 		Expect(out.Err).To(BeNil())

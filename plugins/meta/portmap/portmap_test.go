@@ -245,8 +245,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 		if backend == "iptables" {
 			status.Env = map[string]string{"PATH": "/nonexistent"} // no iptables binaries
 			out := run(e, attach.Hooks{}, status)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(50))
+			testutil.ExpectCode(out, 50)
 		}
 	})
 
@@ -260,8 +259,7 @@ var _ = DescribeTableSubtree("on each backend", func(backend string) {
 			mappings: []mapping{{HostPort: 80, ContainerPort: 8080}, {HostPort: 0, ContainerPort: 1}},
 			extra:    map[string]any{"markMasqBit": 40}}.json()
 		out := run(e, attach.Hooks{}, call("ADD", "c2", e, edited))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		Expect(run(e, attach.Hooks{}, call("DEL", "c1", e, edited)).Err).To(BeNil())
 		Expect(forwards(e.host)).To(BeEmpty())
 		_, err := tcpGet(e.outside, hp(80))
@@ -376,8 +374,7 @@ var _ = Describe("bad input", func() {
 		func(stdin func() []byte, code uint) {
 			before := netfilterState(e.host)
 			out := run(e, attach.Hooks{}, call("ADD", "c1", e, stdin()))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code), out.Err.Error())
+			testutil.ExpectCode(out, code, out.Err.Error())
 			Expect(netfilterState(e.host)).To(Equal(before))
 		},
 		Entry("no prevResult", func() []byte {

@@ -235,8 +235,7 @@ var _ = Describe("sbr", func() {
 		p.Must(hostNS, "ADD", contNS, "net1", conf("1.1.0", "", prev))
 		edited := conf("1.1.0", `"gateways": ["nope", "10.6.0.254", "10.6.0.253"]`, prev)
 		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "net1", edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		p.Must(hostNS, "DEL", contNS, "net1", edited)
 		Expect(testutil.IPRules(contNS)).To(Equal(rulesBefore))
 		left, err := testutil.Handle(contNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 100}, netlink.RT_FILTER_TABLE)
@@ -301,14 +300,12 @@ var _ = Describe("sbr", func() {
 	})
 
 	It("DEL succeeds with the netns gone, and with the interface gone removes the rules prevResult names", func() {
-		gone, remove, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = remove() }) // best effort: removed below
+		gone, remove := testutil.NewRemovableNS()
 		wire(gone, iface{name: "net1", hostName: "h-gone", addrs: []string{"10.7.0.2/24"}, gws: []string{"10.7.0.1"}})
 		prevGone := prevFor("1.1.0", gone, iface{name: "net1", hostName: "h-gone", addrs: []string{"10.7.0.2/24"}, gws: []string{"10.7.0.1"}})
 		p.Must(hostNS, "ADD", gone, "net1", conf("1.1.0", "", prevGone))
 		path := gone.Path()
-		Expect(remove()).To(Succeed())
+		remove()
 		out := testutil.RunIn(hostNS, sbr.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "net1", Netns: path, Stdin: conf("1.1.0", "", nil)})
 		Expect(out.Err).To(BeNil())
 
@@ -338,8 +335,7 @@ var _ = Describe("sbr", func() {
 				Stdin: conf("1.1.0", "", prevFor("1.1.0", contNS, net1))}
 			mutate(&c)
 			out := testutil.RunIn(hostNS, sbr.Plugin, c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(state()).To(Equal(before))
 		},

@@ -191,14 +191,12 @@ var _ = Describe("tuning", func() {
 	)
 
 	It("DEL with the netns gone removes the state file", func() {
-		gone, remove, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = remove() }) // best effort: removed below
+		gone, remove := testutil.NewRemovableNS()
 		Expect(testutil.ConnectNS(testutil.VethEnd{NS: hostNS, Name: "veth-g"}, testutil.VethEnd{NS: gone, Name: "eth0"})).To(Succeed())
 		must("ADD", gone, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", gone)))
 		Expect(stateFile()).To(BeAnExistingFile())
 		path := gone.Path()
-		Expect(remove()).To(Succeed())
+		remove()
 		out := testutil.RunIn(hostNS, tuning.New(tuning.Options{Allowlist: allowlist}),
 			testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: path, Stdin: conf("1.1.0", dataDir, allKeys, nil)})
 		Expect(out.Err).To(BeNil())
@@ -249,8 +247,7 @@ var _ = Describe("tuning", func() {
 		DescribeTable("panic", func(step string) {
 			before := snap()
 			out := run(attach.Hooks{AfterStep: testutil.PanicAfter(step)}, "ADD", contNS, conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+			testutil.ExpectCode(out, types.ErrInternal)
 			Expect(snap()).To(Equal(before))
 		}, testutil.StepEntries(tuning.AddSteps))
 	})
@@ -268,8 +265,7 @@ var _ = Describe("tuning", func() {
 		Expect(stateFile()).To(BeAnExistingFile())
 		edited := conf("1.1.0", dataDir, `"mac": "nope", "mtu": -5, "sysctl": {"kernel.panic": "1"}`, prevFor("1.1.0", contNS))
 		out := run(attach.Hooks{}, "ADD", contNS, edited)
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig), "ADD still refuses it")
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig, "ADD still refuses it")
 		must("DEL", contNS, edited)
 		Expect(stateFile()).NotTo(BeAnExistingFile())
 		Expect(snap()).To(Equal(before))
@@ -292,8 +288,7 @@ var _ = Describe("tuning", func() {
 		}})
 		out := testutil.RunIn(hostNS, plug, testutil.Call{Command: "ADD", ContainerID: "ctr1", IfName: "eth0",
 			Netns: contNS.Path(), Stdin: conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS))})
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInternal))
+		testutil.ExpectCode(out, types.ErrInternal)
 		Expect(out.Err.Msg).To(ContainSubstring("panic in netns " + contNS.Path() + ": injected in"))
 		Expect(writes).To(Equal(2))
 		Expect(stateFile()).NotTo(BeAnExistingFile())
@@ -314,8 +309,7 @@ var _ = Describe("tuning", func() {
 			before := linkState(contNS, "eth0")
 			keys := allKeys + `, "args": {"cni": {"sysctl": {"net.ipv4.conf.all.arp_ignore": "1"}}}`
 			out := run(attach.Hooks{}, "ADD", contNS, conf("1.1.0", dataDir, keys, prevFor("1.1.0", contNS)))
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(types.ErrInvalidNetworkConfig))
+			testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 			Expect(out.Err.Msg).To(ContainSubstring(`"net.ipv4.conf.all.arp_ignore" matches no line of the allowlist ` + allowlist))
 			Expect(linkState(contNS, "eth0")).To(Equal(before))
 			Expect(sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter")).To(Equal("0"))
@@ -330,8 +324,7 @@ var _ = Describe("tuning", func() {
 				Stdin: conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS))}
 			mutate(&c)
 			out := testutil.RunIn(hostNS, tuning.New(tuning.Options{Allowlist: allowlist}), c)
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(linkState(contNS, "eth0")).To(Equal(before))
 			Expect(files(dataDir)).To(BeEmpty())

@@ -210,11 +210,9 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		p.Must(hostNS, "DEL", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, nil))
 		p.Must(hostNS, "DEL", contNS, "net1", conf("1.1.0", `"vrfname": "blue"`, nil))
 
-		gone, remove, err := testutil.CreateNS()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = remove() }) // best effort: removed below
+		gone, remove := testutil.NewRemovableNS()
 		path := gone.Path()
-		Expect(remove()).To(Succeed())
+		remove()
 		out := testutil.RunIn(hostNS, vrf.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Netns: path, Stdin: conf("1.1.0", `"vrfname": "blue"`, nil)})
 		Expect(out.Err).To(BeNil())
 	})
@@ -225,8 +223,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 		edited := conf("1.1.0", `"vrfname": "blue", "table": 253`, nil)
 		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 253`, prevFor("1.1.0", contNS, eth0)))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(7), "ADD still refuses it")
+		testutil.ExpectCode(out, 7, "ADD still refuses it")
 		p.Must(hostNS, "DEL", contNS, "eth0", edited)
 		Expect(testutil.LinkNames(contNS)).NotTo(ContainElement("blue"))
 		Expect(masterOf(contNS, "eth0")).To(BeZero())
@@ -287,8 +284,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		func(code int, stdin func() []byte, msg string) {
 			before := testutil.LinkNames(contNS)
 			out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "eth0", stdin())
-			Expect(out.Err).NotTo(BeNil())
-			Expect(out.Err.Code).To(BeEquivalentTo(code))
+			testutil.ExpectCode(out, code)
 			Expect(out.Err.Msg + out.Err.Details).To(ContainSubstring(msg))
 			Expect(testutil.LinkNames(contNS)).To(Equal(before))
 		},
@@ -318,8 +314,7 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		p.Must(hostNS, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue", "table": 42`, prevFor("1.1.0", contNS, eth0)))
 		wire(contNS, net1)
 		out := p.Run(hostNS, attach.Hooks{}, "ADD", contNS, "net1", conf("1.1.0", `"vrfname": "blue", "table": 43`, prevFor("1.1.0", contNS, net1)))
-		Expect(out.Err).NotTo(BeNil())
-		Expect(out.Err.Code).To(BeEquivalentTo(7))
+		testutil.ExpectCode(out, 7)
 		Expect(out.Err.Msg).To(ContainSubstring(`vrf "blue" exists with table 42, not 43`))
 		Expect(masterOf(contNS, "net1")).To(BeZero())
 	})
