@@ -183,7 +183,7 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 	var errs []error
 	emptied := map[slot]bool{}
 	for _, f := range fs {
-		if err := h.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := h.FilterDel(f); err != nil && !filterGone(err) {
 			errs = append(errs, fmt.Errorf("delete redirect of %q (pref %d): %w", l.Attrs().Name, f.Attrs().Priority, err))
 			continue
 		}
@@ -193,7 +193,7 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 		return errors.Join(errs...)
 	}
 	left, err := h.FilterList(l, ingressHook)
-	if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+	if err != nil && !filterGone(err) && !errors.Is(err, unix.EINVAL) {
 		return errors.Join(append(errs, fmt.Errorf("filters of %q: %w", l.Attrs().Name, err))...)
 	}
 	for _, f := range left {
@@ -203,11 +203,19 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 		// Handle 0 names the classifier at the priority, not a filter in it.
 		u := &netlink.GenericFilter{FilterType: "u32", FilterAttrs: netlink.FilterAttrs{
 			LinkIndex: l.Attrs().Index, Parent: ingressHook, Priority: s.prio, Protocol: s.proto}}
-		if err := h.FilterDel(u); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := h.FilterDel(u); err != nil && !filterGone(err) {
 			errs = append(errs, fmt.Errorf("delete the empty u32 of %q (pref %d): %w", l.Attrs().Name, s.prio, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// filterGone reports whether a filter command failed only because what it
+// names is gone: the filter (ENOENT), or the whole link (ENODEV: the
+// container's netns went away and the kernel removed the veth pair between
+// a DEL's listing and its delete), which takes its filters with it.
+func filterGone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV)
 }
 
 // deleteIngressHookIfUnused deletes l's ingress or clsact qdisc when no
@@ -221,7 +229,7 @@ func deleteIngressHookIfUnused(h *netlink.Handle, l netlink.Link) error {
 	}
 	for _, hook := range []uint32{ingressHook, netlink.HANDLE_MIN_EGRESS} {
 		fs, err := h.FilterList(l, hook)
-		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		if err != nil && !filterGone(err) && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("filters of %q: %w", l.Attrs().Name, err)
 		}
 		if len(fs) > 0 {
