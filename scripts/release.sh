@@ -6,7 +6,7 @@
 #                                        architectures upstream releases)
 #   cniforge-<version>-linux-<arch>.cdx.json  its bill of materials
 #   cniforge-<version>-image-<arch>.tar  the node image (scripts/image): the
-#                                        two binaries alone, whose command
+#                                        three binaries alone, whose command
 #                                        installs them into the host's /opt/cni/bin
 #                                        (deploy/cniforge-daemonset.yaml);
 #                                        ctr, podman and docker load it

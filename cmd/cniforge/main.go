@@ -1,6 +1,8 @@
-// Command cniforge is the multicall binary: every cniforge plugin in one
-// executable, plus the node tool. (cmd/cniforge-light holds the light
-// plugins again, smaller: install links those to it.) The basename of
+// Command cniforge is the multicall binary: every cniforge plugin but dhcp
+// in one executable, plus the node tool. Its companions (plugins/companion)
+// sit beside it: cmd/cniforge-light holds the light plugins again, smaller,
+// and cmd/cniforge-dhcp holds dhcp; install links those plugins to them,
+// and cniforge runs cniforge-dhcp when asked for dhcp. The basename of
 // argv[0] picks the plugin, so /opt/cni/bin/bridge can be a link to it;
 // `cniforge <plugin>` works too.
 // Run under any other name with CNI_COMMAND set (a runtime whose config's
@@ -11,7 +13,7 @@
 //	cniforge <plugin>                run that plugin (CNI_* environment, config on stdin)
 //	cniforge install [--dir D] [--force]
 //	                                 install this binary as D/cniforge (default
-//	                                 /opt/cni/bin), cniforge-light from beside it,
+//	                                 /opt/cni/bin), its companions from beside it,
 //	                                 and each plugin as a link to one of them
 //	cniforge daemon [--dir D] [--force]
 //	                                 the node image's command: install into D
@@ -246,18 +248,18 @@ func parseFlags(fl *flag.FlagSet, args []string, stderr io.Writer) bool {
 }
 
 func usage(w io.Writer, plugins []plugin.Plugin) {
-	fmt.Fprintf(w, `cniforge %s: the cniforge CNI plugins in one binary
+	fmt.Fprintf(w, `cniforge %s: the cniforge CNI plugins (dhcp beside it, in cniforge-dhcp) and the node tool
 
 usage:
   cniforge version      print the version and the plugins this binary holds
   cniforge <plugin>     run a plugin (as /opt/cni/bin/<plugin> linked to cniforge does)
   cniforge install [--dir /opt/cni/bin] [--force]
-                        install this binary into the directory, cniforge-light
-                        (the light plugins' small multicall) from beside it, and
-                        each plugin as a link: those cniforge-light holds to it
-                        (they start cheaper there), the others to cniforge; each
-                        file is replaced atomically, and a file that is not
-                        cniforge's only with --force
+                        install this binary into the directory, its companions
+                        from beside it (cniforge-light: the light plugins;
+                        cniforge-dhcp: dhcp), and each plugin as a link: those a
+                        companion holds to it (they start cheaper there), the
+                        others to cniforge; each file is replaced atomically,
+                        and a file that is not cniforge's only with --force
   cniforge daemon [--dir /host/opt/cni/bin] [--force]
                         the node image's command (deploy/): install as above,
                         then stay up until SIGTERM; it reclaims nothing (run

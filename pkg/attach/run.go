@@ -102,7 +102,7 @@ type Plugin[C Conf] struct {
 // Descriptor returns the plugin.Plugin that runs p with hooks.
 //
 // Every plugin package builds its descriptor at init, and the multicall
-// binary links all 18, so this runs 18 times at every exec of any plugin:
+// binary links 17 plugins, so this runs about as often at every exec of any plugin:
 // it allocates one runner and one small closure per verb, and checks no
 // more. The check that a config embedding Masq comes with Plugin.Masq (an
 // interface assertion that builds its itab at run time) runs when the
