@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/google/nftables"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
@@ -175,5 +176,63 @@ var _ = Describe("mac spoof check over a host's own bridge nat PREROUTING", func
 		Expect(nftest.In(hostNS, func() error { _, err := nftest.NftRun(script, "-f", "-"); return err })).To(Succeed())
 		Expect(nftest.In(hostNS, check.Setup)).To(Succeed())
 		Expect(nftest.In(hostNS, check.Check)).To(Succeed())
+	})
+})
+
+var _ = Describe("GC of mac spoof checks in our earlier layout", func() {
+	// A release before the switch to upstream's names kept each check in
+	// table bridge cni_plugins_macspoof: a jump from prerouting, commented
+	// with its owner, to a chain of the attachment's own. GC must take
+	// that chain too, not only the jump: nothing else ever would.
+	a := ctrACheck().Owner
+	b := netfilter.Owner{Network: "net1", ContainerID: "ctr-b", IfName: "eth0"}
+	var hostNS *ns.NetNS
+
+	legacy := func(o netfilter.Owner, port, mac string) string {
+		return fmt.Sprintf(`add chain bridge cni_plugins_macspoof %[1]s
+add rule bridge cni_plugins_macspoof %[1]s ether saddr %[3]s return
+add rule bridge cni_plugins_macspoof %[1]s drop
+add rule bridge cni_plugins_macspoof prerouting iifname %[2]q jump %[1]s comment %[4]q
+`, LegacyMacspoofChainName(o), port, mac, netfilter.NftLegacyComment(o))
+	}
+
+	// legacyTable reads table bridge cni_plugins_macspoof in hostNS over
+	// netlink: each chain's name with the number of its rules.
+	legacyTable := func() map[string]int {
+		GinkgoHelper()
+		c, err := nftables.New(nftables.WithNetNSFd(int(hostNS.Fd())))
+		Expect(err).NotTo(HaveOccurred())
+		chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
+		Expect(err).NotTo(HaveOccurred())
+		out := map[string]int{}
+		for _, ch := range chains {
+			if ch.Table.Name != LegacyMacspoofTableName {
+				continue
+			}
+			rules, err := c.GetRules(ch.Table, ch)
+			Expect(err).NotTo(HaveOccurred())
+			out[ch.Name] = len(rules)
+		}
+		return out
+	}
+
+	BeforeEach(func() {
+		hostNS = testutil.NewNS()
+		script := "add table bridge cni_plugins_macspoof\n" +
+			"add chain bridge cni_plugins_macspoof prerouting { type filter hook prerouting priority -300; policy accept; }\n" +
+			legacy(a, "veth1234", "0a:58:0a:01:00:05") + legacy(b, "veth5678", "0a:58:0a:01:00:06")
+		Expect(nftest.In(hostNS, func() error { _, err := nftest.NftRun(script, "-f", "-"); return err })).To(Succeed())
+		Expect(legacyTable()).To(Equal(map[string]int{
+			"prerouting": 2, LegacyMacspoofChainName(a): 2, LegacyMacspoofChainName(b): 2,
+		}))
+	})
+
+	It("deletes the chain of each owner not kept with its jump, and keeps a kept one's chain and rules", func() {
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", "cni0", []netfilter.Owner{a}) })).To(Succeed())
+		Expect(legacyTable()).To(Equal(map[string]int{"prerouting": 1, LegacyMacspoofChainName(a): 2}))
+		Expect(nftest.In(hostNS, ctrACheck().Check)).To(Succeed())
+
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", "cni0", nil) })).To(Succeed())
+		Expect(legacyTable()).To(Equal(map[string]int{"prerouting": 0}))
 	})
 })

@@ -437,6 +437,20 @@ var _ = Describe("bridge", func() {
 		Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
 	})
 
+	It("keeps the bridge a failed ADD created when another attachment joined it meanwhile", func() {
+		h := testutil.Handle(env.HostNS)
+		joinBridge := func() {
+			defer GinkgoRecover()
+			addPort(h, "other0", "otherpeer0", "cnibr0") // what a concurrent ADD would have done
+		}
+		stdin := netConf("1.1.0", `"isGateway": true`, hostLocal(env.DataDir, "10.43.0.0/24"))
+		out := testutil.RunIn(env.HostNS, bridge.FailingAfterWith("ipam", joinBridge), call("ADD", stdin))
+		Expect(out.Err).NotTo(BeNil())
+		Expect(testutil.LinkNames(env.HostNS)).To(ConsistOf("lo", "cnibr0", "other0", "otherpeer0"))
+		Expect(testutil.LinkNames(env.ContNS)).To(ConsistOf("lo"))
+		Expect(testutil.Reservations(env.DataDir)).To(BeEmpty())
+	})
+
 	It("pins a bridge it did not create to the MAC it had before the port joined", func() {
 		h := testutil.Handle(env.HostNS)
 		br := addBridge(h, "cnibr0")

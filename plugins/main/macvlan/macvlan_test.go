@@ -112,6 +112,24 @@ var _ = Describe("macvlan", func() {
 		})
 	})
 
+	It("CHECK fails when the address ADD put on the container interface is gone", func() {
+		// No routes in the result: the kernel drops a route through the
+		// gateway with the address, and CHECK must notice the address
+		// itself, not only the route that went with it.
+		ipam := map[string]any{"type": "host-local", "dataDir": e.DataDir, "ranges": [][]map[string]string{
+			{{"subnet": "10.1.1.0/24", "rangeStart": "10.1.1.10", "rangeEnd": "10.1.1.50"}},
+		}}
+		stdin := e.Conf("1.1.0", map[string]any{"ipam": ipam})
+		out, res := e.Add("1.1.0", "c1", e.ContNS, stdin)
+		Expect(res.Routes).To(BeEmpty())
+		check := e.Call("CHECK", "c1", e.ContNS, testutil.WithPrev(stdin, out))
+		e.MustRun(check)
+		Expect(testutil.Handle(e.ContNS).AddrDel(e.Link(e.ContNS), &netlink.Addr{IPNet: &res.IPs[0].Address})).To(Succeed())
+		bad := e.Run(check)
+		Expect(bad.Err).NotTo(BeNil(), "CHECK passed without the address")
+		Expect(bad.Err.Msg).To(ContainSubstring("lacks address " + res.IPs[0].Address.String()))
+	})
+
 	It("takes the default route's interface when master is not set, and says to set it without one", func() {
 		stdin := e.Conf("1.1.0", map[string]any{"master": nil})
 		out := e.Run(e.Call("ADD", "c1", e.ContNS, stdin))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -297,6 +298,73 @@ var _ = Describe("sbr", func() {
 		out = p.Run(hostNS, attach.Hooks{}, "CHECK", contNS, "net1", conf("1.1.0", "", prev))
 		Expect(out.Err).NotTo(BeNil())
 		Expect(out.Err.Msg).To(ContainSubstring("no rule from 10.6.0.2/32"))
+	})
+
+	It("ADD waits for the namespace's lock before it picks a table or adds a rule", func() {
+		// Another command in the namespace (an sbr ADD of another
+		// interface, a DEL) holds the lock: it may be picking the same free
+		// table. The lock is a flock on the namespace file, so any open of
+		// the same namespace contends for it.
+		before := state()
+		held, err := ns.Open(contNS.Path())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(held.Close)
+		unlock, err := held.Lock()
+		Expect(err).NotTo(HaveOccurred())
+		var once sync.Once
+		release := func() { once.Do(unlock) }
+
+		done := make(chan testutil.Output, 1)
+		finished := make(chan struct{})
+		c := testutil.NewCall("ADD", "ctr1", "net1", contNS, conf("1.1.0", "", prevFor("1.1.0", contNS, net1)))
+		go func() {
+			defer close(finished)
+			defer GinkgoRecover()
+			var out testutil.Output
+			Expect(hostNS.Do(func() (err error) {
+				out, err = testutil.Run(sbr.Plugin, c)
+				return err
+			})).To(Succeed())
+			done <- out
+		}()
+		// Should the spec fail while ADD waits, let it finish before the
+		// namespaces go.
+		DeferCleanup(func() {
+			release()
+			Eventually(finished).WithTimeout(time.Minute).Should(BeClosed())
+		})
+
+		Consistently(func(g Gomega) {
+			g.Expect(done).NotTo(Receive(), "ADD returned while the lock was held")
+			g.Expect(state()).To(Equal(before), "ADD changed the namespace while the lock was held")
+		}).WithTimeout(2 * time.Second).ProbeEvery(50 * time.Millisecond).Should(Succeed())
+
+		release()
+		var out testutil.Output
+		Eventually(done).WithTimeout(time.Minute).Should(Receive(&out))
+		Expect(out.Err).To(BeNil())
+		Expect(testutil.IPRules(contNS)).To(ContainElement(ContainSubstring("10.6.0.2/32 to all table 100")))
+	})
+
+	It("ADD holds the namespace's lock until its last change is made", func() {
+		// At each step another open of the namespace tries the lock without
+		// waiting: it must find it taken.
+		tries := map[string]error{}
+		hook := func(step string) error {
+			n, err := ns.Open(contNS.Path())
+			if err != nil {
+				return err
+			}
+			defer n.Close() // releases the lock too, should the try get it
+			tries[step] = unix.Flock(int(n.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			return nil
+		}
+		out := p.Run(hostNS, attach.Hooks{AfterStep: hook}, "ADD", contNS, "net1", conf("1.1.0", `"addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
+		Expect(out.Err).To(BeNil())
+		Expect(tries).To(HaveLen(len(sbr.AddSteps)))
+		for _, step := range sbr.AddSteps {
+			Expect(tries[step]).To(MatchError(unix.EWOULDBLOCK), "the lock was free after step %q", step)
+		}
 	})
 
 	It("DEL succeeds with the netns gone, and with the interface gone removes the rules prevResult names", func() {
