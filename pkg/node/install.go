@@ -37,12 +37,12 @@ var cniforgeMark = []byte(" (cniforge): ")
 // Without cniforge-light beside the executable (a cniforge built or copied
 // alone), the light plugins are linked to cniforge, which holds them too;
 // without cniforge-dhcp, dhcp (which cniforge does not hold) is not
-// installed; install says so for each. A dhcp of cniforge's that an
-// older install left in dir (a link to cniforge, which no longer holds it,
-// or an older binary of ours) is removed then, and install says so: it
-// would fail with "dhcp is in cniforge-dhcp", or run dhcp at another
-// version than the rest. A dhcp that is not cniforge's is left as it is,
-// even with force (nothing is put in its place), and install says so too.
+// installed; install says so for each. A dhcp that an older install
+// linked to cniforge, which no longer holds it, is removed then, and
+// install says so: it would fail with "dhcp is in cniforge-dhcp". Any
+// other dhcp (a binary of ours that still runs it for live pods' DELs, or
+// one not cniforge's) is left as it is, even with force (nothing is put in
+// its place), and install says so too.
 // A companion that is there but not cniforge's, or not of this version,
 // stops the install: a stale file would otherwise run its plugins at
 // another version.
@@ -227,6 +227,13 @@ func runInstall(src sources, dir string, force bool, out io.Writer) error {
 		path, bin := filepath.Join(dir, n), companion.Holding(n)
 		switch left[n] {
 		case ours:
+			if !linksTo(path, filepath.Join(dir, "cniforge")) {
+				// A binary of its own (an older multicall's copy, a
+				// separate dhcp, an older cniforge-dhcp) still runs
+				// dhcp: live pods' DELs need it until one is installed.
+				fmt.Fprintf(out, "%s: left as it is, cniforge's from an earlier install (%s is in %s, not installed)\n", path, n, bin)
+				continue
+			}
 			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
@@ -236,6 +243,19 @@ func runInstall(src sources, dir string, force bool, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// linksTo reports whether path is a symlink to target (a relative link read
+// from path's folder).
+func linksTo(path, target string) bool {
+	t, err := os.Readlink(path)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(path), t)
+	}
+	return filepath.Clean(t) == filepath.Clean(target)
 }
 
 // classifyLeft is classify for the name of a plugin this install does not
