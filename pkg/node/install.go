@@ -37,9 +37,15 @@ var cniforgeMark = []byte(" (cniforge): ")
 // Without cniforge-light beside the executable (a cniforge built or copied
 // alone), the light plugins are linked to cniforge, which holds them too;
 // without cniforge-dhcp, dhcp (which cniforge does not hold) is not
-// installed; install says so for each. A companion that is there but not
-// cniforge's, or not of this version, stops the install: a stale file
-// would otherwise run its plugins at another version.
+// installed; install says so for each. A dhcp that an older install
+// linked to cniforge, which no longer holds it, is removed then, and
+// install says so: it would fail with "dhcp is in cniforge-dhcp". Any
+// other dhcp (a binary of ours that still runs it for live pods' DELs, or
+// one not cniforge's) is left as it is, even with force (nothing is put in
+// its place), and install says so too.
+// A companion that is there but not cniforge's, or not of this version,
+// stops the install: a stale file would otherwise run its plugins at
+// another version.
 // Plugins are the names cniforge holds. It returns the exit status.
 func Install(dir string, force bool, plugins []string, stdout, stderr io.Writer) int {
 	self, err := os.Executable()
@@ -56,6 +62,7 @@ func Install(dir string, force bool, plugins []string, stdout, stderr io.Writer)
 		}
 		if c.path == "" {
 			fmt.Fprintf(stdout, "no %s beside %s: %s\n", bin, self, missingCompanion(bin))
+			src.missing = append(src.missing, bin)
 			continue
 		}
 		src.companions = append(src.companions, c)
@@ -78,11 +85,13 @@ func missingCompanion(bin string) string {
 }
 
 // sources are the binaries to install: the full multicall with the
-// plugins it holds, and the companions found beside it.
+// plugins it holds, the companions found beside it, and the companions not
+// found (whose own plugins are not installed).
 type sources struct {
 	full       string
 	fullNames  []string
 	companions []companionBinary
+	missing    []string
 }
 
 // companionBinary is a companion multicall found beside cniforge.
@@ -180,6 +189,18 @@ func runInstall(src sources, dir string, force bool, out io.Writer) error {
 	if len(refused) > 0 {
 		return fmt.Errorf("%s: %q not cniforge's; nothing installed (--force replaces them)", dir, refused)
 	}
+	var unservedNames []string
+	for _, bin := range src.missing {
+		unservedNames = append(unservedNames, companion.Only(bin)...)
+	}
+	left := map[string]existing{}
+	for _, n := range unservedNames {
+		st, err := classifyLeft(filepath.Join(dir, n))
+		if err != nil {
+			return err
+		}
+		left[n] = st
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -200,7 +221,51 @@ func runInstall(src sources, dir string, force bool, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s -> %s: %s\n", filepath.Join(dir, n), t, state[n])
 	}
+	// Last: until cniforge is replaced, a link to an old one that held
+	// dhcp still runs it.
+	for _, n := range unservedNames {
+		path, bin := filepath.Join(dir, n), companion.Holding(n)
+		switch left[n] {
+		case ours:
+			if !linksTo(path, filepath.Join(dir, "cniforge")) {
+				// A binary of its own (an older multicall's copy, a
+				// separate dhcp, an older cniforge-dhcp) still runs
+				// dhcp: live pods' DELs need it until one is installed.
+				fmt.Fprintf(out, "%s: left as it is, cniforge's from an earlier install (%s is in %s, not installed)\n", path, n, bin)
+				continue
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			fmt.Fprintf(out, "%s: removed cniforge's (%s is in %s, not installed)\n", path, n, bin)
+		case foreign:
+			fmt.Fprintf(out, "%s: left as it is, not cniforge's (%s is in %s, not installed)\n", path, n, bin)
+		}
+	}
 	return nil
+}
+
+// linksTo reports whether path is a symlink to target (a relative link read
+// from path's folder).
+func linksTo(path, target string) bool {
+	t, err := os.Readlink(path)
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(path), t)
+	}
+	return filepath.Clean(t) == filepath.Clean(target)
+}
+
+// classifyLeft is classify for the name of a plugin this install does not
+// install (dhcp without cniforge-dhcp): a directory there is not an error
+// but anything else's, left as it is.
+func classifyLeft(path string) (existing, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return foreign, nil
+	}
+	return classify(path)
 }
 
 // classify tells whether path is absent, cniforge's (a symlink to a

@@ -322,3 +322,71 @@ func TestInstalledDelegationAcrossBinaries(t *testing.T) {
 	must(t, n.hostNS.Do(func() error { return cni.CheckNetworkList(context.Background(), n.list, rt) }))
 	must(t, n.del("ctr-across", contNS))
 }
+
+// An install before dhcp moved to cniforge-dhcp linked dhcp to cniforge,
+// which now answers it with code 7 ("dhcp is in cniforge-dhcp"). An
+// install without cniforge-dhcp removes such a link, and says so; a binary
+// of ours that still runs dhcp (a separate dhcp) stays for live pods'
+// DELs, and install says so. With cniforge-dhcp beside it, dhcp links to
+// that again.
+func TestInstallRemovesAStaleDHCP(t *testing.T) {
+	sep, err := os.ReadFile(filepath.Join(filepath.Dir(testutil.Multicall(t)), "dhcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		leave func(dhcp string) error
+		says  string
+		kept  bool
+	}{
+		"link to cniforge":     {func(dhcp string) error { return os.Symlink("cniforge", dhcp) }, ": removed cniforge's", false},
+		"binary of cniforge's": {func(dhcp string) error { return os.WriteFile(dhcp, sep, 0o755) }, ": left as it is, cniforge's from an earlier install", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, self := t.TempDir(), lonely(t, nil)
+			if out, rc := runBin(t, self, "install", "--dir", dir); rc != 0 {
+				t.Fatalf("install: exit %d: %s", rc, out)
+			}
+			dhcp := filepath.Join(dir, "dhcp")
+			must(t, c.leave(dhcp))
+			out, rc := runBin(t, self, "install", "--dir", dir)
+			if rc != 0 || !strings.Contains(out, dhcp+c.says+" (dhcp is in "+companion.DHCP+", not installed)\n") {
+				t.Fatalf("install over a stale dhcp without %s: exit %d: %s", companion.DHCP, rc, out)
+			}
+			if _, err := os.Lstat(dhcp); (err == nil) != c.kept {
+				t.Fatalf("install over a stale dhcp without %s: dhcp kept %v, want %v (%v)", companion.DHCP, err == nil, c.kept, err)
+			}
+			if !c.kept {
+				installedLinks(t, dir, false)
+			}
+			was := "new"
+			if c.kept {
+				was = "replaced cniforge's"
+			}
+			out, rc = runCLI(t, "install", "--dir", dir)
+			if rc != 0 || !strings.Contains(out, dhcp+" -> "+companion.DHCP+": "+was+"\n") {
+				t.Fatalf("install with %s: exit %d: %s", companion.DHCP, rc, out)
+			}
+			installed(t, dir)
+		})
+	}
+}
+
+// A dhcp that is not cniforge's (upstream's, a user's) stays where it is,
+// even with --force: an install without cniforge-dhcp puts nothing in its
+// place. Install says it left it.
+func TestInstallLeavesAForeignDHCP(t *testing.T) {
+	dir, self := t.TempDir(), lonely(t, nil)
+	dhcp := filepath.Join(dir, "dhcp")
+	foreign := []byte("#!/bin/sh\necho upstream dhcp\n")
+	must(t, os.WriteFile(dhcp, foreign, 0o755))
+	for _, args := range [][]string{{"install", "--dir", dir}, {"install", "--force", "--dir", dir}} {
+		out, rc := runBin(t, self, args...)
+		if rc != 0 || !strings.Contains(out, dhcp+": left as it is, not cniforge's (dhcp is in "+companion.DHCP+", not installed)\n") {
+			t.Fatalf("%v over a foreign dhcp: exit %d: %s", args, rc, out)
+		}
+		if b, err := os.ReadFile(dhcp); err != nil || !bytes.Equal(b, foreign) {
+			t.Fatalf("%v changed the foreign dhcp: %q, %v", args, b, err)
+		}
+	}
+}

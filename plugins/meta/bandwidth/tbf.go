@@ -4,12 +4,10 @@ package bandwidth
 // clamp of a burst tbf cannot hold), and the root slot they take.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // latencyUsec is how long a packet may wait in tbf (upstream's 25 ms):
@@ -138,8 +136,9 @@ func ownRoot(q netlink.Qdisc) bool {
 	return isTbf && q.Attrs().Handle == rootHandle && q.Attrs().Parent == netlink.HANDLE_ROOT
 }
 
+// qdiscDel deletes q; one already gone (tcGone) is success.
 func qdiscDel(h *netlink.Handle, q netlink.Qdisc) error {
-	if err := h.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
+	if err := h.QdiscDel(q); err != nil && !tcGone(qdiscDelete, err) {
 		return fmt.Errorf("delete %s qdisc: %w", q.Type(), err)
 	}
 	return nil

@@ -55,3 +55,94 @@ func TestDeleteRedirectsOfAVanishedLink(t *testing.T) {
 		t.Errorf("deleting the clsact of a link that is gone: %v, want success", err)
 	}
 }
+
+// The same race for the qdiscs: deleteShaping lists the host end's qdiscs
+// and deletes its root tbf, and the ingress hook's clsact goes after its
+// filters; the link can vanish between the listing and either delete. A
+// qdisc that went with its link is deleted, not "no such device".
+func TestDeleteQdiscsOfAVanishedLink(t *testing.T) {
+	n, _ := testutil.NewTestNS(t)
+	h, err := n.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vanish0"}, PeerName: "vanish1"}); err != nil {
+		t.Fatal(err)
+	}
+	host, err := h.LinkByName("vanish0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := tbfFor(1000000, 100000, netlink.TickInUsec())
+	if err := h.QdiscAdd(tbf(host.Attrs().Index, p)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureIngressHook(h, host); err != nil {
+		t.Fatal(err)
+	}
+	root, err := rootQdisc(h, host)
+	if err != nil || root == nil || !ownRoot(root) {
+		t.Fatalf("root qdisc of vanish0: %v, %v; want the tbf added", root, err)
+	}
+	hook, err := ingressHookQdisc(h, host)
+	if err != nil || hook == nil {
+		t.Fatalf("ingress hook of vanish0: %v, %v; want the clsact added", hook, err)
+	}
+	if err := h.LinkDel(host); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []netlink.Qdisc{root, hook} {
+		if err := qdiscDel(h, q); err != nil {
+			t.Errorf("deleting the %s of a link that is gone: %v, want success", q.Type(), err)
+		}
+	}
+}
+
+// A qdisc deleted already (by an earlier DEL, or the undo of an ADD that
+// raced one) is gone: its slot holds the kernel's default qdisc, handle 0,
+// and a delete naming our handle gets "invalid argument", which is
+// success, as "no such file" is for a link that never had the qdisc.
+func TestDeleteQdiscsAlreadyGone(t *testing.T) {
+	n, _ := testutil.NewTestNS(t)
+	h, err := n.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, name := range []string{"gone0", "never0"} {
+		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, err := h.LinkByName("gone0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := h.LinkByName("never0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := tbfFor(1000000, 100000, netlink.TickInUsec())
+	qdiscs := func(l netlink.Link) []netlink.Qdisc {
+		return []netlink.Qdisc{
+			tbf(l.Attrs().Index, p),
+			&netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: ingressHandle, Parent: netlink.HANDLE_INGRESS}},
+		}
+	}
+	for _, q := range qdiscs(gone) {
+		if err := h.QdiscAdd(q); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.QdiscDel(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []netlink.Link{gone, never} {
+		for _, q := range qdiscs(l) {
+			if err := qdiscDel(h, q); err != nil {
+				t.Errorf("deleting a %s %s no longer has: %v, want success", q.Type(), l.Attrs().Name, err)
+			}
+		}
+	}
+}
