@@ -183,7 +183,7 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 	var errs []error
 	emptied := map[slot]bool{}
 	for _, f := range fs {
-		if err := h.FilterDel(f); err != nil && !tcGone(filterDelete, err) {
+		if err := h.FilterDel(f); err != nil && !filterGone(h, l, err) {
 			errs = append(errs, fmt.Errorf("delete redirect of %q (pref %d): %w", l.Attrs().Name, f.Attrs().Priority, err))
 			continue
 		}
@@ -203,11 +203,28 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 		// Handle 0 names the classifier at the priority, not a filter in it.
 		u := &netlink.GenericFilter{FilterType: "u32", FilterAttrs: netlink.FilterAttrs{
 			LinkIndex: l.Attrs().Index, Parent: ingressHook, Priority: s.prio, Protocol: s.proto}}
-		if err := h.FilterDel(u); err != nil && !tcGone(filterDelete, err) {
+		if err := h.FilterDel(u); err != nil && !filterGone(h, l, err) {
 			errs = append(errs, fmt.Errorf("delete the empty u32 of %q (pref %d): %w", l.Attrs().Name, s.prio, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// filterGone reports whether a filter delete on l's ingress hook failed
+// only because the filter is gone: tcGone's errnos, or EINVAL when the
+// hook's qdisc itself went meanwhile (another DEL or GC of the same
+// attachment, a tool clearing the link's qdiscs) with every filter on it:
+// the kernel then finds no parent for the request. An EINVAL while the
+// hook is there stays an error (TestDeleteRedirectsOfAVanishedHook).
+func filterGone(h *netlink.Handle, l netlink.Link, err error) bool {
+	if tcGone(filterDelete, err) {
+		return true
+	}
+	if !errors.Is(err, unix.EINVAL) {
+		return false
+	}
+	q, qerr := ingressHookQdisc(h, l)
+	return qerr == nil && q == nil
 }
 
 // tcRequest is the kind of tc request a DEL makes on something that may

@@ -146,3 +146,53 @@ func TestDeleteQdiscsAlreadyGone(t *testing.T) {
 		}
 	}
 }
+
+// The same race one level down: a DEL lists the host end's redirects, then
+// the ingress hook's clsact goes (another DEL or GC of the same
+// attachment, or a tool clearing the link's qdiscs) with every filter on
+// it, and the DEL's filter delete finds no parent: the kernel answers
+// EINVAL, not ENOENT. The redirect is gone all the same, so the delete is
+// success.
+func TestDeleteRedirectsOfAVanishedHook(t *testing.T) {
+	n, _ := testutil.NewTestNS(t)
+	h, err := n.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "hook0"}, PeerName: "hook1"}
+	ifb := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "bwphook"}}
+	for _, l := range []netlink.Link{veth, ifb} {
+		if err := h.LinkAdd(l); err != nil {
+			t.Fatalf("add %s: %v", l.Attrs().Name, err)
+		}
+	}
+	host, err := h.LinkByName("hook0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := h.LinkByName("bwphook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ensureIngressHook(h, host); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.FilterAdd(redirect(host.Attrs().Index, to.Attrs().Index)); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := bandwidthRedirects(h, host)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("redirects of hook0: %v, %v; want the one added", fs, err)
+	}
+	q, err := ingressHookQdisc(h, host)
+	if err != nil || q == nil {
+		t.Fatalf("clsact of hook0: %v, %v", q, err)
+	}
+	if err := h.QdiscDel(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteFilters(h, host, fs); err != nil {
+		t.Errorf("deleting the redirects of a hook that is gone: %v, want success", err)
+	}
+}
