@@ -9,18 +9,32 @@ suite_binaries() {
 
 # holders DIR: "PLUGIN BINARY" per plugin of the suite, sorted, as
 # `cniforge install` links them: a companion's plugins (its `version`) to
-# it, every other plugin of `cniforge version` to cniforge.
+# it, every other plugin of `cniforge version` to cniforge. It fails, saying
+# so on stderr, when a binary cannot tell its plugins or none are listed: a
+# caller reading `< <(holders DIR)` would otherwise check nothing.
 holders() {
-	local dir=$1 c p
+	local dir=$1 c p v cv
 	local -A h=()
-	for p in $("$dir/cniforge" version | sed -n 's/^plugins: //p'); do
+	v=$("$dir/cniforge" version) || {
+		echo "holders: $dir/cniforge version failed" >&2
+		return 1
+	}
+	for p in $(sed -n 's/^plugins: //p' <<<"$v"); do
 		h[$p]=cniforge
 	done
-	for c in $("$dir/cniforge" version | sed -n 's/^companions: //p'); do
-		for p in $("$dir/$c" version | sed -n 's/^plugins: //p'); do
+	for c in $(sed -n 's/^companions: //p' <<<"$v"); do
+		cv=$("$dir/$c" version) || {
+			echo "holders: $dir/$c version failed" >&2
+			return 1
+		}
+		for p in $(sed -n 's/^plugins: //p' <<<"$cv"); do
 			h[$p]=$c
 		done
 	done
+	[ ${#h[@]} -gt 0 ] || {
+		echo "holders: $dir/cniforge version lists no plugins" >&2
+		return 1
+	}
 	for p in "${!h[@]}"; do
 		echo "$p ${h[$p]}"
 	done | sort

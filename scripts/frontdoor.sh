@@ -264,9 +264,11 @@ if scripts/release.sh "$work/rel1" >"$work/release.log" 2>&1 &&
 		grep -qx "          image: cniforge:$v" "$d/cniforge-daemonset.yaml" 2>/dev/null || bad+=("$f: cniforge-daemonset.yaml does not name cniforge:$v")
 		grep -q '^ExecStart=/opt/cni/bin/cniforge gc --apply' "$d/systemd/cniforge-gc.service" 2>/dev/null &&
 			grep -q '^OnUnitActiveSec=' "$d/systemd/cniforge-gc.timer" 2>/dev/null || bad+=("$f: no systemd units for cniforge gc")
+		pairs=$(holders bin) || bad+=("$f: cannot list the plugins of bin/")
 		while read -r name b; do
+			[ -n "$name" ] || continue
 			[ "$(stat -c %i "$d/$name" 2>/dev/null)" = "$(stat -c %i "$d/$b")" ] || bad+=("$f: $name is not a hardlink to $b")
-		done < <(holders bin)
+		done <<<"$pairs"
 	done
 	if [ ${#bad[@]} -eq 0 ] && [ -n "$tgzs" ]; then
 		ok "release.sh: $(wc -w <<<"$tgzs") tarballs and their SBOMs, the same bytes twice, hardlinks, SHA256SUMS and the SBOMs' modules and sums right"

@@ -317,7 +317,8 @@ containerd16_toml() {
 # that holds it (scripts/binaries.sh's holders), as install decides, and
 # nothing half-written (the CRI and Kubernetes lanes' DaemonSet checks).
 installed_from_image() {
-	local b t want
+	local b t want pairs
+	pairs=$(holders bin) || return 1
 	for b in $(suite_binaries bin); do
 		cmp -s "$cnidir/$b" "bin/$b" || {
 			echo "$cnidir/$b is not the image's binary"
@@ -329,7 +330,7 @@ installed_from_image() {
 			echo "$cnidir/$t: $(ls -l "$cnidir/$t" 2>&1), want a link to $want"
 			return 1
 		}
-	done < <(holders bin)
+	done <<<"$pairs"
 	! ls -A "$cnidir" | grep '^\.' || {
 		echo "temporary files left in $cnidir"
 		return 1
