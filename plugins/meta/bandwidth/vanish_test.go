@@ -14,24 +14,41 @@ import (
 // filters of a link that is gone is success, not "no such device" (the
 // kill-and-GC spec of tests/killadd failed so once).
 func TestDeleteRedirectsOfAVanishedLink(t *testing.T) {
+	h, host, fs := listedRedirect(t, "vanish")
+	if err := h.LinkDel(host); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteFilters(h, host, fs); err != nil {
+		t.Errorf("deleting the redirects of a link that is gone: %v, want success", err)
+	}
+	if err := deleteIngressHookIfUnused(h, host); err != nil {
+		t.Errorf("deleting the clsact of a link that is gone: %v, want success", err)
+	}
+}
+
+// listedRedirect makes, in a fresh namespace, a veth <p>0 whose ingress
+// hook redirects to an ifb bwp<p>, as bandwidth's ADD does, and returns
+// the handle, the host end and its redirects as a DEL lists them.
+func listedRedirect(t *testing.T, p string) (*netlink.Handle, netlink.Link, []netlink.Filter) {
+	t.Helper()
 	n, _ := testutil.NewTestNS(t)
 	h, err := n.Handle()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vanish0"}, PeerName: "vanish1"}
-	ifb := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "bwpvanish"}}
+	t.Cleanup(h.Close)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p + "0"}, PeerName: p + "1"}
+	ifb := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "bwp" + p}}
 	for _, l := range []netlink.Link{veth, ifb} {
 		if err := h.LinkAdd(l); err != nil {
 			t.Fatalf("add %s: %v", l.Attrs().Name, err)
 		}
 	}
-	host, err := h.LinkByName("vanish0")
+	host, err := h.LinkByName(veth.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	to, err := h.LinkByName("bwpvanish")
+	to, err := h.LinkByName(ifb.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,17 +60,9 @@ func TestDeleteRedirectsOfAVanishedLink(t *testing.T) {
 	}
 	fs, err := bandwidthRedirects(h, host)
 	if err != nil || len(fs) != 1 {
-		t.Fatalf("redirects of vanish0: %v, %v; want the one added", fs, err)
+		t.Fatalf("redirects of %s: %v, %v; want the one added", veth.Name, fs, err)
 	}
-	if err := h.LinkDel(host); err != nil {
-		t.Fatal(err)
-	}
-	if err := deleteFilters(h, host, fs); err != nil {
-		t.Errorf("deleting the redirects of a link that is gone: %v, want success", err)
-	}
-	if err := deleteIngressHookIfUnused(h, host); err != nil {
-		t.Errorf("deleting the clsact of a link that is gone: %v, want success", err)
-	}
+	return h, host, fs
 }
 
 // The same race for the qdiscs: deleteShaping lists the host end's qdiscs
@@ -154,37 +163,7 @@ func TestDeleteQdiscsAlreadyGone(t *testing.T) {
 // EINVAL, not ENOENT. The redirect is gone all the same, so the delete is
 // success.
 func TestDeleteRedirectsOfAVanishedHook(t *testing.T) {
-	n, _ := testutil.NewTestNS(t)
-	h, err := n.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "hook0"}, PeerName: "hook1"}
-	ifb := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "bwphook"}}
-	for _, l := range []netlink.Link{veth, ifb} {
-		if err := h.LinkAdd(l); err != nil {
-			t.Fatalf("add %s: %v", l.Attrs().Name, err)
-		}
-	}
-	host, err := h.LinkByName("hook0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	to, err := h.LinkByName("bwphook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ensureIngressHook(h, host); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.FilterAdd(redirect(host.Attrs().Index, to.Attrs().Index)); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := bandwidthRedirects(h, host)
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("redirects of hook0: %v, %v; want the one added", fs, err)
-	}
+	h, host, fs := listedRedirect(t, "hook")
 	q, err := ingressHookQdisc(h, host)
 	if err != nil || q == nil {
 		t.Fatalf("clsact of hook0: %v, %v", q, err)
