@@ -349,22 +349,10 @@ var _ = Describe("sbr", func() {
 	It("ADD holds the namespace's lock until its last change is made", func() {
 		// At each step another open of the namespace tries the lock without
 		// waiting: it must find it taken.
-		tries := map[string]error{}
-		hook := func(step string) error {
-			n, err := ns.Open(contNS.Path())
-			if err != nil {
-				return err
-			}
-			defer n.Close() // releases the lock too, should the try get it
-			tries[step] = unix.Flock(int(n.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-			return nil
-		}
+		hook, expectHeld := testutil.LockTries(contNS)
 		out := p.Run(hostNS, attach.Hooks{AfterStep: hook}, "ADD", contNS, "net1", conf("1.1.0", `"addSourceHints": true`, prevFor("1.1.0", contNS, net1)))
 		Expect(out.Err).To(BeNil())
-		Expect(tries).To(HaveLen(len(sbr.AddSteps)))
-		for _, step := range sbr.AddSteps {
-			Expect(tries[step]).To(MatchError(unix.EWOULDBLOCK), "the lock was free after step %q", step)
-		}
+		expectHeld(sbr.AddSteps)
 	})
 
 	It("DEL succeeds with the netns gone, and with the interface gone removes the rules prevResult names", func() {

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
@@ -274,22 +273,10 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		// At each step another open of the namespace tries the lock without
 		// waiting: it must find it taken (another ADD may be creating the
 		// same VRF).
-		tries := map[string]error{}
-		hook := func(step string) error {
-			n, err := ns.Open(contNS.Path())
-			if err != nil {
-				return err
-			}
-			defer n.Close() // releases the lock too, should the try get it
-			tries[step] = unix.Flock(int(n.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-			return nil
-		}
+		hook, expectHeld := testutil.LockTries(contNS)
 		out := p.Run(hostNS, attach.Hooks{AfterStep: hook}, "ADD", contNS, "eth0", conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0)))
 		Expect(out.Err).To(BeNil())
-		Expect(tries).To(HaveLen(len(vrf.AddSteps)))
-		for _, step := range vrf.AddSteps {
-			Expect(tries[step]).To(MatchError(unix.EWOULDBLOCK), "the lock was free after step %q", step)
-		}
+		expectHeld(vrf.AddSteps)
 	})
 
 	Describe("a failure after each step of ADD leaves nothing", func() {
