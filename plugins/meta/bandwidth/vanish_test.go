@@ -31,12 +31,7 @@ func TestDeleteRedirectsOfAVanishedLink(t *testing.T) {
 // the handle, the host end and its redirects as a DEL lists them.
 func listedRedirect(t *testing.T, p string) (*netlink.Handle, netlink.Link, []netlink.Filter) {
 	t.Helper()
-	n, _ := testutil.NewTestNS(t)
-	h, err := n.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := nsHandle(t)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: p + "0"}, PeerName: p + "1"}
 	ifb := &netlink.Ifb{LinkAttrs: netlink.LinkAttrs{Name: "bwp" + p}}
 	for _, l := range []netlink.Link{veth, ifb} {
@@ -70,12 +65,7 @@ func listedRedirect(t *testing.T, p string) (*netlink.Handle, netlink.Link, []ne
 // filters; the link can vanish between the listing and either delete. A
 // qdisc that went with its link is deleted, not "no such device".
 func TestDeleteQdiscsOfAVanishedLink(t *testing.T) {
-	n, _ := testutil.NewTestNS(t)
-	h, err := n.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := nsHandle(t)
 	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vanish0"}, PeerName: "vanish1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +103,7 @@ func TestDeleteQdiscsOfAVanishedLink(t *testing.T) {
 // and a delete naming our handle gets "invalid argument", which is
 // success, as "no such file" is for a link that never had the qdisc.
 func TestDeleteQdiscsAlreadyGone(t *testing.T) {
-	n, _ := testutil.NewTestNS(t)
-	h, err := n.Handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := nsHandle(t)
 	for _, name := range []string{"gone0", "never0"} {
 		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"}); err != nil {
 			t.Fatal(err)
@@ -174,4 +159,16 @@ func TestDeleteRedirectsOfAVanishedHook(t *testing.T) {
 	if err := deleteFilters(h, host, fs); err != nil {
 		t.Errorf("deleting the redirects of a hook that is gone: %v, want success", err)
 	}
+}
+
+// nsHandle is a netlink handle in a fresh namespace, closed with the test.
+func nsHandle(t *testing.T) *netlink.Handle {
+	t.Helper()
+	n, _ := testutil.NewTestNS(t)
+	h, err := n.Handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
