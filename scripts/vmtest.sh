@@ -26,7 +26,9 @@ readonly TIMED_OUT=124
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
-cache=${CNIFORGE_VM_CACHE:-$repo/.cache/vm}
+# Resolved: the guest sees the host's root at /host, so a link on the way
+# (a worktree's .cache -> /work/main/.cache) would lead it out of /host.
+cache=$(realpath -m "${CNIFORGE_VM_CACHE:-$repo/.cache/vm}")
 timeout=${CNIFORGE_VM_TIMEOUT:-1200}
 caller=$PPID
 
