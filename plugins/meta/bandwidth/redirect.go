@@ -214,8 +214,9 @@ func deleteFilters(h *netlink.Handle, l netlink.Link, fs []netlink.Filter) error
 // only because the filter is gone: tcGone's errnos, or EINVAL when the
 // hook's qdisc itself went meanwhile (another DEL or GC of the same
 // attachment, a tool clearing the link's qdiscs) with every filter on it:
-// the kernel then finds no parent for the request. An EINVAL while the
-// hook is there stays an error (TestDeleteRedirectsOfAVanishedHook).
+// the kernel then finds no parent for the request
+// (TestDeleteRedirectsOfAVanishedHook). An EINVAL while the hook is there
+// stays an error. Every filter delete asks here, not tcGone.
 func filterGone(h *netlink.Handle, l netlink.Link, err error) bool {
 	if tcGone(filterDelete, err) {
 		return true
@@ -256,9 +257,10 @@ const (
 //     kernel's dump answers a missing hook or link with an empty list, so
 //     none of the three is seen there on the kernels we test.
 //
-// A filter delete does not accept EINVAL: the kernel answers it for a
-// request it cannot parse, and also when the hook's qdisc went between
-// the listing and the delete ("parent qdisc doesn't exist").
+// For a filter delete EINVAL alone says nothing: the kernel answers it for
+// a request it cannot parse, and also when the hook's qdisc went between
+// the listing and the delete ("parent qdisc doesn't exist"); filterGone
+// tells the two apart by looking for the hook.
 func tcGone(r tcRequest, err error) bool {
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV):
