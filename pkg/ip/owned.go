@@ -101,3 +101,16 @@ func DeleteVethsByAlias(h *netlink.Handle, alias string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// CheckNameFree refuses, changing nothing, an ifName that already names a
+// link in the container: a plugin that moves or makes its link there under
+// that name would fail half way, and one that runs IPAM first (ptp) would
+// have its undo release what IPAM handed a live attachment again.
+func CheckNameFree(contNS *ns.NetNS, contH *netlink.Handle, ifName string) error {
+	if _, err := LinkByName(contH, ifName); err == nil {
+		return fmt.Errorf("a link %q already exists in %s", ifName, contNS.Path())
+	} else if !errors.Is(err, ErrLinkNotFound) {
+		return fmt.Errorf("in %s: %w", contNS.Path(), err)
+	}
+	return nil
+}

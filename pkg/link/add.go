@@ -1,7 +1,6 @@
 package link
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -11,7 +10,6 @@ import (
 	"github.com/cniforge/plugins/pkg/attach"
 	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/ipam"
-	"github.com/cniforge/plugins/pkg/ns"
 )
 
 // The steps Add passes to attach.Hooks.AfterStep, in the order they run.
@@ -134,18 +132,6 @@ func Configure(a *attach.Attachment, addrs func() (*current.Result, error), dns 
 		return nil, err
 	}
 	return out, nil
-}
-
-// CheckNameFree refuses, changing nothing, an ifName that already names a
-// link in the container (a plugin that moves or makes its link there under
-// that name would fail half way).
-func CheckNameFree(contNS *ns.NetNS, contH *netlink.Handle, ifName string) error {
-	if _, err := ip.LinkByName(contH, ifName); err == nil {
-		return fmt.Errorf("a link %q already exists in %s", ifName, contNS.Path())
-	} else if !errors.Is(err, ip.ErrLinkNotFound) {
-		return fmt.Errorf("in %s: %w", contNS.Path(), err)
-	}
-	return nil
 }
 
 // MasterRef names a master as the config does: Name ("" for the default

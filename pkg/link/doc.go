@@ -24,7 +24,7 @@
 //     is up before it), then Finish (step "configure").
 //   - Configure: the tail of ADD once the link is CNI_IFNAME in the
 //     container (addresses, step "ipam", Finish, step "configure"): Add's,
-//     tap's and host-device's. CheckNameFree: CNI_IFNAME is free there.
+//     tap's and host-device's (ip.CheckNameFree first: CNI_IFNAME is free there).
 //   - Plugin: the descriptor of a plugin whose attachment is one such link
 //     (macvlan, ipvlan, vlan, dummy): ADD its own (ending in Add), DEL
 //     DeleteOwned on a config decoded without validation, then IPAM.

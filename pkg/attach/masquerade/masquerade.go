@@ -96,9 +96,10 @@ func (p *Prepared) Start(addrs []*net.IPNet) (wait func() error) {
 	}
 	p.started = true
 	owner := p.a.Owner()
-	// undo puts back what o's rules were before: a runtime's second ADD
-	// over a live attachment (ptp starts this before its veth step, whose
-	// failure then runs the undo) must not take its masquerade away.
+	// undo puts back what o's rules were before: an ADD over an attachment
+	// whose rules are live (check --repair after its veth went; ptp starts
+	// this before its veth step, whose failure then runs the undo) must not
+	// take its masquerade away.
 	var undo func() error
 	done := p.a.Beside(func() error {
 		p.prestarted()

@@ -34,7 +34,7 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return nil, err
 	}
 	if dev != nil {
-		if err := link.CheckNameFree(contNS, contH, ifName); err != nil {
+		if err := ip.CheckNameFree(contNS, contH, ifName); err != nil {
 			return nil, err
 		}
 	}

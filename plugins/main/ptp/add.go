@@ -27,6 +27,12 @@ func add(a *attach.Attachment, conf *netConf) (types.Result, error) {
 		return nil, err
 	}
 
+	// IPAM runs before the veth exists, so a runtime's second ADD over a
+	// live attachment is refused first: an IPAM that hands the attachment
+	// its live address again (dhcp, static) would see ADD's undo release it.
+	if err := ip.CheckNameFree(contNS, contH, args.IfName); err != nil {
+		return nil, err
+	}
 	res, err := a.IPAMAdd()
 	if err != nil {
 		return nil, err

@@ -78,7 +78,7 @@ func (t *tapPlugin) add(a *attach.Attachment, c *config) (types.Result, error) {
 // and that bridge (when set) is a bridge there, and returns it. A missing
 // or wrong bridge is a config error (7) naming it and the namespace.
 func resolve(contNS *ns.NetNS, contH *netlink.Handle, ifName, bridge string) (*netlink.Bridge, error) {
-	if err := link.CheckNameFree(contNS, contH, ifName); err != nil {
+	if err := ip.CheckNameFree(contNS, contH, ifName); err != nil {
 		return nil, err
 	}
 	if bridge == "" {
