@@ -26,9 +26,10 @@ import (
 // then drops the network without a word), CNI rules in both
 // iptables-legacy and iptables-nft (the kernel runs both, in an order
 // nobody chose), forwarding off, br_netfilter absent where a network's
-// firewall rules need it, a range nearly full. Each finding says what to
-// do. It reads; it changes nothing. It looks at the network namespace it
-// runs in: run it in the host's.
+// firewall rules need it, a range nearly full, plugins of ours at two
+// versions (an install that left an older companion's). Each finding says
+// what to do. It reads; it changes nothing. It looks at the network
+// namespace it runs in: run it in the host's.
 
 type finding struct {
 	Network string `json:"network,omitempty"`
@@ -56,6 +57,7 @@ func Doctor(d *Dirs, asJSON bool, stdout, stderr io.Writer) int {
 		found = append(found, finding{Problem: w, Fix: "check what it names: runtimes skip a config they cannot read, and a wrong --cache-dir makes every reservation look unowned"})
 	}
 	found = append(found, pluginFindings(st, d.Bin)...)
+	found = append(found, versionFindings(d.Bin)...)
 	found = append(found, sysctlFindings(st)...)
 	found = append(found, rangeFindings(st)...)
 	found = append(found, iptablesFindings()...)

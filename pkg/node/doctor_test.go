@@ -123,3 +123,49 @@ func TestDoctorWithoutNetworks(t *testing.T) {
 		t.Errorf("doctor with an empty conf dir: exit %d:\n%s", rc, text)
 	}
 }
+
+// An install without cniforge-dhcp beside cniforge leaves an earlier
+// install's cniforge-dhcp, and dhcp linked to it, at that install's
+// version. doctor names the odd plugin and both versions; a whole install
+// has no such finding.
+func TestDoctorFindsPluginsOfAnotherVersion(t *testing.T) {
+	n := newNode(t)
+	versionFound := func() []finding {
+		t.Helper()
+		found, _, _ := n.doctor()
+		var out []finding
+		for _, f := range found {
+			if strings.Contains(f.Problem, "cniforge plugins of") {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if f := versionFound(); len(f) != 0 {
+		t.Fatalf("doctor on a whole install: %+v", f)
+	}
+	if target, err := os.Readlink(filepath.Join(n.bin, "dhcp")); err != nil || target != "cniforge-dhcp" {
+		t.Fatalf("install linked dhcp to %q (%v), want cniforge-dhcp", target, err)
+	}
+	bridgeVersion := aboutVersion(filepath.Join(n.bin, "bridge"), "bridge")
+	if bridgeVersion == "" || bridgeVersion == "v0.9.0" {
+		t.Fatalf("bridge's about line gives version %q", bridgeVersion)
+	}
+	// The earlier install's cniforge-dhcp, as it answers a reader.
+	old := "#!/bin/sh\necho 'CNI dhcp plugin v0.9.0 (cniforge): gets addresses from a DHCP server' >&2\n"
+	must(t, os.WriteFile(filepath.Join(n.bin, "cniforge-dhcp"), []byte(old), 0o755))
+
+	found := versionFound()
+	if len(found) != 1 {
+		t.Fatalf("doctor with an older cniforge-dhcp: %d version findings, want 1: %+v", len(found), found)
+	}
+	f := found[0]
+	for _, want := range []string{"of 2 versions in " + n.bin, "; dhcp at v0.9.0;", " bridge ", " at " + bridgeVersion + ";"} {
+		if !strings.Contains(f.Problem, want) {
+			t.Errorf("problem %q lacks %q", f.Problem, want)
+		}
+	}
+	if !strings.Contains(f.Fix, "cniforge install --dir "+n.bin+" with cniforge-light and cniforge-dhcp beside cniforge") {
+		t.Errorf("fix %q", f.Fix)
+	}
+}
