@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -151,10 +150,6 @@ func hasPlugin(list *libcni.NetworkConfigList, t string) bool {
 	return slices.Contains(pluginTypes(list), t)
 }
 
-// aboutLine is the first line a cniforge plugin prints on stderr when run
-// without CNI_COMMAND (plugin.Plugin.About): its name and its suite version.
-var aboutLine = regexp.MustCompile(`(?m)^CNI (\S+) plugin (\S+) \(cniforge\): `)
-
 // versionFindings: every plugin of cniforge's in binDir should be of one
 // version. An install without a companion (cniforge-dhcp) leaves the one an
 // earlier install put there, and the plugins linked to it, at its own
@@ -224,9 +219,15 @@ func aboutVersion(path, name string) string {
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Env = []string{} // no CNI_COMMAND: the about text, not a plugin call
 	out, _ := cmd.CombinedOutput()
-	for _, m := range aboutLine.FindAllStringSubmatch(string(out), -1) {
-		if m[1] == name {
-			return m[2]
+	// The about line (plugin.Plugin.About): "CNI <name> plugin <version>
+	// (cniforge): <summary>".
+	for _, line := range strings.Split(string(out), "\n") {
+		rest, ok := strings.CutPrefix(line, "CNI "+name+" plugin ")
+		if !ok {
+			continue
+		}
+		if v, _, ok := strings.Cut(rest, " (cniforge): "); ok && v != "" && !strings.Contains(v, " ") {
+			return v
 		}
 	}
 	return ""
