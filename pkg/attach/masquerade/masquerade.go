@@ -96,8 +96,8 @@ func (p *Prepared) Start(addrs []*net.IPNet) (wait func() error) {
 	}
 	p.started = true
 	owner := p.a.Owner()
-	// undo puts back what o's rules were before: an ADD over an attachment
-	// whose rules are live (check --repair after its veth went; ptp starts
+	// undo puts back what o's rules were before: an ADD for an attachment
+	// whose rules are there (its veth pair went without a DEL; ptp starts
 	// this before its veth step, whose failure then runs the undo) must not
 	// take its masquerade away.
 	var undo func() error

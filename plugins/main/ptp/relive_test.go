@@ -42,10 +42,11 @@ exit 0
 	Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "eth0"))
 })
 
-// An ADD over an attachment whose veth is gone (check --repair after the
-// pair was deleted) starts the masquerade before its veth step: when ADD
-// fails after that step, the undo must leave the attachment's masquerade
-// rules as the first ADD installed them, not tear them down.
+// An ADD for an attachment whose veth pair went without a DEL (deleted by
+// hand or by another tool), so its masquerade rules stay, starts the
+// masquerade before its veth step: when ADD fails after that step, the
+// undo must leave those rules as the first ADD installed them, not tear
+// them down.
 var _ = DescribeTable("a repeated ADD whose veth was gone, failing after its veth step, keeps the masquerade rules",
 	func(backend string) {
 		hostNS, contNS := testutil.NewNS(), testutil.NewNS()
