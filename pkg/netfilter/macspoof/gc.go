@@ -13,24 +13,27 @@ import (
 
 // GCMacSpoofChecks removes the checks of network whose owner is not in keep
 // (owners of other networks in keep are ignored). Upstream's names carry no
-// network, so a check in its layout counts as network's when its port is
-// gone or is a port of bridge (network's bridge); a check whose port is
-// gone guards nothing, whichever network made it. Checks in our earlier
-// layout name their network. A kernel without nf_tables, or without the
-// tables, holds none; other nftables errors are returned.
-func GCMacSpoofChecks(network, bridge string, keep []netfilter.Owner) error {
+// network, and two networks may share a bridge (two bridge networks with
+// no "bridge" key both use cni0): a check in its layout is collected only
+// when its port is gone, so GC of one network never takes the check of
+// another's live port. A check whose port is gone guards nothing,
+// whichever network made it; one left on a live port only holds that port
+// to its own MAC, until the port goes. Checks in our earlier layout name
+// their network. A kernel without nf_tables, or without the tables, holds
+// none; other nftables errors are returned.
+func GCMacSpoofChecks(network string, keep []netfilter.Owner) error {
 	c, err := nftables.New() // not lasting: cannot fail
 	if err != nil {
 		return fmt.Errorf("collect mac spoof checks of network %q: %w", network, err)
 	}
-	err = gcMacspoof(c, network, bridge, keep)
+	err = gcMacspoof(c, network, keep)
 	if errors.Is(err, netfilter.ErrUnavailable) {
 		return nil // no nf_tables here, so no rules either
 	}
 	return err
 }
 
-func gcMacspoof(c *nftables.Conn, network, bridge string, keep []netfilter.Owner) error {
+func gcMacspoof(c *nftables.Conn, network string, keep []netfilter.Owner) error {
 	var kept []netfilter.Owner
 	keptRef := map[string]bool{}
 	for _, o := range keep {
@@ -56,7 +59,7 @@ func gcMacspoof(c *nftables.Conn, network, bridge string, keep []netfilter.Owner
 			}
 			port = macspoofPort(rs)
 		}
-		if !portGoneOrOn(port, bridge) {
+		if !portGone(port) {
 			return nil, nil
 		}
 		return func() { queueMacspoofChainsDelete(c, chains, ref) }, nil
@@ -97,20 +100,13 @@ func gcBaseRules(c *nftables.Conn, table *nftables.Table, base *nftables.Chain, 
 	return nil
 }
 
-// portGoneOrOn reports whether the link named port is absent from the
-// calling thread's namespace, or enslaved to bridge.
-func portGoneOrOn(port, bridge string) bool {
+// portGone reports whether the link named port is absent from the calling
+// thread's namespace ("" names none).
+func portGone(port string) bool {
 	if port == "" {
 		return true
 	}
-	l, err := netlink.LinkByName(port)
-	if err != nil {
-		var nf netlink.LinkNotFoundError
-		return errors.As(err, &nf)
-	}
-	if bridge == "" {
-		return false
-	}
-	br, err := netlink.LinkByName(bridge)
-	return err == nil && l.Attrs().MasterIndex == br.Attrs().Index
+	_, err := netlink.LinkByName(port)
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf)
 }

@@ -115,11 +115,11 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 	})
 
 	It("fails GC when nftables refuses", func() {
-		err := nftest.InWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })
+		err := nftest.InWithoutNetAdmin(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })
 		Expect(err).To(MatchError(unix.EPERM))
 		Expect(nftest.In(hostNS, check.Check)).To(Succeed(), "the check is still installed")
 
-		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
 		Expect(nftest.In(hostNS, check.Check)).To(MatchError(netfilter.ErrMissing))
 	})
 
@@ -142,7 +142,7 @@ var _ = Describe("mac spoof check on nftables errors", func() {
 	It("tears down nothing, successfully, where nothing was set up", func() {
 		other := testutil.NewNS()
 		Expect(nftest.In(other, func() error { return TeardownMacSpoofCheck(o) })).To(Succeed())
-		Expect(nftest.In(other, func() error { return GCMacSpoofChecks(o.Network, "", nil) })).To(Succeed())
+		Expect(nftest.In(other, func() error { return GCMacSpoofChecks(o.Network, nil) })).To(Succeed())
 	})
 })
 
@@ -228,11 +228,11 @@ add rule bridge cni_plugins_macspoof prerouting iifname %[2]q jump %[1]s comment
 	})
 
 	It("deletes the chain of each owner not kept with its jump, and keeps a kept one's chain and rules", func() {
-		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", "cni0", []netfilter.Owner{a}) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", []netfilter.Owner{a}) })).To(Succeed())
 		Expect(legacyTable()).To(Equal(map[string]int{"prerouting": 1, LegacyMacspoofChainName(a): 2}))
 		Expect(nftest.In(hostNS, ctrACheck().Check)).To(Succeed())
 
-		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", "cni0", nil) })).To(Succeed())
+		Expect(nftest.In(hostNS, func() error { return GCMacSpoofChecks("net1", nil) })).To(Succeed())
 		Expect(legacyTable()).To(Equal(map[string]int{"prerouting": 0}))
 	})
 })

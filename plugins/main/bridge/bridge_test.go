@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
+	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 	"github.com/cniforge/plugins/pkg/netfilter/masq"
@@ -803,9 +804,37 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		Expect(rules).NotTo(ContainSubstring(`id: \"c1\"`))
 		Expect(rules).To(ContainSubstring(`id: \"c2\"`))
 		Expect(testutil.Reservations(env.DataDir)).To(HaveLen(1))
+		// Upstream's mac spoof names carry no network and two networks may
+		// share a bridge: c1's check stays while its port lives.
+		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(4))
+
+		// The pod goes (its veth pair with it): the next GC collects its check.
+		Expect(ip.DelLinkByName(testutil.Handle(env.ContNS), "eth0")).To(Succeed())
+		Expect(run(env.HostNS, gc).Err).To(BeNil())
+		rules = rulesText(env.HostNS)
 		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(2), "c2's mac spoof check stays, c1's is collected")
 		Expect(rules).To(ContainSubstring("macspoofchk-c2-eth0"))
 		Expect(rules).NotTo(ContainSubstring("macspoofchk-c1-eth0"))
+	})
+
+	It("keeps, in GC of one network, the mac spoof check of another network on the same bridge", func() {
+		// Two networks with no "bridge" key both use cni0 (here both name
+		// cnibr0); cniforge gc --every runs GC of each in turn.
+		stdinA := netConf("1.1.0", `"macspoofchk": true`, hostLocal(env.DataDir, "10.29.0.0/24"))
+		stdinB := []byte(strings.Replace(string(netConf("1.1.0", `"macspoofchk": true`, hostLocal(env.DataDir, "10.28.0.0/24"))),
+			`"name": "`+netName+`"`, `"name": "other-net"`, 1))
+		cont2 := testutil.NewNS()
+		mustAdd(env.HostNS, call("ADD", stdinA))
+		cB := call("ADD", stdinB)
+		cB.ContainerID, cB.Netns = "c2", cont2.Path()
+		mustAdd(env.HostNS, cB)
+
+		gc := call("GC", []byte(strings.TrimSuffix(string(stdinA), "}")+`, "cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "eth0"}]}`))
+		gc.Netns = ""
+		Expect(run(env.HostNS, gc).Err).To(BeNil())
+		rules := rulesText(env.HostNS)
+		Expect(rules).To(ContainSubstring("macspoofchk-c2-eth0"), "other-net's live attachment keeps its check")
+		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(4), "both checks whole")
 	})
 
 	It("forwards STATUS to IPAM", func() {

@@ -10,5 +10,5 @@ import (
 // runtime no longer lists; the frame forwards GC to IPAM and collects
 // masquerade rules (both backends) first. STATUS is the frame's: IPAM's.
 func gc(_ *attach.Attachment, conf *config, keep []netfilter.Owner) []error {
-	return []error{macspoof.GCMacSpoofChecks(conf.Name, conf.Bridge, keep)}
+	return []error{macspoof.GCMacSpoofChecks(conf.Name, keep)}
 }
