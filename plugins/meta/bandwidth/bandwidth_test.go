@@ -562,3 +562,81 @@ var _ = Describe("bandwidth", func() {
 		Expect(out.Err).To(BeNil())
 	})
 })
+
+// The ifb is named for the container on the network (upstream's name), not
+// for the interface: a container attached twice to one network (Multus can)
+// has both host ends redirected to one ifb. DEL of one interface must not
+// take the ifb the other's traffic still goes through.
+var _ = It("keeps the ifb at DEL of one interface while the container's other interface on the network redirects to it", func() {
+	hostNS, contNS := newPair()
+	Expect(testutil.ConnectNS(
+		testutil.VethEnd{NS: hostNS, Name: "veth-h2", Addrs: []string{"10.8.1.1/24"}},
+		testutil.VethEnd{NS: contNS, Name: "eth1", Addrs: []string{"10.8.1.2/24"}},
+	)).To(Succeed())
+	prevEth1 := []byte(`{"cniVersion": "1.1.0", "interfaces": [{"name": "veth-h2"}, {"name": "eth1", "sandbox": "` + contNS.Path() + `"}],
+		"ips": [{"address": "10.8.1.2/24", "interface": 1}]}`)
+	keys := `"egressRate": 4000000, "egressBurst": 400000`
+	eth1 := testutil.Call{ContainerID: "ctr1", IfName: "eth1", Netns: contNS.Path(), Stdin: conf("1.1.0", keys, prevEth1)}
+	mustCtr1(hostNS, contNS, "ADD", conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
+	eth1.Command = "ADD"
+	testutil.MustRunIn(hostNS, bandwidth.Plugin, eth1)
+
+	h := testutil.Handle(hostNS)
+	// The alias bridge and ptp give a host end: "cni:<containerID>:<ifname>".
+	for end, ifName := range map[string]string{"veth-h": "eth0", "veth-h2": "eth1"} {
+		l, err := h.LinkByName(end)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkSetAlias(l, "cni:ctr1:"+ifName)).To(Succeed())
+	}
+	ifbName := bandwidth.IfbName(netName, "ctr1")
+	redirectsTo := func(from string) []int {
+		GinkgoHelper()
+		l, err := h.LinkByName(from)
+		Expect(err).NotTo(HaveOccurred())
+		fs, err := h.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+		Expect(err).NotTo(HaveOccurred())
+		var to []int
+		for _, f := range fs {
+			if u, ok := f.(*netlink.U32); ok {
+				for _, act := range u.Actions {
+					if m, ok := act.(*netlink.MirredAction); ok {
+						to = append(to, m.Ifindex)
+					}
+				}
+			}
+		}
+		return to
+	}
+	ifb, err := h.LinkByName(ifbName)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(redirectsTo("veth-h")).To(Equal([]int{ifb.Attrs().Index}))
+	Expect(redirectsTo("veth-h2")).To(Equal([]int{ifb.Attrs().Index}))
+
+	eth1.Command = "DEL"
+	testutil.MustRunIn(hostNS, bandwidth.Plugin, eth1)
+	Expect(redirectsTo("veth-h2")).To(BeEmpty())
+	kept, err := h.LinkByName(ifbName)
+	Expect(err).NotTo(HaveOccurred(), "eth0's traffic still goes through the ifb")
+	Expect(kept.Attrs().Index).To(Equal(ifb.Attrs().Index))
+	Expect(redirectsTo("veth-h")).To(Equal([]int{ifb.Attrs().Index}))
+
+	mustCtr1(hostNS, contNS, "DEL", conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
+	Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifbName), "the last DEL takes the ifb")
+})
+
+// DEL without prevResult or netns cannot find its host end to clean; that
+// end's own redirect, tagged with this attachment's alias, keeps no ifb.
+var _ = It("deletes the ifb at DEL without prevResult or netns though its own host end still redirects to it", func() {
+	hostNS, contNS := newPair()
+	h := testutil.Handle(hostNS)
+	l, err := h.LinkByName("veth-h")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(h.LinkSetAlias(l, "cni:ctr1:eth0")).To(Succeed())
+	keys := `"egressRate": 4000000, "egressBurst": 400000`
+	mustCtr1(hostNS, contNS, "ADD", conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
+	ifbName := bandwidth.IfbName(netName, "ctr1")
+	Expect(testutil.LinkNames(hostNS)).To(ContainElement(ifbName))
+
+	testutil.MustRunIn(hostNS, bandwidth.Plugin, testutil.Call{Command: "DEL", ContainerID: "ctr1", IfName: "eth0", Stdin: conf("1.1.0", keys, nil)})
+	Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifbName))
+})

@@ -32,10 +32,67 @@ func del(a *attach.Attachment, c *netConf) []error {
 			errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
 		}
 	}
-	if err := ip.DelLinkByName(h, IfbName(c.Name, a.Args.ContainerID)); err != nil {
+	// The ifb is the container's on this network, not the interface's
+	// (upstream's name): a container with two interfaces on the network
+	// (Multus can attach one network twice) has both redirected to it.
+	// While the host end of another of its interfaces, known by the alias
+	// bridge and ptp give it, still redirects to it, it stays. A host end
+	// without that alias (upstream's, another plugin's) cannot be told
+	// from this attachment's own when DEL has no prevResult and no netns
+	// to find it: the ifb goes then, as upstream's DEL deletes it.
+	ifbName := IfbName(c.Name, a.Args.ContainerID)
+	user, err := ifbRedirectedFrom(h, ifbName, ip.AttachmentAlias(a.Args.ContainerID, ""), a.Alias())
+	switch {
+	case err != nil:
 		errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
+	case user != "":
+		a.Log.Info("ifb kept: another interface of the container still redirects to it", "ifb", ifbName, "from", user)
+	default:
+		if err := ip.DelLinkByName(h, ifbName); err != nil {
+			errs = append(errs, fmt.Errorf("in %s: %w", hostNS.Path(), err))
+		}
 	}
 	return errs
+}
+
+// ifbRedirectedFrom names a link whose alias starts with sibling but is not
+// self, and whose ingress hook still redirects to the ifb called name (""
+// when there is none). Only the links with an ingress hook are read: one
+// dump of every qdisc finds them.
+func ifbRedirectedFrom(h *netlink.Handle, name, sibling, self string) (string, error) {
+	ifb, err := ip.LinkByName(h, name)
+	if errors.Is(err, ip.ErrLinkNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	qs, err := ip.RetryDump("list qdiscs", func() ([]netlink.Qdisc, error) { return h.QdiscList(nil) })
+	if err != nil {
+		return "", err
+	}
+	seen := map[int]bool{}
+	for _, q := range qs {
+		idx := q.Attrs().LinkIndex
+		if q.Attrs().Parent != netlink.HANDLE_INGRESS || seen[idx] || idx == ifb.Attrs().Index {
+			continue
+		}
+		seen[idx] = true
+		l, err := h.LinkByIndex(idx)
+		if err != nil || !strings.HasPrefix(l.Attrs().Alias, sibling) || l.Attrs().Alias == self {
+			continue // gone meanwhile, not another interface's of the container
+		}
+		fs, err := bandwidthRedirects(h, l)
+		if err != nil {
+			return "", err
+		}
+		for _, f := range fs {
+			if to, _ := redirectTarget(f); to == ifb.Attrs().Index {
+				return l.Attrs().Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // delHostEnds finds the host ends DEL cleans: the host veths prevResult
