@@ -28,6 +28,40 @@ type state struct {
 	Network string `json:"network,omitempty"`
 }
 
+// keepOver is s (a state file an earlier ADD of the attachment wrote) with
+// what n records and s does not: s holds the values from before any ADD.
+func (s *state) keepOver(n *state) *state {
+	out := *s
+	if out.Mac == "" {
+		out.Mac = n.Mac
+	}
+	if out.Promisc == nil {
+		out.Promisc = n.Promisc
+	}
+	if out.Mtu == 0 {
+		out.Mtu = n.Mtu
+	}
+	if out.Allmulti == nil {
+		out.Allmulti = n.Allmulti
+	}
+	if out.TxQLen == nil {
+		out.TxQLen = n.TxQLen
+	}
+	if len(n.SysCtl) > 0 {
+		out.SysCtl = map[string]string{}
+		for k, v := range n.SysCtl {
+			out.SysCtl[k] = v
+		}
+		for k, v := range s.SysCtl {
+			out.SysCtl[k] = v
+		}
+	}
+	if out.Network == "" {
+		out.Network = n.Network
+	}
+	return &out
+}
+
 // statePath is upstream's file: <dataDir>/<containerID>_<ifname>.json.
 func statePath(dataDir, containerID, ifName string) string {
 	return filepath.Join(dataDir, containerID+"_"+ifName+".json")

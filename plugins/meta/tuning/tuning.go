@@ -42,12 +42,30 @@ func (t *tuner) add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := snapshot(c, link, old)
+	// now is what this ADD's undo restores; st what the state file keeps
+	// for DEL.
+	now := snapshot(c, link, old)
+	st := now
 	p := statePath(c.DataDir, a.Args.ContainerID, a.Args.IfName)
+	// An ADD over a live attachment (a main plugin whose ADD answers
+	// again, such as Calico's) finds its state file: the values in it are
+	// from before the first ADD, and the ones read now are tuned. They
+	// stay; only what this ADD tunes anew is added. Its undo puts the file
+	// back as it was, not away: DEL still needs it.
+	earlier, err := readState(p)
+	if err != nil {
+		a.Log.Warn("state file unreadable: replaced", "err", err)
+		earlier = nil
+	}
+	if earlier != nil && (earlier.Network == "" || earlier.Network == c.Name) {
+		st = earlier.keepOver(now)
+		a.Undo.Push("restore "+p, func() error { return writeState(p, earlier) })
+	} else {
+		a.Undo.Push("remove "+p, func() error { return removeState(p) })
+	}
 	if err := writeState(p, st); err != nil {
 		return nil, err
 	}
-	a.Undo.Push("remove "+p, func() error { return removeState(p) })
 	if err := a.Step(StepState); err != nil {
 		return nil, err
 	}
@@ -64,7 +82,7 @@ func (t *tuner) add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	}
 
 	if link != nil {
-		restore := func() error { return restoreLink(contH, a.Args.IfName, st) }
+		restore := func() error { return restoreLink(contH, a.Args.IfName, now) }
 		a.Undo.Push("restore link "+a.Args.IfName, restore)
 		if err := applyLink(contH, link, c); err != nil {
 			return nil, fmt.Errorf("%q in %s: %w", a.Args.IfName, contNS.Path(), err)

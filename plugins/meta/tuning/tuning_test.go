@@ -167,6 +167,33 @@ var _ = Describe("tuning", func() {
 		})
 	}, testutil.VersionEntries())
 
+	// A main plugin whose ADD answers again over a live attachment (Calico's)
+	// lets tuning's ADD run again: what DEL restores must still be the
+	// values from before the first ADD, and a repeated ADD that fails must
+	// leave the live attachment tuned, its state file in place.
+	It("keeps the values from before the first ADD through a repeated ADD, and a failed one, for DEL", func() {
+		before := linkState(contNS, "eth0")
+		contBefore := []string{sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter"), sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")}
+		stdin := conf("1.1.0", dataDir, allKeys, prevFor("1.1.0", contNS))
+		must("ADD", contNS, stdin)
+		tuned := linkState(contNS, "eth0")
+		Expect(tuned).NotTo(Equal(before))
+		must("ADD", contNS, stdin)
+		Expect(linkState(contNS, "eth0")).To(Equal(tuned))
+
+		for _, step := range tuning.AddSteps {
+			out := run(attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", contNS, stdin)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(linkState(contNS, "eth0")).To(Equal(tuned), "after a repeated ADD failing at %s", step)
+			Expect(stateFile()).To(BeAnExistingFile(), "after a repeated ADD failing at %s", step)
+		}
+
+		must("DEL", contNS, conf("1.1.0", dataDir, allKeys, nil))
+		Expect(linkState(contNS, "eth0")).To(Equal(before))
+		Expect([]string{sysctlIn(contNS, "net/ipv4/conf/eth0/arp_filter"), sysctlIn(contNS, "net/ipv4/conf/all/arp_ignore")}).To(Equal(contBefore))
+		Expect(files(dataDir)).To(BeEmpty())
+	})
+
 	It("answers ADD without a state file or a change when nothing is configured", func() {
 		out := must("ADD", contNS, conf("1.1.0", dataDir, "", prevFor("1.1.0", contNS)))
 		Expect(testutil.ParseResult("1.1.0", out.Stdout).Interfaces[1].Mac).To(Equal("02:00:00:00:00:02"))
