@@ -62,13 +62,17 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 			routes = append(routes, r)
 		}
 	}
-	if m := link.Attrs().MasterIndex; m != 0 && m != vrf.Attrs().Index {
+	m := link.Attrs().MasterIndex
+	if m != 0 && m != vrf.Attrs().Index {
 		return nil, fmt.Errorf("%q %s already has a master (#%d)", a.Args.IfName, where, m)
 	}
 	if err := h.LinkSetMasterByIndex(link, vrf.Attrs().Index); err != nil {
 		return nil, fmt.Errorf("put %q into vrf %q %s: %w", a.Args.IfName, c.VRFName, where, err)
 	}
-	a.Undo.Push("release "+a.Args.IfName, func() error {
+	// An interface already in the vrf (an ADD over a live attachment) is
+	// not released by the undo: that would flush the live attachment's
+	// routes in the vrf's table.
+	release := func() error {
 		var errs []error
 		if err := h.LinkSetNoMaster(link); err != nil {
 			errs = append(errs, err)
@@ -82,7 +86,10 @@ func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 			}
 		}
 		return errors.Join(errs...)
-	})
+	}
+	if m == 0 {
+		a.Undo.Push("release "+a.Args.IfName, release)
+	}
 	if err := a.Step(StepEnslave); err != nil {
 		return nil, err
 	}

@@ -279,6 +279,23 @@ var _ = Describe("vrf", Label(kernelfeature.Label), func() {
 		expectHeld(vrf.AddSteps)
 	})
 
+	// A repeated ADD over a live attachment finds the interface in the vrf
+	// already: failing after any step, it must not release it (that flushes
+	// the live attachment's routes in the vrf's table).
+	DescribeTable("a repeated ADD over a live attachment that fails leaves it in the vrf with its routes",
+		func(step string) {
+			stdin := conf("1.1.0", `"vrfname": "blue"`, prevFor("1.1.0", contNS, eth0))
+			p.Must(hostNS, "ADD", contNS, "eth0", stdin)
+			v := vrfOf(contNS, "blue")
+			live := tableRoutes(contNS, int(v.Table))
+			Expect(live).To(ContainElement("192.0.2.0/24"))
+			out := p.Run(hostNS, attach.Hooks{AfterStep: testutil.FailAfter(step, nil)}, "ADD", contNS, "eth0", stdin)
+			Expect(out.Err).NotTo(BeNil())
+			Expect(masterOf(contNS, "eth0")).To(Equal(v.Index))
+			Expect(tableRoutes(contNS, int(v.Table))).To(Equal(live))
+			Expect(pingFrom(contNS, "blue", "192.0.2.1")).To(Succeed())
+		}, testutil.StepEntries(vrf.AddSteps))
+
 	Describe("a failure after each step of ADD leaves nothing", func() {
 		DescribeTable("error or panic", func(step string) {
 			for _, hook := range []func(string) error{testutil.FailAfter(step, nil), testutil.PanicAfter(step)} {
