@@ -18,7 +18,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/cniforge/plugins/pkg/attach"
-	"github.com/cniforge/plugins/pkg/ip"
 	"github.com/cniforge/plugins/pkg/netfilter"
 	"github.com/cniforge/plugins/pkg/netfilter/macspoof"
 	"github.com/cniforge/plugins/pkg/netfilter/masq"
@@ -809,7 +808,10 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(4))
 
 		// The pod goes (its veth pair with it): the next GC collects its check.
-		Expect(ip.DelLinkByName(testutil.Handle(env.ContNS), "eth0")).To(Succeed())
+		h := testutil.Handle(env.ContNS)
+		eth0, err := h.LinkByName("eth0")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.LinkDel(eth0)).To(Succeed())
 		Expect(run(env.HostNS, gc).Err).To(BeNil())
 		rules = rulesText(env.HostNS)
 		Expect(strings.Count(rules, "jump cni-br-iface-")).To(Equal(2), "c2's mac spoof check stays, c1's is collected")
