@@ -871,6 +871,17 @@ echo '{"cniVersion": "1.1.0", "ips": [{"address": "10.51.0.2/24"}, {}]}'
 			}
 			Expect(vlans).To(HaveKey(uint16(1)))
 		})
+		It("carries the native vlan untagged inside a trunk range, the rest of the range tagged, then CHECKs and DELs", func() {
+			requireBridgeVLANFiltering()
+			stdin := netConf("1.1.0", `"vlan": 11, "vlanTrunk": [{"minID": 10, "maxID": 12, "id": 20}]`, hostLocal(env.DataDir, "10.32.0.0/24"))
+			out := testutil.MustRunIn(env.HostNS, bridge.Plugin, call("ADD", stdin))
+			res, err := current.NewResult(out.Stdout)
+			Expect(err).NotTo(HaveOccurred())
+			vlans := portVlans(env.HostNS, res.(*current.Result).Interfaces[1].Name)
+			Expect(vlans).To(Equal(map[uint16]string{10: "tagged", 11: "pvid untagged", 12: "tagged", 20: "tagged"}))
+			Expect(run(env.HostNS, call("CHECK", []byte(strings.TrimSuffix(string(stdin), "}")+`, "prevResult": `+string(out.Stdout)+`}`))).Err).To(BeNil())
+			Expect(run(env.HostNS, call("DEL", stdin)).Err).To(BeNil())
+		})
 		It("keeps the per-vlan gateway it created when another attachment joined before the rollback", func() {
 			requireBridgeVLANFiltering()
 			h := testutil.Handle(env.HostNS)

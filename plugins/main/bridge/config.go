@@ -55,7 +55,8 @@ type config struct {
 }
 
 // vlanFiltering reports whether the bridge needs 802.1Q filtering on.
-func (c *config) vlanFiltering() bool { return c.Vlan != 0 || len(c.trunks) > 0 }
+// A "vlanTrunk" key present but empty turns it on too, as upstream's does.
+func (c *config) vlanFiltering() bool { return c.Vlan != 0 || c.VlanTrunk != nil }
 
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData, args.Args) }
 
@@ -99,15 +100,15 @@ func (c *config) validate() error {
 	if c.Vlan < 0 || c.Vlan > 4094 {
 		return fmt.Errorf("vlan: %d out of range 0-4094", c.Vlan)
 	}
+	// The native vlan may lie in a trunk range, as upstream allows: it is
+	// added last, so the port carries it untagged (and as pvid), every
+	// other vlan of the range tagged.
 	for i, t := range c.VlanTrunk {
-		r, err := t.bounds()
+		rs, err := t.ranges()
 		if err != nil {
 			return fmt.Errorf("vlanTrunk[%d]: %w", i, err)
 		}
-		if c.Vlan != 0 && c.Vlan >= r[0] && c.Vlan <= r[1] {
-			return fmt.Errorf("vlanTrunk[%d]: range %d-%d contains the native vlan %d", i, r[0], r[1], c.Vlan)
-		}
-		c.trunks = append(c.trunks, r)
+		c.trunks = append(c.trunks, rs...)
 	}
 	if err := c.Masq.Validate(); err != nil {
 		return err
@@ -119,9 +120,12 @@ func (c *config) validate() error {
 	return nil
 }
 
-func (t *vlanTrunk) bounds() ([2]int, error) {
+// ranges are the vlans of one vlanTrunk entry, as upstream reads it: the
+// range "minID"-"maxID" (both or neither), and the vlan "id", either or
+// both; an entry with neither adds none.
+func (t *vlanTrunk) ranges() ([][2]int, error) {
 	if t == nil {
-		return [2]int{}, errors.New("null entry")
+		return nil, errors.New("null entry")
 	}
 	inRange := func(key string, v int) error {
 		if v < 1 || v > 4094 {
@@ -129,26 +133,27 @@ func (t *vlanTrunk) bounds() ([2]int, error) {
 		}
 		return nil
 	}
+	var out [][2]int
+	switch {
+	case t.MinID != nil && t.MaxID != nil:
+		if err := inRange("minID", *t.MinID); err != nil {
+			return nil, err
+		}
+		if err := inRange("maxID", *t.MaxID); err != nil {
+			return nil, err
+		}
+		if *t.MinID > *t.MaxID {
+			return nil, fmt.Errorf("minID %d is greater than maxID %d", *t.MinID, *t.MaxID)
+		}
+		out = append(out, [2]int{*t.MinID, *t.MaxID})
+	case t.MinID != nil || t.MaxID != nil:
+		return nil, errors.New(`"minID" and "maxID" go together`)
+	}
 	if t.ID != nil {
-		if t.MinID != nil || t.MaxID != nil {
-			return [2]int{}, errors.New(`"id" cannot be combined with "minID"/"maxID"`)
-		}
 		if err := inRange("id", *t.ID); err != nil {
-			return [2]int{}, err
+			return nil, err
 		}
-		return [2]int{*t.ID, *t.ID}, nil
+		out = append(out, [2]int{*t.ID, *t.ID})
 	}
-	if t.MinID == nil || t.MaxID == nil {
-		return [2]int{}, errors.New(`needs "id", or both "minID" and "maxID"`)
-	}
-	if err := inRange("minID", *t.MinID); err != nil {
-		return [2]int{}, err
-	}
-	if err := inRange("maxID", *t.MaxID); err != nil {
-		return [2]int{}, err
-	}
-	if *t.MinID > *t.MaxID {
-		return [2]int{}, fmt.Errorf("minID %d is greater than maxID %d", *t.MinID, *t.MaxID)
-	}
-	return [2]int{*t.MinID, *t.MaxID}, nil
+	return out, nil
 }

@@ -48,6 +48,24 @@ var _ = Describe("parseConfig", func() {
 		Expect(c.DNS.Nameservers).To(Equal([]string{"10.1.0.53"}))
 	})
 
+	// Upstream's collectVlanTrunk: an entry may hold "id" and a range both,
+	// an empty one adds nothing, and the native vlan may lie in a range
+	// (it is added last, untagged). A present but empty list turns vlan
+	// filtering on.
+	DescribeTable("reads vlanTrunk as upstream does",
+		func(keys string, trunks [][2]int, filtering bool) {
+			c, err := bridge.ParseConfig(wrap(keys), "")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(c.Trunks()).To(Equal(trunks))
+			Expect(c.VlanFiltering()).To(Equal(filtering))
+		},
+		Entry("id and range in one entry", `"vlanTrunk": [{"id": 5, "minID": 10, "maxID": 20}]`, [][2]int{{10, 20}, {5, 5}}, true),
+		Entry("an empty entry", `"vlanTrunk": [{}, {"id": 7}]`, [][2]int{{7, 7}}, true),
+		Entry("the native vlan inside a range", `"vlan": 35, "vlanTrunk": [{"minID": 30, "maxID": 40}]`, [][2]int{{30, 40}}, true),
+		Entry("an empty list", `"vlanTrunk": []`, [][2]int(nil), true),
+		Entry("no list", ``, [][2]int(nil), false),
+	)
+
 	DescribeTable("picks the container MAC by precedence",
 		func(keys, cniArgs, want string) {
 			c, err := bridge.ParseConfig(wrap(keys), cniArgs)
@@ -73,8 +91,7 @@ var _ = Describe("parseConfig", func() {
 		Entry("trunk id out of range", `"vlanTrunk": [{"id": 0}]`, "", uint(types.ErrInvalidNetworkConfig), "vlanTrunk[0]: id: 0 out of range"),
 		Entry("trunk min > max", `"vlanTrunk": [{"minID": 50, "maxID": 40}]`, "", uint(types.ErrInvalidNetworkConfig), "minID 50 is greater than maxID 40"),
 		Entry("trunk half range", `"vlanTrunk": [{"minID": 50}]`, "", uint(types.ErrInvalidNetworkConfig), "vlanTrunk[0]"),
-		Entry("trunk id and range", `"vlanTrunk": [{"id": 5, "minID": 1, "maxID": 9}]`, "", uint(types.ErrInvalidNetworkConfig), `"id" cannot be combined`),
-		Entry("native vlan in trunk", `"vlan": 35, "vlanTrunk": [{"minID": 30, "maxID": 40}]`, "", uint(types.ErrInvalidNetworkConfig), "native vlan 35"),
+		Entry("trunk maxID alone", `"vlanTrunk": [{"maxID": 50}]`, "", uint(types.ErrInvalidNetworkConfig), `vlanTrunk[0]: "minID" and "maxID" go together`),
 		Entry("unknown backend", `"ipMasqBackend": "pf"`, "", uint(types.ErrInvalidNetworkConfig), `ipMasqBackend: "pf"`),
 		Entry("mtu too small", `"mtu": 10`, "", uint(types.ErrInvalidNetworkConfig), "mtu: 10 out of range"),
 		Entry("bridge name too long", `"bridge": "abcdefghijklmnopq"`, "", uint(types.ErrInvalidNetworkConfig), `bridge: "abcdefghijklmnopq"`),
