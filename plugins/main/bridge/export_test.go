@@ -27,5 +27,5 @@ func (c *config) MACString() string {
 	}
 	return c.mac.String()
 }
-func (c *config) Trunks() [][2]int { return c.trunks }
+func (c *config) Trunks() [][2]int    { return c.trunks }
 func (c *config) VlanFiltering() bool { return c.vlanFiltering() }
