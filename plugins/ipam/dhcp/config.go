@@ -52,6 +52,7 @@ var defaultRequested = []uint8{1, 3, 33, 121}
 var optionNames = sync.OnceValue(func() map[string]uint8 {
 	return map[string]uint8{
 		"subnet-mask":             1,
+		"dhcp-client-identifier":  61,
 		"router":                  3,
 		"routers":                 3,
 		"domain-name-servers":     6,
@@ -76,7 +77,7 @@ var optionNames = sync.OnceValue(func() map[string]uint8 {
 var reservedOptions = sync.OnceValue(func() map[uint8]string {
 	return map[uint8]string{
 		0: "pad", 50: "requested address", 51: "lease time", 53: "message type",
-		54: "server identifier", 55: "parameter request list", 61: "client identifier", 255: "end",
+		54: "server identifier", 55: "parameter request list", 255: "end",
 	}
 })
 
@@ -176,10 +177,7 @@ func buildConfig(in *netConf) (*Config, error) {
 			skipDefault = true
 		}
 		if r.Option == "" {
-			if r.SkipDefault {
-				continue // {"skipDefault": true} alone only drops the defaults
-			}
-			return nil, fmt.Errorf("ipam.request[%d].option: missing", i)
+			continue // as upstream: {"skipDefault": true} alone only drops the defaults
 		}
 		code, err := parseOption(r.Option)
 		if err != nil {
@@ -203,13 +201,11 @@ func buildConfig(in *netConf) (*Config, error) {
 		if what, ok := reservedOptions()[code]; ok {
 			return nil, fmt.Errorf("ipam.provide[%d].option: %d (%s) is set by the daemon itself", i, code, what)
 		}
-		switch {
-		case p.Value != "" && p.FromArg != "":
-			return nil, fmt.Errorf("ipam.provide[%d]: value and fromArg are exclusive", i)
-		case p.Value == "" && p.FromArg == "":
-			return nil, fmt.Errorf("ipam.provide[%d]: want value or fromArg", i)
-		case len(p.Value) > 255:
+		if len(p.Value) > 255 {
 			return nil, fmt.Errorf("ipam.provide[%d].value: %d bytes, at most 255 fit an option", i, len(p.Value))
+		}
+		if p.Value == "" && p.FromArg == "" {
+			continue // as upstream: nothing to send
 		}
 		conf.Provide = append(conf.Provide, Provide{Option: code, Value: p.Value, FromArg: p.FromArg})
 	}
@@ -270,12 +266,10 @@ func providedValues(conf *Config, cniArgs string) map[uint8]string {
 	}
 	out := map[uint8]string{}
 	for _, p := range conf.Provide {
-		if p.FromArg == "" {
+		if v, ok := args[p.FromArg]; ok && p.FromArg != "" && v != "" {
+			out[p.Option] = v // CNI_ARGS' value first, as upstream sends it last
+		} else if p.Value != "" {
 			out[p.Option] = p.Value
-			continue
-		}
-		if v, ok := args[p.FromArg]; ok && v != "" {
-			out[p.Option] = v
 		}
 	}
 	return out

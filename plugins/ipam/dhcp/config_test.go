@@ -2,6 +2,7 @@ package dhcp
 
 import (
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -66,11 +67,42 @@ var _ = Describe("parseConfig", func() {
 		Entry("priority above 32 bits", string(conf(`, "priority": 4294967296`)), uint(types.ErrInvalidNetworkConfig), "ipam.priority: 4294967296 out of range"),
 		Entry("unknown option name", string(conf(`, "request": [{"option": "nope"}]`)), uint(types.ErrInvalidNetworkConfig), `ipam.request[0].option: "nope"`),
 		Entry("option out of range", string(conf(`, "request": [{"option": "300"}]`)), uint(types.ErrInvalidNetworkConfig), `ipam.request[0].option: "300" out of range`),
-		Entry("provide without value", string(conf(`, "provide": [{"option": "host-name"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0]: want value or fromArg"),
-		Entry("provide both", string(conf(`, "provide": [{"option": "host-name", "value": "a", "fromArg": "B"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0]: value and fromArg are exclusive"),
-		Entry("provide a client ID", string(conf(`, "provide": [{"option": "61", "value": "x"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0].option: 61 (client identifier)"),
+		Entry("provide a message type", string(conf(`, "provide": [{"option": "53", "value": "x"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0].option: 53 (message type)"),
+		Entry("provide without option", string(conf(`, "provide": [{"value": "x"}]`)), uint(types.ErrInvalidNetworkConfig), "ipam.provide[0].option: missing"),
 		Entry("unknown family", string(conf(`, "ipFamilies": ["ipx"]`)), uint(types.ErrInvalidNetworkConfig), `ipam.ipFamilies[0]: "ipx"`),
 	)
+})
+
+// Upstream's daemon (options.go, lease.go prepareOptions) skips a request
+// entry without an option and a provide entry with neither value nor
+// fromArg, sends both of an entry with both (the CNI_ARGS one last), and
+// takes "dhcp-client-identifier" (61) from provide.
+var _ = Describe("entries upstream accepts", func() {
+	It("skips empty entries", func() {
+		c, err := parseConfig(conf(`, "request": [{}, {"option": "router"}], "provide": [{"option": "host-name"}]`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Request).To(Equal(defaultRequested))
+		Expect(c.Provide).To(BeEmpty())
+	})
+	It("sends fromArg's value when CNI_ARGS has it, else value", func() {
+		c, err := parseConfig(conf(`, "provide": [{"option": "host-name", "value": "fixed", "fromArg": "K8S_POD_NAME"}]`))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(providedValues(c, "K8S_POD_NAME=web-0")).To(Equal(map[uint8]string{12: "web-0"}))
+		Expect(providedValues(c, "IgnoreUnknown=1")).To(Equal(map[uint8]string{12: "fixed"}))
+	})
+	It("sends a provided client identifier in place of the attachment's", func() {
+		c, err := parseConfig(conf(`, "provide": [{"option": "dhcp-client-identifier", "value": "host-a"}]`))
+		Expect(err).NotTo(HaveOccurred())
+		m, err := dhcpv4.New((&daemon{}).modifiers4(c, clientID("ctr1", "net", "eth0"), "")...)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(m.Options.Get(dhcpv4.OptionClientIdentifier))).To(Equal("host-a"))
+
+		c, err = parseConfig(conf(``))
+		Expect(err).NotTo(HaveOccurred())
+		m, err = dhcpv4.New((&daemon{}).modifiers4(c, clientID("ctr1", "net", "eth0"), "")...)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(m.Options.Get(dhcpv4.OptionClientIdentifier))).To(Equal("ctr1/net/eth0"))
+	})
 })
 
 var _ = Describe("providedValues", func() {
