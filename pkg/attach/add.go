@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
@@ -67,7 +68,7 @@ func chainedIface(a *Attachment, prev *current.Result) error {
 		if iface.Name != name || iface.Sandbox == "" {
 			continue
 		}
-		if iface.Sandbox == netns {
+		if iface.Sandbox == netns || sameFile(iface.Sandbox, netns) {
 			elsewhere = ""
 			break
 		}
@@ -97,4 +98,17 @@ func findIPAM(a *Attachment, cniPath string) error {
 		return nil
 	}
 	return a.ipam.Find(a.Conf.IPAM.Type, cniPath)
+}
+
+// sameFile reports whether paths a and b name one file (one namespace):
+// a main plugin may spell CNI_NETNS otherwise in its result (a link to
+// it, /proc/<pid>/ns/net of a process inside). A path that cannot be read
+// is not shown to be the same.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

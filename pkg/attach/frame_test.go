@@ -395,7 +395,17 @@ var _ = Describe("the frame", func() {
 		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "toy0", "sandbox": "/run/netns/elsewhere"}]}`))
 		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(out.Err.Msg).To(ContainSubstring(`"/run/netns/elsewhere"`))
+		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "toy0", "sandbox": "` + hostNS.Path() + `"}]}`))
+		testutil.ExpectCode(out, types.ErrInvalidNetworkConfig)
 		Expect(prevs).To(BeEmpty())
+
+		// A main plugin may spell the same namespace otherwise.
+		other := filepath.Join(GinkgoT().TempDir(), "netns-link")
+		Expect(os.Symlink(contNS.Path(), other)).To(Succeed())
+		out = chained(conf(`"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "toy0", "sandbox": "` + other + `"}]}`))
+		Expect(out.Err).To(BeNil())
+		Expect(prevs).To(HaveLen(1))
+		prevs = nil
 
 		out = chained(good)
 		Expect(out.Err).To(BeNil())
