@@ -23,8 +23,9 @@ type Keys struct {
 }
 
 // Validate checks the shared keys of c (master, when set, and mtu) and
-// reports whether its ipam asks for addresses (see Layer3). Pure.
-func (k Keys) Validate(c *attach.NetConf) (layer3 bool, err error) {
+// reports whether its ipam asks for addresses (see Layer3, which
+// typelessL2 is passed to). Pure.
+func (k Keys) Validate(c *attach.NetConf, typelessL2 bool) (layer3 bool, err error) {
 	if k.Master != "" {
 		if err := attach.ValidateIfName("master", k.Master); err != nil {
 			return false, err
@@ -33,7 +34,7 @@ func (k Keys) Validate(c *attach.NetConf) (layer3 bool, err error) {
 	if err := attach.ValidateMTU(k.MTU); err != nil {
 		return false, err
 	}
-	return Layer3(c)
+	return Layer3(c, typelessL2)
 }
 
 // A NamedMode is a link mode and its name, in the "mode" key and in CHECK.

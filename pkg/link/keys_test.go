@@ -26,22 +26,27 @@ func TestParseMode(t *testing.T) {
 
 func TestKeysValidate(t *testing.T) {
 	for _, tc := range []struct {
-		keys Keys
-		ipam string
-		want string // "" = valid
-		l3   bool
+		keys       Keys
+		ipam       string
+		typelessL2 bool
+		want       string // "" = valid
+		l3         bool
 	}{
-		{Keys{}, `{}`, "", false},
-		{Keys{Master: "eth1", MTU: 1400}, `{"type": "host-local"}`, "", true},
-		{Keys{Master: "a/b"}, `{}`, "master", false},
-		{Keys{MTU: -1}, `{}`, "mtu", false},
-		{Keys{}, `{"subnet": "10.0.0.0/24"}`, "ipam.type: missing", false},
+		{Keys{}, `{}`, false, "", false},
+		{Keys{Master: "eth1", MTU: 1400}, `{"type": "host-local"}`, false, "", true},
+		{Keys{Master: "a/b"}, `{}`, false, "master", false},
+		{Keys{MTU: -1}, `{}`, false, "mtu", false},
+		{Keys{}, `{"subnet": "10.0.0.0/24"}`, false, "ipam.type: missing", false},
+		{Keys{}, `{"type": ""}`, false, "ipam.type: missing", false},
+		{Keys{}, `{"subnet": "10.0.0.0/24"}`, true, "", false},
+		{Keys{}, `{"type": ""}`, true, "", false},
+		{Keys{}, `{"type": "host-local"}`, true, "", true},
 	} {
 		c := &attach.NetConf{}
 		if err := attach.Decode([]byte(`{"cniVersion": "1.1.0", "name": "n", "ipam": `+tc.ipam+`}`), c); err != nil {
 			t.Fatal(err)
 		}
-		l3, err := tc.keys.Validate(c)
+		l3, err := tc.keys.Validate(c, tc.typelessL2)
 		switch {
 		case tc.want == "" && (err != nil || l3 != tc.l3):
 			t.Errorf("%+v %s: layer3 %v, %v", tc.keys, tc.ipam, l3, err)

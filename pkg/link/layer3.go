@@ -10,11 +10,16 @@ import (
 
 // Layer3 reports whether c configures addresses: "ipam" absent, null or
 // {} means layer 2 only (the link comes up without addresses). An "ipam"
-// with keys but no "type" is refused (code 7): it asks for addresses and
-// names no plugin to get them from. Pure.
-func Layer3(c *attach.NetConf) (bool, error) {
+// with keys but no "type" is layer 2 too when typelessL2 (upstream's
+// macvlan and ipvlan take it so: isLayer3 := IPAM.Type != ""); otherwise
+// it is refused (code 7): it asks for addresses and names no plugin to get
+// them from (upstream's vlan fails on it too). Pure.
+func Layer3(c *attach.NetConf, typelessL2 bool) (bool, error) {
 	if c.HasIPAM() {
 		return true, nil
+	}
+	if typelessL2 {
+		return false, nil
 	}
 	var raw struct {
 		IPAM map[string]json.RawMessage `json:"ipam"`

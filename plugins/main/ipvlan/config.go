@@ -40,7 +40,7 @@ func parseConfig(stdin []byte) (*config, error) {
 	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "l2", link.IPVlanModes); err != nil {
 		return nil, err
 	}
-	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {
+	if c.layer3, err = c.Keys.Validate(&c.NetConf, true); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -48,7 +48,7 @@ func parseConfig(stdin []byte, cniArgs string) (*config, error) {
 	if c.modeStr, c.mode, err = link.ParseMode(c.Mode, "bridge", link.MacvlanModes); err != nil {
 		return nil, err
 	}
-	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {
+	if c.layer3, err = c.Keys.Validate(&c.NetConf, true); err != nil {
 		return nil, err
 	}
 	if c.mac, err = link.PickMAC(c.MACArgs.Sources(c.MAC), cniArgs); err != nil {

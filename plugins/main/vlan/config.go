@@ -42,7 +42,7 @@ func parseConfig(stdin []byte) (*netConf, error) {
 		return nil, result.InvalidConfig(fmt.Errorf("vlanId: %d out of range 1-4094", c.id))
 	}
 	var err error
-	if c.layer3, err = c.Keys.Validate(&c.NetConf); err != nil {
+	if c.layer3, err = c.Keys.Validate(&c.NetConf, false); err != nil {
 		return nil, err
 	}
 	return c, nil
