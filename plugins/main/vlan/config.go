@@ -15,8 +15,9 @@ import (
 type netConf struct {
 	attach.NetConf
 	link.Keys // master (required here), mtu, linkInContainer
-	// VlanID is the 802.1Q ID, 1-4094: required.
-	VlanID *int `json:"vlanId"`
+	// VlanID is the 802.1Q ID, 0-4094; absent is 0, as upstream's
+	// (loadConf takes the int's zero value and checks 0-4094).
+	VlanID int `json:"vlanId"`
 
 	id     int
 	layer3 bool
@@ -35,11 +36,8 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if c.Master == "" {
 		return nil, result.InvalidConfig(errors.New("master: missing (the interface the vlan sits on)"))
 	}
-	if c.VlanID == nil {
-		return nil, result.InvalidConfig(errors.New("vlanId: missing"))
-	}
-	if c.id = *c.VlanID; c.id < 1 || c.id > 4094 {
-		return nil, result.InvalidConfig(fmt.Errorf("vlanId: %d out of range 1-4094", c.id))
+	if c.id = c.VlanID; c.id < 0 || c.id > 4094 {
+		return nil, result.InvalidConfig(fmt.Errorf("vlanId: %d out of range 0-4094", c.id))
 	}
 	var err error
 	if c.layer3, err = c.Keys.Validate(&c.NetConf, false); err != nil {

@@ -22,8 +22,18 @@ func TestParseConfig(t *testing.T) {
 		{Name: "wrong type", Stdin: `{"name": "n", "master": "eth0", "vlanId": "100"}`, Code: 7, ErrHas: `vlanId: "100" is not a whole number`},
 		{Name: "no master", Stdin: `{"name": "n", "vlanId": 100}`, Code: 7, ErrHas: "master: missing"},
 		{Name: "bad master", Stdin: `{"name": "n", "master": "a:b", "vlanId": 100}`, Code: 7, ErrHas: `master: "a:b"`},
-		{Name: "no vlanId", Stdin: `{"name": "n", "master": "eth0"}`, Code: 7, ErrHas: "vlanId: missing"},
-		{Name: "vlanId 0", Stdin: `{"name": "n", "master": "eth0", "vlanId": 0}`, Code: 7, ErrHas: "vlanId: 0 out of range 1-4094"},
+		// Upstream's loadConf: 0-4094, and an absent key is 0.
+		{Name: "no vlanId", Stdin: `{"name": "n", "master": "eth0"}`, Check: func(t *testing.T, c *netConf) {
+			if c.id != 0 {
+				t.Errorf("id %d, want 0", c.id)
+			}
+		}},
+		{Name: "vlanId 0", Stdin: `{"name": "n", "master": "eth0", "vlanId": 0}`, Check: func(t *testing.T, c *netConf) {
+			if c.id != 0 {
+				t.Errorf("id %d, want 0", c.id)
+			}
+		}},
+		{Name: "vlanId -1", Stdin: `{"name": "n", "master": "eth0", "vlanId": -1}`, Code: 7, ErrHas: "vlanId: -1 out of range 0-4094"},
 		{Name: "vlanId 4095", Stdin: `{"name": "n", "master": "eth0", "vlanId": 4095}`, Code: 7, ErrHas: "vlanId: 4095"},
 		{Name: "bad mtu", Stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "mtu": 1}`, Code: 7, ErrHas: "mtu: 1"},
 		{Name: "ipam without type", Stdin: `{"name": "n", "master": "eth0", "vlanId": 1, "ipam": {"subnet": "10.0.0.0/8"}}`, Code: 7, ErrHas: "ipam.type: missing"},

@@ -88,6 +88,21 @@ var _ = Describe("vlan", Label(kernelfeature.Label), func() {
 		Expect(wrong.Err.Msg).To(ContainSubstring(`"vlan 200"`))
 	})
 
+	// Upstream's vlan takes 0-4094, and an absent vlanId is 0 (priority
+	// tagged frames): ADD makes it, CHECK passes, DEL removes it.
+	DescribeTable("makes a vlan with ID 0, CHECKs and DELs it",
+		func(keys map[string]any) {
+			stdin := e.Conf("1.1.0", keys)
+			out, _ := e.Add("1.1.0", "c1", e.ContNS, stdin)
+			Expect(e.Link(e.ContNS).(*netlink.Vlan).VlanId).To(Equal(0))
+			e.MustRun(e.Call("CHECK", "c1", e.ContNS, testutil.WithPrev(stdin, out)))
+			e.MustRun(e.Call("DEL", "c1", e.ContNS, stdin))
+			Expect(testutil.LinkNames(e.ContNS)).To(ConsistOf("lo"))
+		},
+		Entry("vlanId 0", map[string]any{"vlanId": 0}),
+		Entry("no vlanId", map[string]any{"vlanId": nil}),
+	)
+
 	It("refuses a second attachment on the same master and VLAN ID, naming both, and leaves nothing of it", func() {
 		e.Add("1.1.0", "c1", e.ContNS, e.Conf("1.1.0"))
 		other := testutil.NewNS()
