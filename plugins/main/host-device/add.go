@@ -29,6 +29,9 @@ func (p *hostDevice) add(a *attach.Attachment, c *config) (types.Result, error) 
 		return nil, err
 	}
 
+	for _, u := range c.unused {
+		a.Log.Info("several ways to pick the device: "+c.sel.key+" takes precedence, as upstream's", "used", c.sel.value, "unused", u.key, "value", u.value)
+	}
 	dev, userspace, err := p.resolve(hostNS, hostH, c.sel)
 	if err != nil {
 		return nil, err

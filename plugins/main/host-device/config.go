@@ -56,6 +56,9 @@ const (
 type config struct {
 	netConf
 	sel selector
+	// unused are the other selectors given, which sel takes precedence
+	// over; ADD logs them.
+	unused []selector
 }
 
 // pciAddrRE is a PCI address: domain:bus:device.function. It compiles on
@@ -68,8 +71,11 @@ var pciAddrRE = sync.OnceValue(func() *regexp.Regexp {
 func parse(args *skel.CmdArgs) (*config, error) { return parseConfig(args.StdinData) }
 
 // parseConfig decodes and validates stdin, the same way for every command.
-// It touches no kernel state and no files. Exactly one selector must be
-// set: none, or more than one, is code 7 naming them.
+// It touches no kernel state and no files. No selector is code 7; of
+// several, upstream's precedence picks one (loadConf's handleDeviceID,
+// then getLink): device, hwaddr, kernelpath, then runtimeConfig.deviceID,
+// which replaces pciBusID (a device plugin's pick over the config's). Each
+// one given must be well formed, picked or not.
 func parseConfig(stdin []byte) (*config, error) {
 	c := &config{}
 	if err := attach.Decode(stdin, &c.netConf); err != nil {
@@ -80,29 +86,21 @@ func parseConfig(stdin []byte) (*config, error) {
 		{key: keyDevice, value: c.Device},
 		{key: keyHWAddr, value: c.HWAddr},
 		{key: keyKernelPath, value: c.KernelPath},
-		{key: keyPCI, value: c.PCIAddr},
 		{key: keyDeviceID, value: c.RuntimeConfig.DeviceID},
+		{key: keyPCI, value: c.PCIAddr},
 	} {
-		if s.value != "" {
-			set = append(set, s)
+		if s.value == "" {
+			continue
 		}
+		if err := validateSelector(&s); err != nil {
+			return nil, result.InvalidConfig(err)
+		}
+		set = append(set, s)
 	}
-	switch len(set) {
-	case 0:
+	if len(set) == 0 {
 		return nil, result.InvalidConfig(errors.New(`specify one of "device", "hwaddr", "kernelpath", "pciBusID" or runtimeConfig "deviceID"`))
-	case 1:
-	default:
-		var keys []string
-		for _, s := range set {
-			keys = append(keys, fmt.Sprintf("%s %q", s.key, s.value))
-		}
-		return nil, result.InvalidConfig(fmt.Errorf("%s: specify only one way to pick the device", strings.Join(keys, " and ")))
 	}
-	sel := set[0]
-	if err := validateSelector(&sel); err != nil {
-		return nil, result.InvalidConfig(err)
-	}
-	c.sel = sel
+	c.sel, c.unused = set[0], set[1:]
 	return c, nil
 }
 

@@ -34,6 +34,23 @@ var _ = Describe("parseConfig", func() {
 		Entry("deviceID, auxiliary", `"runtimeConfig": {"deviceID": "mlx5_core.sf.4"}`, "runtimeConfig.deviceID", "mlx5_core.sf.4"),
 	)
 
+	// Upstream's loadConf lets runtimeConfig.deviceID replace pciBusID, and
+	// its getLink tries device, hwaddr, kernelpath, then the PCI address.
+	DescribeTable("picks one of several selectors by upstream's precedence",
+		func(keys, wantKey, wantValue string) {
+			c, err := hostdevice.ParseConfig(wrap(keys))
+			Expect(err).NotTo(HaveOccurred())
+			k, v := c.Selector()
+			Expect(k).To(Equal(wantKey))
+			Expect(v).To(Equal(wantValue))
+		},
+		Entry("device over hwaddr", `"device": "eth1", "hwaddr": "02:00:00:00:00:01"`, "device", "eth1"),
+		Entry("hwaddr over kernelpath", `"hwaddr": "02:00:00:00:00:01", "kernelpath": "/sys/devices/x"`, "hwaddr", "02:00:00:00:00:01"),
+		Entry("kernelpath over pciBusID", `"kernelpath": "/sys/devices/x", "pciBusID": "0000:00:03.0"`, "kernelpath", "/sys/devices/x"),
+		Entry("deviceID over pciBusID", `"pciBusID": "0000:00:03.0", "runtimeConfig": {"deviceID": "0000:00:04.0"}`, "runtimeConfig.deviceID", "0000:00:04.0"),
+		Entry("device over deviceID", `"device": "eth1", "runtimeConfig": {"deviceID": "0000:00:04.0"}`, "device", "eth1"),
+	)
+
 	DescribeTable("refuses bad values with code 7 naming the key",
 		func(keys, errHas string) {
 			_, err := hostdevice.ParseConfig(wrap(keys))
@@ -42,8 +59,7 @@ var _ = Describe("parseConfig", func() {
 			Expect(err.Error()).To(ContainSubstring(errHas))
 		},
 		Entry("no selector", ``, `specify one of "device", "hwaddr"`),
-		Entry("two selectors", `"device": "eth1", "hwaddr": "02:00:00:00:00:01"`, `device "eth1" and hwaddr "02:00:00:00:00:01": specify only one`),
-		Entry("pciBusID and deviceID", `"pciBusID": "0000:00:03.0", "runtimeConfig": {"deviceID": "0000:00:04.0"}`, `pciBusID "0000:00:03.0" and runtimeConfig.deviceID`),
+		Entry("an unused selector malformed", `"device": "eth1", "pciBusID": "../x"`, `pciBusID: "../x" is not a PCI address`),
 		Entry("device name", `"device": "a/b"`, `device: "a/b"`),
 		Entry("hwaddr", `"hwaddr": "zz"`, `hwaddr: "zz"`),
 		Entry("kernelpath relative", `"kernelpath": "devices/x"`, `kernelpath: "devices/x"`),

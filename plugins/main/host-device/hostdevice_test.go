@@ -419,12 +419,21 @@ var _ = Describe("host-device", func() {
 				expectNothingMade()
 			},
 			Entry("no selector", `"mtu": 1500`, "specify one of"),
-			Entry("two selectors", `"device": "dev0", "pciBusID": "0000:00:05.0"`, "specify only one"),
 			Entry("a missing device", `"device": "nodev0"`, `device: "nodev0": no such device in the host network namespace`),
 			Entry("a missing hwaddr", `"hwaddr": "02:00:00:00:00:99"`, `hwaddr: "02:00:00:00:00:99": no such device`),
 			Entry("a missing PCI device", `"pciBusID": "0000:00:09.0"`, `pciBusID: "0000:00:09.0": no device at`),
 			Entry("the loopback", `"device": "lo"`, `device: "lo": "lo" is the loopback device`),
 		)
+		// Upstream's getLink tries "device" before a PCI address: a config
+		// with both moves the named device, and DEL gives it back.
+		It("moves the device \"device\" names when pciBusID is given too", func() {
+			stdin := conf("1.1.0", `"device": "dev0", "pciBusID": "0000:00:05.0"`, false)
+			mustRun("ADD", contNS, stdin)
+			Expect(testutil.LinkNames(contNS)).To(ConsistOf("lo", "net1"))
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo"))
+			mustRun("DEL", contNS, stdin)
+			Expect(testutil.LinkNames(hostNS)).To(ConsistOf("lo", "dev0"))
+		})
 		It("refuses a CNI_IFNAME the container already has, changing nothing", func() {
 			h := testutil.Handle(contNS)
 			la := netlink.NewLinkAttrs()
