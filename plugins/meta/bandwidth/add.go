@@ -24,6 +24,9 @@ type plan struct {
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
 	res := a.Prev
+	if c.runtimeIgnored {
+		a.Log.Info("runtimeConfig.bandwidth unused: the config's top-level rate and burst keys take precedence, as upstream's")
+	}
 	if c.bw.isZero() {
 		return res, nil
 	}

@@ -1,6 +1,7 @@
 package bandwidth
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -36,9 +37,25 @@ type netConf struct {
 		Bandwidth *Entry `json:"bandwidth,omitempty"`
 	} `json:"runtimeConfig,omitempty"`
 
-	// bw is the limits in force: runtimeConfig.bandwidth when the runtime
-	// passed it, else the top-level keys; nil: none.
+	// bw is the limits in force: the top-level keys when the config has
+	// any, else runtimeConfig.bandwidth; nil: none.
 	bw *Entry
+	// runtimeIgnored: the runtime passed runtimeConfig.bandwidth, and the
+	// top-level keys took precedence (ADD logs it).
+	runtimeIgnored bool
+}
+
+// hasTopLevelKey reports whether the config holds any of the four
+// top-level rate and burst keys, zero or not.
+func (c *netConf) hasTopLevelKey() bool {
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(c.Raw, &raw) // decoded successfully by attach.Decode
+	for _, k := range []string{"ingressRate", "ingressBurst", "egressRate", "egressBurst"} {
+		if _, ok := raw[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
@@ -50,10 +67,17 @@ func parseConfig(stdin []byte) (*netConf, error) {
 	if err := attach.Decode(stdin, c); err != nil {
 		return nil, err
 	}
-	if top := (Entry{c.IngressRate, c.IngressBurst, c.EgressRate, c.EgressBurst}); !top.isZero() {
-		c.bw = &top
-	}
-	if c.RuntimeConfig.Bandwidth != nil {
+	// Upstream's getBandwidth: the top-level keys when any of them is
+	// there (its embedded *BandwidthEntry is then set, zeros and all),
+	// runtimeConfig.bandwidth only otherwise.
+	top := Entry{c.IngressRate, c.IngressBurst, c.EgressRate, c.EgressBurst}
+	switch {
+	case c.hasTopLevelKey():
+		if !top.isZero() {
+			c.bw = &top
+		}
+		c.runtimeIgnored = c.RuntimeConfig.Bandwidth != nil
+	case c.RuntimeConfig.Bandwidth != nil:
 		c.bw = c.RuntimeConfig.Bandwidth
 	}
 	if c.bw == nil {

@@ -37,7 +37,18 @@ func TestParseConfig(t *testing.T) {
 	testutil.RunConfigCases(t, func(stdin []byte, _ string) (*netConf, error) { return parseConfig(stdin) }, []testutil.ConfigCase[*netConf]{
 		{Name: "no limits", Stdin: base + `}`, Check: limits(nil)},
 		{Name: "static", Stdin: base + `, "ingressRate": 8000, "ingressBurst": 800}`, Check: limits(&Entry{IngressRate: 8000, IngressBurst: 800})},
-		{Name: "runtime overrides static", Stdin: base + `, "ingressRate": 8000, "ingressBurst": 800, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`,
+		// Upstream's getBandwidth: runtimeConfig.bandwidth only when the
+		// config has none of the four top-level keys; present, even zero,
+		// they win.
+		{Name: "static over runtime", Stdin: base + `, "ingressRate": 8000, "ingressBurst": 800, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`,
+			Check: func(t *testing.T, c *netConf) {
+				limits(&Entry{IngressRate: 8000, IngressBurst: 800})(t, c)
+				if !c.runtimeIgnored {
+					t.Error("runtimeIgnored false: ADD would not say the runtime's limits went unused")
+				}
+			}},
+		{Name: "static zeros over runtime", Stdin: base + `, "ingressRate": 0, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`, Check: limits(nil)},
+		{Name: "runtime without static", Stdin: base + `, "runtimeConfig": {"bandwidth": {"egressRate": 16000, "egressBurst": 1600}}}`,
 			Check: limits(&Entry{EgressRate: 16000, EgressBurst: 1600})},
 		{Name: "not JSON", Stdin: `{"name": `, Code: 6},
 		{Name: "name not a string", Stdin: `{"name": 1}`, Code: 7, ErrHas: "name: 1 is not a string"},
