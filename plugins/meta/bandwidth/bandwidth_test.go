@@ -287,13 +287,13 @@ var _ = Describe("bandwidth", func() {
 	It("takes the static keys over runtimeConfig.bandwidth, and the runtime's without them", func() {
 		keys := `"ingressRate": 4000000, "ingressBurst": 400000, "runtimeConfig": {"bandwidth": {"egressRate": 8000000, "egressBurst": 800000}}`
 		must("ADD", contNS, conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
-		Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(4000000/8))
+		Expect(rootTbf(hostNS, "veth-h").Rate).To(BeEquivalentTo(4000000 / 8))
 		Expect(testutil.LinkNames(hostNS)).NotTo(ContainElement(ifb))
 		must("DEL", contNS, conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
 
 		keys = `"runtimeConfig": {"bandwidth": {"egressRate": 8000000, "egressBurst": 800000}}`
 		must("ADD", contNS, conf("1.1.0", keys, prevFor("1.1.0", contNS, "veth-h")))
-		Expect(rootTbf(hostNS, ifb).Rate).To(BeEquivalentTo(8000000/8))
+		Expect(rootTbf(hostNS, ifb).Rate).To(BeEquivalentTo(8000000 / 8))
 	})
 
 	It("passes prevResult through untouched when no limit is set", func() {
