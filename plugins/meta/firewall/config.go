@@ -36,6 +36,10 @@ type netConf struct {
 	// mark the nftables backend's accepts set, for drop policies elsewhere
 	// to let through (README).
 	MarkBit *int `json:"nftablesMarkBit"`
+
+	// unknownBackend is a "backend" value none of the above, taken as
+	// absent (ADD logs it).
+	unknownBackend string
 }
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
@@ -83,7 +87,9 @@ func (c *netConf) defaultAndValidate() error {
 	switch c.Backend {
 	case "", backendIPTables, backendNFTables, backendFirewalld:
 	default:
-		return result.InvalidConfig(fmt.Errorf("backend: %q is not %q, %q or %q", c.Backend, backendIPTables, backendFirewalld, backendNFTables))
+		// Upstream's getBackend takes any other value as absent: firewalld
+		// when it runs, else iptables. ADD says so.
+		c.unknownBackend, c.Backend = c.Backend, ""
 	}
 	// iptables chain names: at most 28 bytes (XT_EXTENSION_MAXNAMELEN less
 	// the NUL), no blanks, and not an option or a target of iptables' own.

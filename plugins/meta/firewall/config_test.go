@@ -27,7 +27,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "mark bit a string", stdin: `{"name": "n", "nftablesMarkBit": "12"}`, code: 7},
 		{name: "not JSON", stdin: `{"name": `, code: 6},
 		{name: "no name", stdin: `{"type": "firewall"}`, code: 7},
-		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, code: 7},
+		// Upstream's getBackend: an unknown value is absent.
+		{name: "unknown backend", stdin: `{"name": "n", "backend": "ebtables"}`, admin: "CNI-ADMIN", zone: "trusted", policy: "open"},
 		{name: "unknown policy", stdin: `{"name": "n", "ingressPolicy": "closed"}`, code: 7},
 		// 28 bytes is iptables' chain name limit; one more is refused
 		// before iptables sees it.
@@ -60,5 +61,17 @@ func TestParseConfig(t *testing.T) {
 		if *c.MarkBit != want {
 			t.Errorf("%s: nftablesMarkBit %d, want %d", tc.name, *c.MarkBit, want)
 		}
+	}
+}
+
+// Upstream's getBackend takes a backend it does not know as absent; ADD
+// warns with the value.
+func TestUnknownBackendIsAbsent(t *testing.T) {
+	c, err := parseConfig([]byte(`{"name": "n", "backend": "ebtables"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Backend != "" || c.unknownBackend != "ebtables" {
+		t.Errorf("backend %q, unknownBackend %q; want \"\" and \"ebtables\"", c.Backend, c.unknownBackend)
 	}
 }

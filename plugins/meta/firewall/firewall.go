@@ -82,6 +82,9 @@ func addrsOf(prev *current.Result) []net.IP {
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
+	if c.unknownBackend != "" {
+		a.Log.Warn("backend unknown: taken as absent (firewalld when it runs, else iptables), as upstream's", "backend", c.unknownBackend)
+	}
 	prev, err := c.RequirePrev("prevResult: missing: firewall runs chained after an interface plugin (ADD)")
 	if err != nil {
 		return nil, err

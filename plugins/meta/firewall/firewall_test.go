@@ -170,7 +170,7 @@ var _ = DescribeTableSubtree("firewall", func(b backend) {
 		Expect(b.rules(e.hostNS)).NotTo(ContainSubstring("10.77.0.2"))
 		Expect(e.run(e.call("DEL", stdin)).Err).To(BeNil())
 	},
-		Entry("backend pf", `, "backend": "pf"`),
+		Entry("an unknown ingress policy", b.key+`, "ingressPolicy": "closed"`),
 		Entry("an admin chain name with a space", b.key+`, "iptablesAdminChainName": "CNI ADMIN"`),
 	)
 
