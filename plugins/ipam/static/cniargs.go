@@ -60,26 +60,28 @@ func parseCNIArgs(s string) (cniArgs, error) {
 
 // applyCNIArgs adds the CNI_ARGS IP addresses to the configured ones and
 // sets the gateway of every address whose subnet holds a GATEWAY address.
-func applyCNIArgs(addrs []address, env cniArgs) ([]address, error) {
+// A GATEWAY in the subnet of no address is dropped, as upstream drops it:
+// unused lists them, for ADD to warn.
+func applyCNIArgs(addrs []address, env cniArgs) (out []address, unused []string, err error) {
 	if env.ip != "" {
 		for i, s := range strings.Split(env.ip, ",") {
 			key := fmt.Sprintf("CNI_ARGS IP[%d]", i)
 			a, err := parseCIDR(key, strings.TrimSpace(s))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			a.key = key
 			addrs = append(addrs, a)
 		}
 	}
 	if env.gateway == "" {
-		return addrs, nil
+		return addrs, nil, nil
 	}
 	for i, s := range strings.Split(env.gateway, ",") {
 		s = strings.TrimSpace(s)
 		gw, err := netip.ParseAddr(s)
 		if err != nil || gw.Zone() != "" {
-			return nil, fmt.Errorf("CNI_ARGS GATEWAY[%d]: %q is not an IP address", i, s)
+			return nil, nil, fmt.Errorf("CNI_ARGS GATEWAY[%d]: %q is not an IP address", i, s)
 		}
 		gwIP := net.IP(gw.AsSlice())
 		matched := false
@@ -89,11 +91,9 @@ func applyCNIArgs(addrs []address, env cniArgs) ([]address, error) {
 				matched = true
 			}
 		}
-		// Upstream drops such a gateway silently, leaving the container
-		// without the default gateway its user asked for.
 		if !matched {
-			return nil, fmt.Errorf("CNI_ARGS GATEWAY[%d]: %s is in the subnet of no address", i, s)
+			unused = append(unused, fmt.Sprintf("GATEWAY[%d] %s", i, s))
 		}
 	}
-	return addrs, nil
+	return addrs, unused, nil
 }

@@ -51,6 +51,9 @@ type netConf struct {
 	routes     []*types.Route
 	dns        types.DNS
 	prevResult *current.Result
+	// unusedGateways are CNI_ARGS GATEWAY values in the subnet of no
+	// address, dropped (ADD warns).
+	unusedGateways []string
 }
 
 // address is one address static hands out. key names where it came from
@@ -123,7 +126,7 @@ func (conf *netConf) validate(raw *rawConf, cniArgs string) error {
 	default:
 		conf.addresses, err = parseAddresses(raw.IPAM.Addresses)
 		if err == nil {
-			conf.addresses, err = applyCNIArgs(conf.addresses, env)
+			conf.addresses, conf.unusedGateways, err = applyCNIArgs(conf.addresses, env)
 		}
 	}
 	if err != nil {

@@ -28,6 +28,9 @@ func cmdAdd(args *skel.CmdArgs) error {
 		// only), but it is more often a misspelt key: say so on stderr.
 		plugin.Logger("ADD", args).Warn("no addresses to hand out: set ipam.addresses, runtimeConfig.ips, args.cni.ips or CNI_ARGS IP")
 	}
+	for _, g := range conf.unusedGateways {
+		plugin.Logger("ADD", args).Warn("gateway dropped: in the subnet of no address, as upstream drops it", "gateway", g)
+	}
 	return result.Fprint(plugin.Stdout(args), conf.result(), conf.cniVersion)
 }
 

@@ -126,6 +126,18 @@ var _ = Describe("static", func() {
 		})
 	}, testutil.VersionEntries())
 
+	// Upstream's static drops a GATEWAY in the subnet of no address; ADD
+	// succeeds without it, and says so on stderr.
+	It("drops a CNI_ARGS GATEWAY in the subnet of no address, with a warning", func() {
+		c := call("ADD", []byte(`{"cniVersion": "1.1.0", "name": "n", "ipam": {"type": "static"}}`))
+		c.Args = "IP=10.7.0.7/24;GATEWAY=10.7.0.1,fd00::1,10.9.0.1"
+		out, err := testutil.Exec("static", c) // the binary: its stderr
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Err).To(BeNil())
+		Expect(ipsOf(testutil.ParseResult("1.1.0", out.Stdout))).To(Equal([]string{"10.7.0.7/24>10.7.0.1"}))
+		Expect(string(out.Stderr)).To(And(ContainSubstring("GATEWAY[1] fd00::1"), ContainSubstring("GATEWAY[2] 10.9.0.1")))
+	})
+
 	It("reports several addresses per family from 0.3.0 on", func() {
 		stdin := []byte(`{"cniVersion": "0.3.1", "name": "n", "ipam": {"type": "static", "addresses": [
 			{"address": "10.1.0.2/24"}, {"address": "10.2.0.2/24"}, {"address": "fd00:1::2/64"}, {"address": "fd00:2::2/64"}]}}`)
