@@ -85,9 +85,17 @@ type rangeIn struct {
 	Gateway    string `json:"gateway"`
 }
 
+// routeIn is a route of "routes": dst and gw, and the attributes a 1.1.0
+// result carries (cni's types.Route), kept as written, as upstream keeps
+// the whole route.
 type routeIn struct {
-	Dst string `json:"dst"`
-	GW  string `json:"gw"`
+	Dst      string `json:"dst"`
+	GW       string `json:"gw"`
+	MTU      int    `json:"mtu"`
+	AdvMSS   int    `json:"advmss"`
+	Priority int    `json:"priority"`
+	Table    *int   `json:"table"`
+	Scope    *int   `json:"scope"`
 }
 
 // parseConfig decodes, defaults and validates the network config every
@@ -278,7 +286,7 @@ func parseRoute(key string, in routeIn) (*types.Route, error) {
 			dst.Mask = dst.Mask[12:]
 		}
 	}
-	route := &types.Route{Dst: *dst}
+	route := &types.Route{Dst: *dst, MTU: in.MTU, AdvMSS: in.AdvMSS, Priority: in.Priority, Table: in.Table, Scope: in.Scope}
 	if in.GW != "" {
 		gw := net.ParseIP(in.GW)
 		if gw == nil {

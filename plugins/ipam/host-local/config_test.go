@@ -78,6 +78,20 @@ func TestParseConfigDefaults(t *testing.T) {
 				t.Errorf("routes = %v", c.Routes)
 			}
 		},
+	}, {
+		// Upstream keeps each route whole (types.Route): a 1.1.0 result
+		// carries mtu, advmss, priority, table and scope as written.
+		name: "route attributes",
+		conf: `{"name":"n","ipam":{"subnet":"10.1.0.0/24","routes":[{"dst":"0.0.0.0/0","mtu":1400,"advmss":1360,"priority":100,"table":200,"scope":0}]}}`,
+		sets: []string{"10.1.0.1-10.1.0.254"},
+		gws:  []string{"10.1.0.1"},
+		nets: []string{"10.1.0.0/24"},
+		extra: func(t *testing.T, c *Config) {
+			r := c.Routes[0]
+			if r.MTU != 1400 || r.AdvMSS != 1360 || r.Priority != 100 || r.Table == nil || *r.Table != 200 || r.Scope == nil || *r.Scope != 0 {
+				t.Errorf("route = %v", r)
+			}
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
