@@ -89,6 +89,26 @@ var _ = Describe("allocation", func() {
 		Expect(got).To(Equal([]string{"10.1.0.1/29", "10.1.0.2/29", "10.1.0.4/29", "10.1.0.5/29", "10.1.0.6/29"}))
 	})
 
+	// Upstream takes a range from the network address to the broadcast
+	// address and a gateway outside the subnet (and would hand both ends
+	// out): the hosts between are handed out, the ends never, and the
+	// gateway takes no host's place.
+	It("hands out only the hosts of a range written from network to broadcast, with a gateway outside", func() {
+		c := mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/29", "gateway": "10.9.0.1",
+			"rangeStart": "10.1.0.0", "rangeEnd": "10.1.0.7"}), nil), "")
+		var got []string
+		for i := 0; ; i++ {
+			res, err := add(c, fmt.Sprintf("c%d", i), "eth0", quiet)
+			if err != nil {
+				Expect(err.Error()).To(Equal("no IP addresses available in range set 10.1.0.1-10.1.0.6"))
+				break
+			}
+			Expect(res.IPs[0].Gateway.String()).To(Equal("10.9.0.1"))
+			got = append(got, addrsOf(res)...)
+		}
+		Expect(got).To(Equal([]string{"10.1.0.1/29", "10.1.0.2/29", "10.1.0.3/29", "10.1.0.4/29", "10.1.0.5/29", "10.1.0.6/29"}))
+	})
+
 	It("goes round-robin from last_reserved_ip and wraps", func() {
 		c := mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/24", "rangeStart": "10.1.0.10", "rangeEnd": "10.1.0.12"}), nil), "")
 		next := func(id string) string {

@@ -79,6 +79,21 @@ func TestParseConfigDefaults(t *testing.T) {
 			}
 		},
 	}, {
+		// Upstream's Canonicalize asks nothing of the gateway but to be an
+		// address, and takes a range from the network address to the
+		// broadcast address: neither is ever handed out here.
+		name: "gateway outside the subnet, range from network to broadcast",
+		conf: `{"name":"n","ipam":{"subnet":"10.1.0.0/24","gateway":"10.9.0.1","rangeStart":"10.1.0.0","rangeEnd":"10.1.0.255"}}`,
+		sets: []string{"10.1.0.1-10.1.0.254"},
+		gws:  []string{"10.9.0.1"},
+		nets: []string{"10.1.0.0/24"},
+	}, {
+		name: "gateway at the network address",
+		conf: `{"name":"n","ipam":{"subnet":"10.1.0.0/24","gateway":"10.1.0.0"}}`,
+		sets: []string{"10.1.0.1-10.1.0.254"},
+		gws:  []string{"10.1.0.0"},
+		nets: []string{"10.1.0.0/24"},
+	}, {
 		// Upstream keeps each route whole (types.Route): a 1.1.0 result
 		// carries mtu, advmss, priority, table and scope as written.
 		name: "route attributes",
@@ -184,10 +199,10 @@ func TestParseConfigInvalid(t *testing.T) {
 		{"rangeStart outside", `{"name":"n","ipam":{"ranges":[[{"subnet":"10.3.0.0/24"},{"subnet":"10.1.0.0/24","rangeStart":"10.2.0.5"}]]}}`, "", 7,
 			"ipam.ranges[0][1].rangeStart: 10.2.0.5 not in subnet 10.1.0.0/24"},
 		{"rangeEnd outside", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeEnd":"10.1.1.5"}}`, "", 7, "ipam.rangeEnd: 10.1.1.5 not in subnet 10.1.0.0/24"},
-		{"gateway outside", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","gateway":"10.9.0.1"}}`, "", 7, "ipam.gateway: 10.9.0.1 not in subnet 10.1.0.0/24"},
+		{"gateway of the other family", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","gateway":"fd00::1"}}`, "", 7, "ipam.gateway: fd00::1 is not of the IP family of subnet 10.1.0.0/24"},
 		{"gateway not an IP", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","gateway":"x"}}`, "", 7, `ipam.gateway: "x" is not an IP address`},
-		{"rangeStart is the network", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.0"}}`, "", 7, "ipam.rangeStart: 10.1.0.0 is the network address"},
-		{"rangeEnd is the broadcast", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeEnd":"10.1.0.255"}}`, "", 7, "ipam.rangeEnd: 10.1.0.255 is the broadcast address"},
+		{"rangeStart is the broadcast", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.255"}}`, "", 7, "ipam.rangeStart: 10.1.0.255 leaves no host address in the range of 10.1.0.0/24"},
+		{"rangeEnd is the network", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeEnd":"10.1.0.0"}}`, "", 7, "ipam.rangeEnd: 10.1.0.0 leaves no host address"},
 		{"start after end", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.9","rangeEnd":"10.1.0.5"}}`, "", 7, "ipam.rangeEnd: 10.1.0.5 is before rangeStart 10.1.0.9"},
 		{"only the gateway", `{"name":"n","ipam":{"subnet":"10.1.0.0/24","rangeStart":"10.1.0.1","rangeEnd":"10.1.0.1"}}`, "", 7, "holds only the gateway"},
 		{"mixed families in a set", `{"name":"n","ipam":{"ranges":[[{"subnet":"10.1.0.0/24"},{"subnet":"fd00::/64"}]]}}`, "", 7, "ipam.ranges[0][1].subnet: fd00::/64 mixes address families"},

@@ -161,7 +161,7 @@ func parseRange(prefix string, in rangeIn) (Range, error) {
 		lastHost = last.Prev() // the broadcast address is never a host's
 	}
 
-	parse := func(key, s string, def netip.Addr) (netip.Addr, error) {
+	addr := func(key, s string, def netip.Addr) (netip.Addr, error) {
 		if s == "" {
 			return def, nil
 		}
@@ -169,26 +169,47 @@ func parseRange(prefix string, in rangeIn) (Range, error) {
 		if err != nil || a.Zone() != "" {
 			return netip.Addr{}, fmt.Errorf("%s%s: %q is not an IP address", prefix, key, s)
 		}
-		a = a.Unmap()
+		return a.Unmap(), nil
+	}
+	// rangeStart and rangeEnd must lie in the subnet, as upstream's
+	// Canonicalize asks. A range that starts at the network address, or
+	// ends at the IPv4 broadcast address (upstream takes both, and would
+	// hand them out), starts after it or ends before it: neither is ever
+	// a host's address.
+	bound := func(key, s string, def, clampFrom, clampTo netip.Addr) (netip.Addr, error) {
+		a, err := addr(key, s, def)
+		if err != nil {
+			return a, err
+		}
 		if !p.Contains(a) {
 			return netip.Addr{}, fmt.Errorf("%s%s: %s not in subnet %s", prefix, key, a, p)
 		}
-		if a == network {
-			return netip.Addr{}, fmt.Errorf("%s%s: %s is the network address of %s", prefix, key, a, p)
+		if a == clampFrom {
+			return clampTo, nil
 		}
-		if network.Is4() && a == last {
-			return netip.Addr{}, fmt.Errorf("%s%s: %s is the broadcast address of %s", prefix, key, a, p)
+		if a == network || (network.Is4() && a == last) {
+			return netip.Addr{}, fmt.Errorf("%s%s: %s leaves no host address in the range of %s", prefix, key, a, p)
 		}
 		return a, nil
 	}
-	if r.Start, err = parse("rangeStart", in.RangeStart, firstHost); err != nil {
+	if r.Start, err = bound("rangeStart", in.RangeStart, firstHost, network, firstHost); err != nil {
 		return r, err
 	}
-	if r.End, err = parse("rangeEnd", in.RangeEnd, lastHost); err != nil {
+	endFrom := netip.Addr{} // IPv6 has no broadcast address
+	if network.Is4() {
+		endFrom = last
+	}
+	if r.End, err = bound("rangeEnd", in.RangeEnd, lastHost, endFrom, lastHost); err != nil {
 		return r, err
 	}
-	if r.Gateway, err = parse("gateway", in.Gateway, firstHost); err != nil {
+	// The gateway is only reported, never handed out: upstream takes any
+	// address there, in the subnet or not. One of the other IP family
+	// would fail in the interface plugin: it is refused here.
+	if r.Gateway, err = addr("gateway", in.Gateway, firstHost); err != nil {
 		return r, err
+	}
+	if r.Gateway.Is4() != network.Is4() {
+		return r, fmt.Errorf("%sgateway: %s is not of the IP family of subnet %s", prefix, r.Gateway, p)
 	}
 	if r.Start.Compare(r.End) > 0 {
 		return r, fmt.Errorf("%srangeEnd: %s is before rangeStart %s", prefix, r.End, r.Start)
