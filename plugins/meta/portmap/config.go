@@ -39,6 +39,9 @@ type netConf struct {
 	// Derived by parseConfig.
 	backend  string // "", iptables or nftables ("" = upstream's default)
 	mappings []hostport.PortMapping
+	// markMasqBitUnused: markMasqBit given with backend nftables, which
+	// does not use it (ADD logs it).
+	markMasqBitUnused bool
 }
 
 func parse(args *skel.CmdArgs) (*netConf, error) { return parseConfig(args.StdinData) }
@@ -74,17 +77,19 @@ func (c *netConf) validate() error {
 	if c.ExternalSetMarkChain != nil && *c.ExternalSetMarkChain == "" {
 		return errors.New(`externalSetMarkChain: ""`)
 	}
-	// Upstream's default: conditions in nft syntax (not starting with
-	// "-") pick nftables.
+	// Upstream's default (detectBackendOfConditions): conditions in nft
+	// syntax (not starting with "-" or "!") pick nftables.
 	nftSyntax := false
 	for key, conds := range map[string]*[]string{"conditionsV4": c.ConditionsV4, "conditionsV6": c.ConditionsV6} {
 		if conds == nil {
 			continue
 		}
-		// iptables conditions are argument lists ("-s", "10.0.0.0/8"):
-		// the first one is an option.
-		if len(*conds) > 0 && !strings.HasPrefix(strings.TrimSpace((*conds)[0]), "-") {
-			nftSyntax = true
+		// iptables conditions are argument lists ("-s", "10.0.0.0/8",
+		// "!", "-d", ...): the first one is an option or a negation.
+		if len(*conds) > 0 {
+			if first := strings.TrimSpace((*conds)[0]); !strings.HasPrefix(first, "-") && !strings.HasPrefix(first, "!") {
+				nftSyntax = true
+			}
 		}
 		for i, cond := range *conds {
 			if strings.ContainsAny(cond, "\n\r") {
@@ -101,14 +106,16 @@ func (c *netConf) validate() error {
 	if nftSyntax && c.backend == netfilter.BackendIPTables {
 		// iptables would take the words as its arguments and fail
 		// half-way through the rules.
-		return errors.New(`conditionsV4/conditionsV6: nft syntax (not starting with "-"), but backend is "iptables"`)
+		return errors.New(`conditionsV4/conditionsV6: nft syntax (not starting with "-" or "!"), but backend is "iptables"`)
 	}
 	if c.backend == netfilter.BackendNFTables {
 		switch {
 		case nftSyntax || c.ConditionsV4 != nil && len(*c.ConditionsV4) > 0 || c.ConditionsV6 != nil && len(*c.ConditionsV6) > 0:
 			return errors.New("conditionsV4/conditionsV6: not supported with the nftables backend (rules are made over netlink, not by nft)")
 		case c.MarkMasqBit != nil:
-			return errors.New("markMasqBit: iptables only (backend is nftables)")
+			// Upstream's nftables backend has no use for it and says
+			// nothing; ADD says so.
+			c.markMasqBitUnused = true
 		case c.ExternalSetMarkChain != nil:
 			return errors.New("externalSetMarkChain: iptables only (backend is nftables)")
 		}

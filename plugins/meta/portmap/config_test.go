@@ -26,10 +26,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "backend", conf: `{` + base + `,"backend":"ebpf"}`, code: 7, want: `backend: "ebpf" (want "iptables" or "nftables")`},
 		{name: "markMasqBit range", conf: `{` + base + `,"markMasqBit":32}`, code: 7, want: "markMasqBit: 32 out of range 0-31"},
 		{name: "markMasqBit with external chain", conf: `{` + base + `,"markMasqBit":3,"externalSetMarkChain":"X"}`, code: 7, want: "markMasqBit and externalSetMarkChain: set only one (the external chain does its own marking)"},
-		{name: "markMasqBit on nftables", conf: `{` + base + `,"backend":"nftables","markMasqBit":3}`, code: 7, want: "markMasqBit: iptables only (backend is nftables)"},
+		// Upstream's nftables backend ignores markMasqBit (ADD logs it here).
+		{name: "markMasqBit on nftables", conf: `{` + base + `,"backend":"nftables","markMasqBit":3}`},
+		// Upstream's detectBackendOfConditions: a leading "!" is iptables'.
+		{name: "negated iptables conditions", conf: `{` + base + `,"backend":"iptables","conditionsV4":["!","-d","1.2.3.4"]}`},
 		{name: "nft conditions", conf: `{` + base + `,"conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: "conditionsV4/conditionsV6: not supported with the nftables backend (rules are made over netlink, not by nft)"},
 		{name: "iptables conditions", conf: `{` + base + `,"conditionsV4":["-s","1.2.3.4"]}`},
-		{name: "nft conditions on iptables", conf: `{` + base + `,"backend":"iptables","conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: `conditionsV4/conditionsV6: nft syntax (not starting with "-"), but backend is "iptables"`},
+		{name: "nft conditions on iptables", conf: `{` + base + `,"backend":"iptables","conditionsV4":["ip saddr 1.2.3.4"]}`, code: 7, want: `conditionsV4/conditionsV6: nft syntax (not starting with "-" or "!"), but backend is "iptables"`},
 		{name: "empty condition", conf: `{` + base + `,"conditionsV4":["-s",""]}`, code: 7, want: "conditionsV4[1]: empty"},
 		// A line break would end the iptables-restore line the condition
 		// goes into, and start one of the runtime's choosing.

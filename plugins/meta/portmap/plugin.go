@@ -85,6 +85,9 @@ func owner(a *attach.Attachment) netfilter.Owner {
 }
 
 func add(a *attach.Attachment, c *netConf) (types.Result, error) {
+	if c.markMasqBitUnused {
+		a.Log.Info("markMasqBit unused: the nftables backend masquerades without a mark bit, as upstream's ignores it", "markMasqBit", *c.MarkMasqBit)
+	}
 	prev, err := a.Conf.RequirePrev("prevResult: missing (portmap must be chained after a plugin that made the attachment)")
 	if err != nil {
 		return nil, err
