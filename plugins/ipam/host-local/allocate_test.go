@@ -75,17 +75,23 @@ var _ = Describe("allocation", func() {
 			"a folder ADD can still make is usable")
 	})
 
-	It("never hands out the gateway or the network or broadcast address", func() {
-		c := mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/29", "gateway": "10.1.0.3"}), nil), "")
-		var got []string
+	// addAll runs ADD for new attachments until the range set of c is
+	// exhausted, and returns the addresses handed out and their gateways.
+	addAll := func(c *Config) (got, gws []string) {
+		GinkgoHelper()
 		for i := 0; ; i++ {
 			res, err := add(c, fmt.Sprintf("c%d", i), "eth0", quiet)
 			if err != nil {
 				Expect(err.Error()).To(Equal("no IP addresses available in range set 10.1.0.1-10.1.0.6"))
-				break
+				return got, gws
 			}
 			got = append(got, addrsOf(res)...)
+			gws = append(gws, res.IPs[0].Gateway.String())
 		}
+	}
+
+	It("never hands out the gateway or the network or broadcast address", func() {
+		got, _ := addAll(mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/29", "gateway": "10.1.0.3"}), nil), ""))
 		Expect(got).To(Equal([]string{"10.1.0.1/29", "10.1.0.2/29", "10.1.0.4/29", "10.1.0.5/29", "10.1.0.6/29"}))
 	})
 
@@ -94,19 +100,10 @@ var _ = Describe("allocation", func() {
 	// out): the hosts between are handed out, the ends never, and the
 	// gateway takes no host's place.
 	It("hands out only the hosts of a range written from network to broadcast, with a gateway outside", func() {
-		c := mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/29", "gateway": "10.9.0.1",
-			"rangeStart": "10.1.0.0", "rangeEnd": "10.1.0.7"}), nil), "")
-		var got []string
-		for i := 0; ; i++ {
-			res, err := add(c, fmt.Sprintf("c%d", i), "eth0", quiet)
-			if err != nil {
-				Expect(err.Error()).To(Equal("no IP addresses available in range set 10.1.0.1-10.1.0.6"))
-				break
-			}
-			Expect(res.IPs[0].Gateway.String()).To(Equal("10.9.0.1"))
-			got = append(got, addrsOf(res)...)
-		}
+		got, gws := addAll(mustParse(conf("1.1.0", dataDir, ranges(map[string]any{"subnet": "10.1.0.0/29", "gateway": "10.9.0.1",
+			"rangeStart": "10.1.0.0", "rangeEnd": "10.1.0.7"}), nil), ""))
 		Expect(got).To(Equal([]string{"10.1.0.1/29", "10.1.0.2/29", "10.1.0.3/29", "10.1.0.4/29", "10.1.0.5/29", "10.1.0.6/29"}))
+		Expect(gws).To(HaveEach("10.9.0.1"))
 	})
 
 	It("goes round-robin from last_reserved_ip and wraps", func() {

@@ -18,7 +18,10 @@ func wrap(keys string) []byte {
 }
 
 var _ = Describe("parseConfig", func() {
-	DescribeTable("takes exactly one selector",
+	// Of several, upstream's precedence: its loadConf lets
+	// runtimeConfig.deviceID replace pciBusID, and its getLink tries
+	// device, hwaddr, kernelpath, then the PCI address.
+	DescribeTable("picks the selector, of several by upstream's precedence",
 		func(keys, wantKey, wantValue string) {
 			c, err := hostdevice.ParseConfig(wrap(keys))
 			Expect(err).NotTo(HaveOccurred())
@@ -32,18 +35,6 @@ var _ = Describe("parseConfig", func() {
 		Entry("pciBusID", `"pciBusID": "0000:00:03.0"`, "pciBusID", "0000:00:03.0"),
 		Entry("deviceID, PCI", `"runtimeConfig": {"deviceID": "0000:af:00.1"}`, "runtimeConfig.deviceID", "0000:af:00.1"),
 		Entry("deviceID, auxiliary", `"runtimeConfig": {"deviceID": "mlx5_core.sf.4"}`, "runtimeConfig.deviceID", "mlx5_core.sf.4"),
-	)
-
-	// Upstream's loadConf lets runtimeConfig.deviceID replace pciBusID, and
-	// its getLink tries device, hwaddr, kernelpath, then the PCI address.
-	DescribeTable("picks one of several selectors by upstream's precedence",
-		func(keys, wantKey, wantValue string) {
-			c, err := hostdevice.ParseConfig(wrap(keys))
-			Expect(err).NotTo(HaveOccurred())
-			k, v := c.Selector()
-			Expect(k).To(Equal(wantKey))
-			Expect(v).To(Equal(wantValue))
-		},
 		Entry("device over hwaddr", `"device": "eth1", "hwaddr": "02:00:00:00:00:01"`, "device", "eth1"),
 		Entry("hwaddr over kernelpath", `"hwaddr": "02:00:00:00:00:01", "kernelpath": "/sys/devices/x"`, "hwaddr", "02:00:00:00:00:01"),
 		Entry("kernelpath over pciBusID", `"kernelpath": "/sys/devices/x", "pciBusID": "0000:00:03.0"`, "kernelpath", "/sys/devices/x"),

@@ -31,14 +31,8 @@ func TestParseConfig(t *testing.T) {
 		{Name: "bad mode", Stdin: `{"name": "n", "mode": "bridge"}`, Code: 7, ErrHas: `mode: "bridge"`},
 		{Name: "bad master", Stdin: `{"name": "n", "master": "a b"}`, Code: 7, ErrHas: `master: "a b"`},
 		{Name: "bad mtu", Stdin: `{"name": "n", "mtu": 70000}`, Code: 7, ErrHas: "mtu: 70000"},
-		// Upstream's isLayer3 := IPAM.Type != "": an ipam without a type
-		// is layer 2 only.
+		// Upstream's isLayer3 := IPAM.Type != "": layer 2 only.
 		{Name: "ipam without type", Stdin: `{"name": "n", "ipam": {"subnet": "10.0.0.0/8"}}`, Check: func(t *testing.T, c *config) {
-			if c.layer3 {
-				t.Error("layer3, want layer 2 only")
-			}
-		}},
-		{Name: "ipam with an empty type", Stdin: `{"name": "n", "ipam": {"type": ""}}`, Check: func(t *testing.T, c *config) {
 			if c.layer3 {
 				t.Error("layer3, want layer 2 only")
 			}

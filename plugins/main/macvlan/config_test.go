@@ -66,14 +66,8 @@ func TestParseConfig(t *testing.T) {
 		{Name: "bad mtu", Stdin: `{"name": "n", "mtu": 20}`, Code: 7, ErrHas: "mtu: 20"},
 		{Name: "bad mac", Stdin: `{"name": "n", "mac": "zz"}`, Code: 7, ErrHas: `mac: "zz"`},
 		{Name: "bad CNI_ARGS", Stdin: `{"name": "n"}`, CNIArgs: "MAC", Code: 4, ErrHas: "CNI_ARGS"},
-		// Upstream's isLayer3 := IPAM.Type != "": an ipam without a type
-		// is layer 2 only.
+		// Upstream's isLayer3 := IPAM.Type != "": layer 2 only.
 		{Name: "ipam without type", Stdin: `{"name": "n", "ipam": {"subnet": "10.1.0.0/24"}}`, Check: func(t *testing.T, c *config) {
-			if c.layer3 {
-				t.Error("layer3, want layer 2 only")
-			}
-		}},
-		{Name: "ipam with an empty type", Stdin: `{"name": "n", "ipam": {"type": ""}}`, Check: func(t *testing.T, c *config) {
 			if c.layer3 {
 				t.Error("layer3, want layer 2 only")
 			}
